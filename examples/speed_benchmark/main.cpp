@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: MIT
+// speed_benchmark: a batched rigid-sphere engine, stepped as fast as it goes, with simprof's FPS
+// line while it runs and the stage breakdown at the end.
+//
+//   speed_benchmark --backend cpu --n-envs 1024 --steps 300
+//   speed_benchmark --backend cuda --sweep            (with the CUDA backend)
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "args.hpp"
+#include "cpu_engine.hpp"
+#include "simprof/simprof.hpp"
+
+#if SIMPROF_EXAMPLES_CUDA
+#include "cuda_main.hpp"
+#endif
+
+namespace simprof::examples {
+
+std::string usage() {
+  return "usage: speed_benchmark [--backend auto|cpu|cuda] [--n-envs N[,N...]] [--steps N]\n"
+         "                       [--warmup N] [--quiet] [--eager] [--sweep]\n";
+}
+
+namespace {
+int parse_int(const std::string& flag, const std::string& v, int min) {
+  std::size_t used = 0;
+  int x = 0;
+  try {
+    x = std::stoi(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v.size() || used == 0 || x < min)
+    throw std::invalid_argument(fmt::format("{} {} (expected an integer >= {})", flag, v, min));
+  return x;
+}
+}  // namespace
+
+Args parse_args(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string f = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(fmt::format("{} needs a value", f));
+      return argv[++i];
+    };
+    if (f == "--backend") {
+      a.backend = value();
+      if (a.backend != "auto" && a.backend != "cpu" && a.backend != "cuda")
+        throw std::invalid_argument(
+            fmt::format("--backend {} (expected auto, cpu or cuda)", a.backend));
+    } else if (f == "--n-envs") {
+      const std::string v = value();
+      std::size_t start = 0;
+      while (start <= v.size()) {
+        const std::size_t comma = v.find(',', start);
+        const std::string part =
+            v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        a.n_envs.push_back(parse_int("--n-envs", part, 1));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+    } else if (f == "--steps") {
+      a.steps = parse_int(f, value(), 1);
+    } else if (f == "--warmup") {
+      a.warmup = parse_int(f, value(), 0);
+    } else if (f == "--quiet") {
+      a.quiet = true;
+    } else if (f == "--eager") {
+      a.eager = true;
+    } else if (f == "--sweep") {
+      a.sweep = true;
+    } else if (f == "--help" || f == "-h") {
+      std::fputs(usage().c_str(), stdout);
+      std::exit(0);
+    } else {
+      throw std::invalid_argument(fmt::format("unknown flag {}", f));
+    }
+  }
+  return a;
+}
+
+namespace {
+
+int run_cpu(const Args& args) {
+  if (args.eager || args.sweep)
+    throw std::invalid_argument(
+        "--eager and --sweep compare kernel launches with graph replay: they need --backend cuda "
+        "(on the CPU, sweep n_envs with --n-envs 256,1024,4096)");
+  const engine::Params params;
+  const int steps = args.steps ? args.steps : 200;
+  const int warmup = args.warmup ? args.warmup : 5;
+  for (const int n_envs : args.n_envs.empty() ? std::vector<int>{1024} : args.n_envs) {
+    ProfilingOptions options = ProfilingOptions::from_env();
+    if (args.quiet) options.show_fps = false;
+    options.stats_window = static_cast<std::size_t>(steps);
+    StepProfiler prof(options, n_envs);
+    engine::CpuEngine engine(params, n_envs);
+    fmt::print(
+        "speed_benchmark: backend cpu, {} envs x {} spheres, {} substeps, {}x{} depth image, "
+        "{} steps (clock {})\n",
+        n_envs, params.n_spheres, params.substeps, params.image_width, params.image_height, steps,
+        to_string(prof.clock().source()));
+    for (int i = 0; i < warmup; ++i) engine.step();  // first touches of the arrays stay out
+    engine.attach(prof);
+    for (int i = 0; i < steps; ++i) {
+      auto step = prof.step();
+      engine.step();
+    }
+    const auto st = prof.stats("step");
+    fmt::print("\n{}", stage_table(prof));
+    fmt::print(
+        "\nmean step {:.1f} us: {} env-steps/s ({} steps/s per env, {} envs); FPS tracker: {}\n\n",
+        st.mean * 1e6, format_thousands(n_envs / st.mean), format_thousands(1.0 / st.mean), n_envs,
+        std::isnan(prof.fps().total_fps()) ? std::string("no sample yet")
+                                           : format_thousands(prof.fps().total_fps()));
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace simprof::examples
+
+int main(int argc, char** argv) {
+  using namespace simprof::examples;
+  Args args;
+  try {
+    args = parse_args(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "speed_benchmark: %s\n%s", e.what(), usage().c_str());
+    return 2;
+  }
+  try {
+#if SIMPROF_EXAMPLES_CUDA
+    if (args.backend == "cuda" || (args.backend == "auto" && cuda_device_visible()))
+      return run_cuda(args);
+#else
+    if (args.backend == "cuda") {
+      std::fprintf(
+          stderr,
+          "speed_benchmark: --backend cuda: this build has no CUDA backend (configure with "
+          "a CUDA compiler and SIMPROF_CUDA=ON/AUTO); run --backend cpu instead\n");
+      return 2;
+    }
+#endif
+    return run_cpu(args);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "speed_benchmark: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+// The example engine behind speed_benchmark: deterministic, physically sane, and instrumented with
+// the stages the benchmark reports.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "cpu_engine.hpp"
+#include "simprof/manual_clock.hpp"
+
+using simprof::engine::CpuEngine;
+using simprof::engine::Params;
+
+TEST(Engine, SameSeedSameTrajectory) {
+  Params p;
+  CpuEngine a(p, 16, 7), b(p, 16, 7), c(p, 16, 8);
+  for (int i = 0; i < 200; ++i) {
+    a.step();
+    b.step();
+    c.step();
+  }
+  EXPECT_EQ(a.snapshot(), b.snapshot());
+  EXPECT_NE(a.snapshot(), c.snapshot());
+}
+
+TEST(Engine, FreeFallMatchesSemiImplicitEuler) {
+  Params p;
+  p.n_spheres = 1;
+  CpuEngine e(p, 1);
+  auto s = e.state();
+  s.px[0] = s.py[0] = 0.0f;
+  s.pz[0] = 0.8f;
+  s.vx[0] = s.vy[0] = s.vz[0] = 0.0f;
+  const int n = 10 * p.substeps;  // 10 steps, no contact yet
+  for (int i = 0; i < 10; ++i) e.step();
+  // v_k = k g dt; z_n = z0 + g dt^2 n (n + 1) / 2
+  const double g = p.gravity, dt = p.dt;
+  EXPECT_NEAR(s.vz[0], g * dt * n, 1e-5);
+  EXPECT_NEAR(s.pz[0], 0.8 + g * dt * dt * n * (n + 1) / 2.0, 1e-5);
+  EXPECT_FLOAT_EQ(s.px[0], 0.0f);
+}
+
+TEST(Engine, SpheresStayInTheBoxAndSettle) {
+  Params p;
+  CpuEngine e(p, 32);
+  auto energy = [&] {  // kinetic + gravitational
+    double sum = 0;
+    auto s = e.state();
+    for (int k = 0; k < 32 * p.n_spheres; ++k)
+      sum += 0.5 * p.mass * (s.vx[k] * s.vx[k] + s.vy[k] * s.vy[k] + s.vz[k] * s.vz[k]) -
+             p.mass * p.gravity * s.pz[k];
+    return sum;
+  };
+  const double start = energy();
+  for (int i = 0; i < 2000; ++i) e.step();
+  auto s = e.state();
+  const float slack = 0.5f * p.radius;  // penalty contacts allow some penetration
+  for (int k = 0; k < 32 * p.n_spheres; ++k) {
+    ASSERT_TRUE(std::isfinite(s.px[k]) && std::isfinite(s.vz[k])) << k;
+    EXPECT_GE(s.pz[k], p.radius - slack) << k;
+    EXPECT_LE(std::fabs(s.px[k]), p.half_width - p.radius + slack) << k;
+    EXPECT_LE(std::fabs(s.py[k]), p.half_width - p.radius + slack) << k;
+  }
+  // The contact dampers only take energy out: no contact may create it.
+  EXPECT_LT(energy(), start);
+}
+
+TEST(Engine, DepthCameraSeesASphereInFront) {
+  Params p;
+  p.n_spheres = 1;
+  p.radius = 0.2f;
+  CpuEngine e(p, 1);
+  auto s = e.state();
+  s.px[0] = 0.0f;
+  s.py[0] = 0.0f;
+  s.pz[0] = 0.5f;  // straight ahead of the camera at (0, -1.6, 0.5)
+  simprof::engine::render_env(0, p, s, e.sensors());
+  const float* img = e.sensors().depth;
+  const float centre = img[(p.image_height / 2) * p.image_width + p.image_width / 2];
+  EXPECT_GT(centre, 1.6f - p.radius - 1e-4f);  // on the sphere's near half
+  EXPECT_LT(centre, 1.6f);
+  EXPECT_FLOAT_EQ(img[0], 4.0f);  // top-left corner: nothing there
+}
+
+TEST(Engine, ReportsTheGenesisStages) {
+  simprof::ManualClock mc;
+  simprof::ProfilingOptions o;
+  o.show_fps = false;
+  simprof::StepProfiler prof(o, 4, mc.clock());
+  CpuEngine e(Params{}, 4);
+  e.attach(prof);
+  for (int i = 0; i < 2; ++i) {
+    auto step = prof.step();
+    e.step();
+  }
+  for (const char* stage : {"physics", "physics/forces", "physics/contacts", "physics/integrate",
+                            "sensors", "sensors/Imu", "rendering", "recorders", "step", "period"})
+    EXPECT_TRUE(prof.timings().contains(stage)) << stage;
+}

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: MIT
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "simprof/fps_tracker.hpp"
+#include "simprof/manual_clock.hpp"
+#include "simprof/step_profiler.hpp"
+
+using namespace std::chrono_literals;
+using simprof::FpsTracker;
+using simprof::ManualClock;
+
+namespace {
+
+std::shared_ptr<spdlog::logger> capture(std::ostringstream& out) {
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_st>(out);
+  auto logger = std::make_shared<spdlog::logger>("capture", sink);
+  logger->set_pattern("%v");
+  return logger;
+}
+
+// Ticks every `dt_ms` milliseconds `n` times, advancing the manual clock.
+void run(FpsTracker& fps, ManualClock& mc, int n, double dt_ms) {
+  for (int i = 0; i < n; ++i) {
+    mc.advance(dt_ms * 1e-3);
+    fps.tick(mc.now_ns());
+  }
+}
+
+}  // namespace
+
+TEST(FpsTracker, FirstTickOnlyStartsTheClock) {
+  ManualClock mc;
+  FpsTracker fps(0.95, 50ms, 0, mc.clock());
+  fps.set_show(false);
+  mc.advance(10.0);  // however long before the first step: it is not a sample
+  EXPECT_FALSE(fps.tick(mc.now_ns()));
+  EXPECT_EQ(fps.num_samples(), 0u);
+  EXPECT_TRUE(std::isnan(fps.fps_per_env()));
+}
+
+TEST(FpsTracker, SampleEndsAtTheFirstTickPastTheInterval) {
+  ManualClock mc;
+  FpsTracker fps(0.95, 50ms, 0, mc.clock());
+  fps.set_show(false);
+  fps.tick(mc.now_ns());
+  run(fps, mc, 4, 10.0);  // 40 ms: not yet
+  EXPECT_EQ(fps.num_samples(), 0u);
+  mc.advance(0.010);
+  EXPECT_TRUE(fps.tick(mc.now_ns()));  // 50 ms: 5 steps in 0.05 s
+  EXPECT_EQ(fps.num_samples(), 1u);
+  EXPECT_DOUBLE_EQ(fps.fps_per_env(), 100.0);
+  EXPECT_EQ(fps.last_sample().steps, 5u);
+  EXPECT_DOUBLE_EQ(fps.last_sample().duration_s, 0.05);
+}
+
+TEST(FpsTracker, EmaSeededWithFirstSampleThenSmoothed) {
+  ManualClock mc;
+  FpsTracker fps(0.95, 50ms, 0, mc.clock());
+  fps.set_show(false);
+  fps.tick(mc.now_ns());
+  run(fps, mc, 5, 10.0);  // sample 0: 100 FPS
+  run(fps, mc, 5, 10.0);  // sample 1: 100 FPS
+  EXPECT_DOUBLE_EQ(fps.fps_per_env(), 100.0);
+  run(fps, mc, 3, 20.0);  // sample 2: 3 steps in 60 ms = 50 FPS
+  EXPECT_EQ(fps.num_samples(), 3u);
+  EXPECT_DOUBLE_EQ(fps.last_sample().sample_fps_per_env, 50.0);
+  EXPECT_DOUBLE_EQ(fps.fps_per_env(), 0.95 * 100.0 + 0.05 * 50.0);
+}
+
+TEST(FpsTracker, SlowStepsStillMakeOneSamplePerStep) {
+  // Steps slower than the interval: every step closes a sample of one step.
+  ManualClock mc;
+  FpsTracker fps(0.5, 50ms, 0, mc.clock());
+  fps.set_show(false);
+  fps.tick(mc.now_ns());
+  run(fps, mc, 1, 200.0);
+  EXPECT_DOUBLE_EQ(fps.fps_per_env(), 5.0);
+  run(fps, mc, 1, 100.0);
+  EXPECT_DOUBLE_EQ(fps.fps_per_env(), 0.5 * 5.0 + 0.5 * 10.0);
+}
+
+TEST(FpsTracker, TotalIsPerEnvTimesEnvs) {
+  ManualClock mc;
+  FpsTracker fps(0.95, 50ms, 30000, mc.clock());
+  fps.set_show(false);
+  fps.tick(mc.now_ns());
+  run(fps, mc, 5, 10.0);
+  EXPECT_DOUBLE_EQ(fps.fps_per_env(), 100.0);
+  EXPECT_DOUBLE_EQ(fps.total_fps(), 3'000'000.0);
+  EXPECT_EQ(fps.n_envs(), 30000);
+  EXPECT_DOUBLE_EQ(fps.last_sample().total_fps, 3'000'000.0);
+}
+
+TEST(FpsTracker, LineFormat) {
+  EXPECT_EQ(simprof::format_fps_line(43'000'000.0 / 30000.0, 30000),
+            "Running at 43,000,000.00 FPS (1,433.33 FPS per env, 30000 envs).");
+  EXPECT_EQ(simprof::format_fps_line(1433.333, 0), "Running at 1,433.33 FPS.");
+  EXPECT_EQ(simprof::format_fps_line(12.5, 1), "Running at 12.50 FPS (12.50 FPS per env, 1 envs).");
+}
+
+TEST(FpsTracker, ThousandsSeparators) {
+  EXPECT_EQ(simprof::format_thousands(0.0), "0.00");
+  EXPECT_EQ(simprof::format_thousands(999.999), "1,000.00");
+  EXPECT_EQ(simprof::format_thousands(100.0), "100.00");
+  EXPECT_EQ(simprof::format_thousands(123456789.5), "123,456,789.50");
+  EXPECT_EQ(simprof::format_thousands(-1234.5), "-1,234.50");
+  EXPECT_EQ(simprof::format_thousands(1234567.0, 0), "1,234,567");
+  EXPECT_EQ(simprof::format_thousands(std::numeric_limits<double>::quiet_NaN()), "nan");
+}
+
+TEST(FpsTracker, OneLinePerSampleThroughTheLogger) {
+  std::ostringstream out;
+  ManualClock mc;
+  FpsTracker fps(0.95, 50ms, 30000, mc.clock());
+  fps.set_logger(capture(out));
+  fps.tick(mc.now_ns());
+  run(fps, mc, 4, 10.0);
+  EXPECT_EQ(out.str(), "");
+  run(fps, mc, 1, 10.0);
+  EXPECT_EQ(out.str(), "Running at 3,000,000.00 FPS (100.00 FPS per env, 30000 envs).\n");
+  run(fps, mc, 5, 10.0);
+  const std::string text = out.str();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2);
+}
+
+TEST(FpsTracker, ShowFalseStillComputesAndCallsBack) {
+  std::ostringstream out;
+  ManualClock mc;
+  FpsTracker fps(0.95, 50ms, 0, mc.clock());
+  fps.set_logger(capture(out));
+  fps.set_show(false);
+  std::vector<simprof::FpsSample> seen;
+  fps.set_callback([&](const simprof::FpsSample& s) { seen.push_back(s); });
+  fps.tick(mc.now_ns());
+  run(fps, mc, 10, 10.0);
+  EXPECT_EQ(out.str(), "");
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1].index, 1u);
+  EXPECT_DOUBLE_EQ(seen[1].fps_per_env, 100.0);
+  // Switched on at run time: the next sample prints.
+  fps.set_show(true);
+  run(fps, mc, 5, 10.0);
+  EXPECT_EQ(out.str(), "Running at 100.00 FPS.\n");
+}
+
+TEST(FpsTracker, RestartDropsTheSampleInProgress) {
+  ManualClock mc;
+  FpsTracker fps(0.95, 50ms, 0, mc.clock());
+  fps.set_show(false);
+  fps.tick(mc.now_ns());
+  run(fps, mc, 4, 10.0);
+  fps.restart();
+  mc.advance(5.0);  // a pause: must not enter any sample
+  fps.tick(mc.now_ns());
+  run(fps, mc, 5, 10.0);
+  EXPECT_EQ(fps.num_samples(), 1u);
+  EXPECT_DOUBLE_EQ(fps.fps_per_env(), 100.0);
+}
+
+TEST(FpsTracker, RejectsBadArguments) {
+  ManualClock mc;
+  EXPECT_THROW(FpsTracker(1.5, 50ms, 0, mc.clock()), std::invalid_argument);
+  EXPECT_THROW(FpsTracker(std::nan(""), 50ms, 0, mc.clock()), std::invalid_argument);
+  EXPECT_THROW(FpsTracker(0.9, 0ms, 0, mc.clock()), std::invalid_argument);
+  EXPECT_THROW(FpsTracker(0.9, 50ms, -1, mc.clock()), std::invalid_argument);
+  FpsTracker fps(0.9, 50ms, 0, mc.clock());
+  EXPECT_THROW(fps.set_alpha(-0.1), std::invalid_argument);
+  fps.set_alpha(0.5);
+  EXPECT_DOUBLE_EQ(fps.alpha(), 0.5);
+}
+
+TEST(FpsTracker, ProfilerMeasuresTheLoopNotTheCall) {
+  // Each step call takes 2 ms, the caller's code between steps 8 ms: the rate is 100, not 500.
+  ManualClock mc;
+  simprof::ProfilingOptions o;
+  o.show_fps = false;
+  simprof::StepProfiler prof(o, 0, mc.clock());
+  for (int i = 0; i < 11; ++i) {
+    {
+      auto step = prof.step();
+      mc.advance(0.002);
+    }
+    mc.advance(0.008);
+  }
+  EXPECT_EQ(prof.fps().num_samples(), 2u);
+  EXPECT_DOUBLE_EQ(prof.fps().fps_per_env(), 100.0);
+  EXPECT_DOUBLE_EQ(prof.timings().at("period"), 0.010);
+  EXPECT_DOUBLE_EQ(prof.timings().at("step"), 0.002);
+}
+
+TEST(FpsTracker, ProfilerShowFpsSwitchableAtRunTime) {
+  std::ostringstream out;
+  ManualClock mc;
+  simprof::ProfilingOptions o;
+  o.show_fps = false;
+  simprof::StepProfiler prof(o, 8, mc.clock());
+  prof.fps().set_logger(capture(out));
+  auto loop = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      auto step = prof.step();
+      mc.advance(0.010);
+    }
+  };
+  loop(6);
+  EXPECT_EQ(out.str(), "");
+  prof.set_show_fps(true);
+  loop(5);
+  EXPECT_EQ(out.str(), "Running at 800.00 FPS (100.00 FPS per env, 8 envs).\n");
+}

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "simprof/options.hpp"
+
+using simprof::ProfilingOptions;
+
+namespace {
+
+// The message of the std::invalid_argument that `f` throws, or "" when it does not throw.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Sets an environment variable for the scope of one test.
+class EnvVar {
+ public:
+  EnvVar(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~EnvVar() { ::unsetenv(name_); }
+
+ private:
+  const char* name_;
+};
+
+}  // namespace
+
+TEST(ProfilingOptions, DefaultsMatchGenesis) {
+  ProfilingOptions o;
+  EXPECT_TRUE(o.show_fps);
+  EXPECT_DOUBLE_EQ(o.fps_tracker_alpha, 0.95);
+  EXPECT_EQ(o.fps_sample_interval, std::chrono::milliseconds(50));
+  EXPECT_EQ(o.timings_window, 1u);
+  EXPECT_NO_THROW(o.validate());
+}
+
+TEST(ProfilingOptions, RejectsWhatGenesisAccepts) {
+  for (double alpha : {1.5, -3.0, std::numeric_limits<double>::quiet_NaN(),
+                       std::numeric_limits<double>::infinity()}) {
+    ProfilingOptions o;
+    o.fps_tracker_alpha = alpha;
+    const std::string msg = error_of([&] { o.validate(); });
+    EXPECT_NE(msg.find("fps_tracker_alpha"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("[0, 1]"), std::string::npos) << msg;
+  }
+  ProfilingOptions o;
+  o.fps_tracker_alpha = 1.5;
+  EXPECT_NE(error_of([&] { o.validate(); }).find("= 1.5"), std::string::npos);
+}
+
+TEST(ProfilingOptions, AcceptsTheEndsOfAlpha) {
+  ProfilingOptions o;
+  o.fps_tracker_alpha = 0.0;
+  EXPECT_NO_THROW(o.validate());
+  o.fps_tracker_alpha = 1.0;
+  EXPECT_NO_THROW(o.validate());
+}
+
+TEST(ProfilingOptions, RejectsNonPositiveIntervalAndZeroWindow) {
+  ProfilingOptions o;
+  o.fps_sample_interval = std::chrono::nanoseconds(0);
+  EXPECT_NE(error_of([&] { o.validate(); }).find("fps_sample_interval = 0 ns"), std::string::npos);
+  o.fps_sample_interval = std::chrono::milliseconds(-5);
+  EXPECT_NE(error_of([&] { o.validate(); }).find("fps_sample_interval"), std::string::npos);
+  o = ProfilingOptions{};
+  o.timings_window = 0;
+  EXPECT_NE(error_of([&] { o.validate(); }).find("timings_window = 0"), std::string::npos);
+  o = ProfilingOptions{};
+  o.stats_window = std::size_t{1} << 30;
+  EXPECT_NE(error_of([&] { o.validate(); }).find("stats_window"), std::string::npos);
+  o = ProfilingOptions{};
+  o.clock = static_cast<simprof::ClockSource>(42);
+  EXPECT_NE(error_of([&] { o.validate(); }).find("clock = 42"), std::string::npos);
+}
+
+TEST(ProfilingOptions, EnvironmentOverrides) {
+  EnvVar a("SIMPROF_SHOW_FPS", "off");
+  EnvVar b("SIMPROF_FPS_ALPHA", "0.5");
+  EnvVar c("SIMPROF_FPS_INTERVAL_MS", "100");
+  EnvVar d("SIMPROF_TIMINGS_WINDOW", "10");
+  EnvVar e("SIMPROF_STATS_WINDOW", "0");
+  EnvVar f("SIMPROF_CLOCK", "Steady");
+  const auto o = ProfilingOptions::from_env();
+  EXPECT_FALSE(o.show_fps);
+  EXPECT_DOUBLE_EQ(o.fps_tracker_alpha, 0.5);
+  EXPECT_EQ(o.fps_sample_interval, std::chrono::milliseconds(100));
+  EXPECT_EQ(o.timings_window, 10u);
+  EXPECT_EQ(o.stats_window, 0u);
+  EXPECT_EQ(o.clock, simprof::ClockSource::kSteady);
+}
+
+TEST(ProfilingOptions, EnvironmentKeepsBaseWhereUnset) {
+  ProfilingOptions base;
+  base.fps_tracker_alpha = 0.7;
+  EXPECT_DOUBLE_EQ(ProfilingOptions::from_env(base).fps_tracker_alpha, 0.7);
+}
+
+TEST(ProfilingOptions, EnvironmentIsValidated) {
+  {
+    EnvVar v("SIMPROF_FPS_ALPHA", "1.5");
+    const auto msg = error_of([] { ProfilingOptions::from_env(); });
+    EXPECT_NE(msg.find("SIMPROF_FPS_ALPHA='1.5'"), std::string::npos) << msg;
+  }
+  {
+    EnvVar v("SIMPROF_FPS_ALPHA", "nan");
+    EXPECT_NE(error_of([] { ProfilingOptions::from_env(); }).find("SIMPROF_FPS_ALPHA"),
+              std::string::npos);
+  }
+  {
+    EnvVar v("SIMPROF_FPS_ALPHA", "0.9x");
+    EXPECT_NE(error_of([] { ProfilingOptions::from_env(); }).find("a number"), std::string::npos);
+  }
+  {
+    EnvVar v("SIMPROF_SHOW_FPS", "maybe");
+    EXPECT_NE(error_of([] { ProfilingOptions::from_env(); }).find("SIMPROF_SHOW_FPS='maybe'"),
+              std::string::npos);
+  }
+  {
+    EnvVar v("SIMPROF_FPS_INTERVAL_MS", "-1");
+    EXPECT_NE(error_of([] { ProfilingOptions::from_env(); }).find("SIMPROF_FPS_INTERVAL_MS"),
+              std::string::npos);
+  }
+  {
+    EnvVar v("SIMPROF_TIMINGS_WINDOW", "0");
+    EXPECT_NE(error_of([] { ProfilingOptions::from_env(); }).find("SIMPROF_TIMINGS_WINDOW='0'"),
+              std::string::npos);
+  }
+  {
+    EnvVar v("SIMPROF_TIMINGS_WINDOW", "-4");
+    EXPECT_NE(error_of([] { ProfilingOptions::from_env(); }).find("unsigned integer"),
+              std::string::npos);
+  }
+  {
+    EnvVar v("SIMPROF_CLOCK", "sundial");
+    EXPECT_NE(error_of([] { ProfilingOptions::from_env(); }).find("auto, steady, tsc"),
+              std::string::npos);
+  }
+}
+
+TEST(ProfilingOptions, ToStringNamesEveryField) {
+  const std::string s = ProfilingOptions{}.to_string();
+  for (const char* f : {"show_fps=true", "fps_tracker_alpha=0.95", "fps_sample_interval=50ms",
+                        "timings_window=1", "stats_window=0", "clock=auto"})
+    EXPECT_NE(s.find(f), std::string::npos) << s;
+}

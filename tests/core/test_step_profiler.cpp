@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: MIT
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "simprof/manual_clock.hpp"
+#include "simprof/step_profiler.hpp"
+
+using simprof::ManualClock;
+using simprof::ProfilingOptions;
+using simprof::StepProfiler;
+
+namespace {
+
+ProfilingOptions quiet(std::size_t window = 1) {
+  ProfilingOptions o;
+  o.show_fps = false;
+  o.timings_window = window;
+  return o;
+}
+
+template <class E, class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A Genesis-like step: physics 3 ms, two sensor classes 1 ms and 0.5 ms, rendering 2 ms.
+struct Loop {
+  ManualClock mc;
+  StepProfiler prof;
+  explicit Loop(ProfilingOptions o = quiet()) : prof(o, 4, mc.clock()) {}
+  void step(double physics = 0.003, bool sensors = true, double between = 0.001) {
+    {
+      auto s = prof.step();
+      mc.advance(0.0001);  // pre-step work inside the step call
+      {
+        auto p = prof.stage("physics");
+        mc.advance(physics);
+      }
+      if (sensors) {
+        auto a = prof.stage("sensors/Imu");
+        mc.advance(0.001);
+      }
+      if (sensors) {
+        auto b = prof.stage("sensors/Camera");
+        mc.advance(0.0005);
+      }
+      {
+        auto r = prof.stage("rendering");
+        mc.advance(0.002);
+      }
+    }
+    mc.advance(between);
+  }
+};
+
+}  // namespace
+
+TEST(StepProfiler, EmptyUntilTheFirstStepEnds) {
+  Loop l;
+  EXPECT_TRUE(l.prof.timings().empty());
+  {
+    auto s = l.prof.step();
+    auto p = l.prof.stage("physics");
+    l.mc.advance(0.001);
+    EXPECT_TRUE(l.prof.timings().empty());
+  }
+  EXPECT_FALSE(l.prof.timings().empty());
+}
+
+TEST(StepProfiler, TheBreakdownOfOneStep) {
+  Loop l;
+  l.step();
+  const auto& t = l.prof.timings();
+  EXPECT_NEAR(t.at("physics"), 0.003, 1e-12);
+  EXPECT_NEAR(t.at("sensors/Imu"), 0.001, 1e-12);
+  EXPECT_NEAR(t.at("sensors/Camera"), 0.0005, 1e-12);
+  EXPECT_NEAR(t.at("sensors"), 0.0015, 1e-12);  // the sum of its classes
+  EXPECT_NEAR(t.at("rendering"), 0.002, 1e-12);
+  EXPECT_NEAR(t.at("step"), 0.0066, 1e-12);  // pre-step work included
+  EXPECT_FALSE(t.contains("period"));        // first step: no period
+  EXPECT_FALSE(t.contains("recorders"));
+  EXPECT_EQ(t.size(), 6u);
+  l.step();
+  EXPECT_NEAR(l.prof.timings().at("period"), 0.0076, 1e-12);  // includes the caller's 1 ms
+}
+
+TEST(StepProfiler, SkippedStagesAreAbsent) {
+  Loop l;
+  l.step();
+  l.step(0.003, /*sensors=*/false);
+  const auto& t = l.prof.timings();
+  EXPECT_FALSE(t.contains("sensors"));
+  EXPECT_FALSE(t.contains("sensors/Imu"));
+  EXPECT_FALSE(t.find("sensors").has_value());
+  EXPECT_TRUE(t.contains("physics"));
+  const std::string msg = error_of<std::out_of_range>([&] { (void)t.at("sensors"); });
+  EXPECT_NE(msg.find("'sensors'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("physics"), std::string::npos) << msg;  // lists what is present
+  EXPECT_NE(error_of<std::out_of_range>([&] { (void)t.at("nope"); }).find("never registered"),
+            std::string::npos);
+}
+
+TEST(StepProfiler, ExplicitParentIsNotCountedTwice) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  {
+    auto s = prof.step();
+    auto sensors = prof.stage("sensors");
+    mc.advance(0.0002);  // sensor bookkeeping outside any class
+    {
+      auto imu = prof.stage("sensors/Imu");
+      mc.advance(0.001);
+    }
+  }
+  EXPECT_NEAR(prof.timings().at("sensors"), 0.0012, 1e-12);
+  EXPECT_NEAR(prof.timings().at("sensors/Imu"), 0.001, 1e-12);
+}
+
+TEST(StepProfiler, DeepNamesRollUpToEveryAncestor) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  {
+    auto s = prof.step();
+    auto a = prof.stage("physics/solver/iterate");
+    mc.advance(0.004);
+  }
+  EXPECT_NEAR(prof.timings().at("physics"), 0.004, 1e-12);
+  EXPECT_NEAR(prof.timings().at("physics/solver"), 0.004, 1e-12);
+  EXPECT_EQ(prof.stage_parent(prof.find_stage("physics/solver")), prof.find_stage("physics"));
+}
+
+TEST(StepProfiler, RepeatedStageSumsWithinAStep) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  const auto substep = prof.stage_id("physics/substep");
+  {
+    auto s = prof.step();
+    for (int i = 0; i < 4; ++i) {
+      auto p = prof.stage(substep);
+      mc.advance(0.0005);
+    }
+  }
+  EXPECT_NEAR(prof.timings().at(substep), 0.002, 1e-12);
+  EXPECT_NEAR(prof.timings().at("physics"), 0.002, 1e-12);
+}
+
+TEST(StepProfiler, VetoClearsTheMapAndTheNextStepHasNoPeriod) {
+  Loop l;
+  bool paused = false;
+  l.prof.add_pre_step_callback([&] { return !paused; });
+  l.step();
+  l.step();
+  EXPECT_TRUE(l.prof.timings().contains("period"));
+  paused = true;
+  {
+    auto s = l.prof.step();
+    EXPECT_FALSE(s);
+    EXPECT_TRUE(s.vetoed());
+  }
+  EXPECT_TRUE(l.prof.timings().empty());
+  EXPECT_EQ(l.prof.steps(), 2u);
+  paused = false;
+  l.step();
+  EXPECT_FALSE(l.prof.timings().contains("period"));
+  EXPECT_TRUE(l.prof.timings().contains("physics"));
+  l.step();
+  EXPECT_TRUE(l.prof.timings().contains("period"));
+  EXPECT_EQ(l.prof.steps(), 4u);
+}
+
+TEST(StepProfiler, VetoFromInsideTheStep) {
+  Loop l;
+  l.step();
+  {
+    auto s = l.prof.step();
+    s.veto();
+  }
+  EXPECT_TRUE(l.prof.timings().empty());
+  l.step();
+  EXPECT_FALSE(l.prof.timings().contains("period"));
+}
+
+TEST(StepProfiler, VetoedStepsAreNotCountedByTheFpsTracker) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  bool paused = false;
+  prof.add_pre_step_callback([&] { return !paused; });
+  auto run = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      auto s = prof.step();
+      mc.advance(0.010);
+    }
+  };
+  run(4);  // 30 ms into the first sample
+  paused = true;
+  run(100);  // a second of pause
+  paused = false;
+  run(6);  // the clock restarts: 5 counted steps in 50 ms
+  EXPECT_EQ(prof.fps().num_samples(), 1u);
+  EXPECT_DOUBLE_EQ(prof.fps().fps_per_env(), 100.0);
+}
+
+TEST(StepProfiler, TimingsWindowAveragesTheLatestStepsThatRanTheStage) {
+  Loop l(quiet(3));
+  l.step(0.001);
+  EXPECT_NEAR(l.prof.timings().at("physics"), 0.001, 1e-12);  // mean of what there is
+  l.step(0.002, false);
+  l.step(0.003, false);
+  EXPECT_NEAR(l.prof.timings().at("physics"), 0.002, 1e-12);
+  l.step(0.006, true);
+  EXPECT_NEAR(l.prof.timings().at("physics"), (0.002 + 0.003 + 0.006) / 3, 1e-12);
+  // sensors ran in steps 1 and 4 only: both count, the skipped steps do not.
+  EXPECT_NEAR(l.prof.timings().at("sensors"), 0.0015, 1e-12);
+}
+
+TEST(StepProfiler, IdFastPathMatchesNames) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  const auto id = prof.stage_id("physics");
+  EXPECT_EQ(prof.stage_id("physics"), id);
+  EXPECT_EQ(prof.find_stage("physics"), id);
+  EXPECT_EQ(prof.stage_name(id), "physics");
+  EXPECT_EQ(prof.find_stage("missing"), simprof::kNoStage);
+  {
+    auto s = prof.step();
+    prof.begin_stage(id);
+    mc.advance(0.001);
+    prof.end_stage(id);
+  }
+  EXPECT_NEAR(prof.timings().at(id), 0.001, 1e-12);
+  EXPECT_NEAR(prof.timings().at(simprof::kStepStage), 0.001, 1e-12);
+}
+
+TEST(StepProfiler, IterationInRegistrationOrder) {
+  Loop l;
+  l.step();
+  l.step();
+  std::vector<std::string> names;
+  l.prof.timings().for_each([&](std::string_view n, double) { names.emplace_back(n); });
+  const std::vector<std::string> want = {"step",        "period",         "physics",  "sensors",
+                                         "sensors/Imu", "sensors/Camera", "rendering"};
+  EXPECT_EQ(names, want);
+  const auto m = l.prof.timings().to_map();
+  EXPECT_EQ(m.size(), 7u);
+  EXPECT_NEAR(m.at("rendering"), 0.002, 1e-12);
+}
+
+TEST(StepProfiler, MisuseIsAClearError) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  const auto physics = prof.stage_id("physics");
+  EXPECT_NE(
+      error_of<std::logic_error>([&] { auto s = prof.stage(physics); }).find("outside a step"),
+      std::string::npos);
+  EXPECT_NE(error_of<std::invalid_argument>([&] { (void)prof.stage_id(""); }).find("empty"),
+            std::string::npos);
+  EXPECT_NE(error_of<std::invalid_argument>([&] { (void)prof.stage_id("step"); }).find("reserved"),
+            std::string::npos);
+  EXPECT_NE(error_of<std::invalid_argument>([&] { (void)prof.stage_id("a//b"); }).find("'a//b'"),
+            std::string::npos);
+  EXPECT_NE(error_of<std::invalid_argument>([&] { (void)prof.stage_id("/a"); }).find("'/a'"),
+            std::string::npos);
+  EXPECT_NE(error_of<std::logic_error>([&] { prof.end_step(); }).find("outside a step"),
+            std::string::npos);
+  EXPECT_THROW(prof.veto_step(), std::logic_error);
+
+  prof.begin_step();
+  EXPECT_NE(error_of<std::logic_error>([&] { prof.begin_step(); }).find("step inside a step"),
+            std::string::npos);
+  EXPECT_NE(error_of<std::invalid_argument>([&] { prof.begin_stage(12345); }).find("12345"),
+            std::string::npos);
+  EXPECT_THROW(prof.begin_stage(simprof::kStepStage), std::invalid_argument);
+  const auto render = prof.stage_id("rendering");
+  prof.begin_stage(physics);
+  EXPECT_NE(error_of<std::logic_error>([&] { prof.begin_stage(physics); }).find("already open"),
+            std::string::npos);
+  prof.begin_stage(render);
+  const std::string unbalanced = error_of<std::logic_error>([&] { prof.end_stage(physics); });
+  EXPECT_NE(unbalanced.find("unbalanced"), std::string::npos) << unbalanced;
+  EXPECT_NE(unbalanced.find("'rendering'"), std::string::npos) << unbalanced;
+  const std::string open = error_of<std::logic_error>([&] { prof.end_step(); });
+  EXPECT_NE(open.find("still open"), std::string::npos) << open;
+  prof.end_stage(render);
+  prof.end_stage(physics);
+  EXPECT_NE(error_of<std::logic_error>([&] { prof.end_stage(physics); }).find("no open stage"),
+            std::string::npos);
+  EXPECT_TRUE(prof.end_step());
+  EXPECT_TRUE(prof.timings().contains("physics"));
+}
+
+TEST(StepProfiler, StageLeftOpenInAStepScopeIsReportedAndTheStepDropped) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  std::vector<std::string> errors;
+  prof.set_error_handler([&](const std::string& m) { errors.push_back(m); });
+  {
+    auto s = prof.step();
+    prof.begin_stage(prof.stage_id("physics"));
+  }
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("'physics' is still open"), std::string::npos) << errors[0];
+  EXPECT_TRUE(prof.timings().empty());
+  EXPECT_FALSE(prof.in_step());
+}
+
+TEST(StepProfiler, ExceptionInAStepAbortsIt) {
+  Loop l;
+  l.step();
+  l.step();
+  EXPECT_THROW(
+      {
+        auto s = l.prof.step();
+        auto p = l.prof.stage("physics");
+        throw std::runtime_error("solver diverged");
+      },
+      std::runtime_error);
+  EXPECT_FALSE(l.prof.in_step());
+  EXPECT_TRUE(l.prof.timings().empty());
+  l.step();
+  EXPECT_FALSE(l.prof.timings().contains("period"));
+  EXPECT_TRUE(l.prof.timings().contains("physics"));
+}
+
+TEST(StepProfiler, StatsAndHistogramOverTheHistory) {
+  ProfilingOptions o = quiet();
+  o.stats_window = 100;
+  Loop l(o);
+  for (int i = 1; i <= 150; ++i) l.step(1e-6 * i);  // physics 1..150 us; the latest 100 kept
+  const auto s = l.prof.stats("physics");
+  EXPECT_EQ(s.count, 100u);
+  EXPECT_NEAR(s.min, 51e-6, 1e-12);
+  EXPECT_NEAR(s.max, 150e-6, 1e-12);
+  EXPECT_NEAR(s.mean, 100.5e-6, 1e-12);
+  EXPECT_NEAR(s.p50, 100.5e-6, 1e-12);
+  EXPECT_NEAR(s.p99, 149.01e-6, 1e-12);
+  EXPECT_EQ(l.prof.history("physics").size(), 100u);
+  EXPECT_NEAR(l.prof.history("physics").back(), 150e-6, 1e-12);
+  const std::string h = l.prof.histogram("physics");
+  EXPECT_NE(h.find("us |"), std::string::npos) << h;
+  EXPECT_THROW(l.prof.stats("nope"), std::invalid_argument);
+}
+
+TEST(StepProfiler, StatsOffWhenWindowIsZero) {
+  ProfilingOptions o = quiet();
+  o.stats_window = 0;
+  Loop l(o);
+  l.step();
+  EXPECT_NE(error_of<std::invalid_argument>([&] { l.prof.stats("physics"); }).find("stats_window"),
+            std::string::npos);
+}
+
+TEST(StepProfiler, ListenersSeeEveryEvent) {
+  struct Recorder : simprof::StepListener {
+    std::vector<std::string> events;
+    const StepProfiler* prof = nullptr;
+    void on_step_begin(std::uint64_t step, std::int64_t) override {
+      events.push_back(std::string("step ").append(std::to_string(step)));
+    }
+    void on_stage_begin(simprof::StageId id, std::int64_t) override {
+      events.push_back(std::string("+").append(prof->stage_name(id)));
+    }
+    void on_stage_end(simprof::StageId id, std::int64_t) override {
+      events.push_back(std::string("-").append(prof->stage_name(id)));
+    }
+    void on_step_end(std::uint64_t, std::int64_t, simprof::StepOutcome o) override {
+      events.push_back(o == simprof::StepOutcome::kCompleted ? "end" : "dropped");
+    }
+  } rec;
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  rec.prof = &prof;
+  prof.add_listener(&rec);
+  {
+    auto s = prof.step();
+    auto p = prof.stage("physics");
+  }
+  {
+    auto s = prof.step();
+    s.veto();
+  }
+  prof.remove_listener(&rec);
+  { auto s = prof.step(); }
+  const std::vector<std::string> want = {"step 0", "+physics", "-physics",
+                                         "end",    "step 1",   "dropped"};
+  EXPECT_EQ(rec.events, want);
+}
+
+TEST(StepProfiler, RejectsBadConstruction) {
+  ProfilingOptions o;
+  o.fps_tracker_alpha = 2.0;
+  EXPECT_THROW(StepProfiler(o, 0), std::invalid_argument);
+  EXPECT_THROW(StepProfiler(ProfilingOptions{}, -5), std::invalid_argument);
+}
+
+TEST(StepProfiler, RealClockSmoke) {
+  // Wall-clock values are not asserted: only that a real clock produces a complete, positive map.
+  ProfilingOptions o = quiet();
+  StepProfiler prof(o, 0);
+  for (int i = 0; i < 3; ++i) {
+    auto s = prof.step();
+    auto p = prof.stage("physics");
+  }
+  EXPECT_GE(prof.timings().at("physics"), 0.0);
+  EXPECT_GE(prof.timings().at("period"), prof.timings().at("physics"));
+}
