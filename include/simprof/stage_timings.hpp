@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// StageTimings: the published breakdown of the latest step, stage name -> seconds (Genesis's
-// scene.timings). Owned by a StepProfiler and rewritten in place at every step end, so reading it
-// allocates nothing.
+// Stage timings by name: StageTimings (the published breakdown of the latest step, Genesis's
+// scene.timings) and TimingsSnapshot (a copied breakdown, e.g. device-side stage times). Both
+// answer the same questions through TimingsView.
 //
 //   const simprof::StageTimings& t = prof.timings();
 //   if (auto p = t.find("physics")) fmt::print("physics {:.1f} us\n", *p * 1e6);
@@ -28,40 +28,136 @@ inline constexpr StageId kPeriodStage = 1;
 
 class StepProfiler;
 
-class StageTimings {
+namespace detail {
+// Stage names of a profiler, for the views (defined in step_profiler.cpp).
+StageId find_stage_of(const StepProfiler& prof, std::string_view name) noexcept;
+std::string_view stage_name_of(const StepProfiler& prof, StageId id) noexcept;
+StageId stage_count_of(const StepProfiler& prof) noexcept;
+[[noreturn]] void throw_missing_stage(std::string_view what, std::string_view present,
+                                      bool registered);
+}  // namespace detail
+
+/// The read side shared by StageTimings and TimingsSnapshot. `Derived` provides
+/// `std::optional<double> find(StageId) const noexcept` and `const StepProfiler& names() const`.
+template <class Derived>
+class TimingsView {
  public:
-  /// True until the first step ends, and after a vetoed step.
-  bool empty() const noexcept;
-  /// Number of stages present (counts them: O(stages)).
-  std::size_t size() const noexcept;
-
+  /// Seconds of `stage`, or nullopt when it did not run (or is unknown).
+  std::optional<double> find(std::string_view stage) const noexcept {
+    return self().find(detail::find_stage_of(self().names(), stage));
+  }
   bool contains(std::string_view stage) const noexcept { return find(stage).has_value(); }
-  bool contains(StageId id) const noexcept;
-  /// Seconds of `stage` in the latest step (mean over the timings window), or nullopt when it did
-  /// not run (or is unknown).
-  std::optional<double> find(std::string_view stage) const noexcept;
-  std::optional<double> find(StageId id) const noexcept;
+  bool contains(StageId id) const noexcept { return self().find(id).has_value(); }
   /// Like find(), but throws std::out_of_range naming the stage and the stages that are present.
-  double at(std::string_view stage) const;
-  double at(StageId id) const;
-
+  double at(std::string_view stage) const {
+    const StageId id = detail::find_stage_of(self().names(), stage);
+    if (const auto v = self().find(id)) return *v;
+    detail::throw_missing_stage(stage, present(), id != kNoStage);
+  }
+  double at(StageId id) const {
+    if (const auto v = self().find(id)) return *v;
+    const bool known = id < detail::stage_count_of(self().names());
+    detail::throw_missing_stage(
+        known ? detail::stage_name_of(self().names(), id) : std::string_view("(unknown id)"),
+        present(), known);
+  }
+  /// Number of stages present (counts them: O(stages)).
+  std::size_t size() const noexcept {
+    std::size_t n = 0;
+    for_each([&](std::string_view, double) { ++n; });
+    return n;
+  }
   /// Calls f(std::string_view name, double seconds) for each present stage, in registration order
   /// ("step" and "period" first).
   template <class F>
   void for_each(F&& f) const {
-    for (StageId i = 0; i < count(); ++i)
-      if (const auto v = find(i)) f(name(i), *v);
+    const StageId n = detail::stage_count_of(self().names());
+    for (StageId i = 0; i < n; ++i)
+      if (const auto v = self().find(i)) f(detail::stage_name_of(self().names(), i), *v);
   }
   /// A copy as an ordinary map (allocates).
-  std::map<std::string, double, std::less<>> to_map() const;
+  std::map<std::string, double, std::less<>> to_map() const {
+    std::map<std::string, double, std::less<>> m;
+    for_each([&](std::string_view n, double v) { m.emplace(std::string(n), v); });
+    return m;
+  }
+  /// "physics, sensors, step" (allocates).
+  std::string present() const {
+    std::string out;
+    for_each([&](std::string_view n, double) {
+      if (!out.empty()) out += ", ";
+      out += n;
+    });
+    return out;
+  }
+
+ private:
+  const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }
+};
+
+/// The published breakdown of the latest step. Owned by a StepProfiler; reads its slots directly,
+/// so reading it allocates nothing and a step end rewrites nothing.
+class StageTimings : public TimingsView<StageTimings> {
+ public:
+  using TimingsView<StageTimings>::find;
+  /// True until the first step ends, and after a vetoed step.
+  bool empty() const noexcept;
+  std::optional<double> find(StageId id) const noexcept;
+  const StepProfiler& names() const noexcept { return *owner_; }
 
  private:
   friend class StepProfiler;
   explicit StageTimings(const StepProfiler* owner) : owner_(owner) {}
-  std::string_view name(StageId id) const noexcept;
-  StageId count() const noexcept;
-
   const StepProfiler* owner_;
+};
+
+/// A breakdown copied out of something else (device-side stage times, say), by stage id of a
+/// profiler.
+class TimingsSnapshot : public TimingsView<TimingsSnapshot> {
+ public:
+  using TimingsView<TimingsSnapshot>::find;
+  explicit TimingsSnapshot(const StepProfiler& names) : names_(&names) {}
+  bool empty() const noexcept { return count_ == 0; }
+  std::optional<double> find(StageId id) const noexcept {
+    if (id >= present_.size() || !present_[id]) return std::nullopt;
+    return values_[id];
+  }
+  const StepProfiler& names() const noexcept { return *names_; }
+  /// The profiler step these values belong to (meaningful when not empty).
+  std::uint64_t step() const noexcept { return step_; }
+
+  // Writers.
+  /// Empties the snapshot and sizes it for `n_stages` without shrinking (no allocation once sized).
+  void reset(std::uint64_t step, std::size_t n_stages) {
+    if (values_.size() < n_stages) {
+      values_.resize(n_stages, 0.0);
+      present_.resize(n_stages, 0);
+    }
+    for (auto& p : present_) p = 0;
+    count_ = 0;
+    step_ = step;
+  }
+  /// Adds `seconds` to `id` (sets it when absent). `id` must be < the size given to reset().
+  void add(StageId id, double seconds) noexcept {
+    if (present_[id]) {
+      values_[id] += seconds;
+    } else {
+      present_[id] = 1;
+      values_[id] = seconds;
+      ++count_;
+    }
+  }
+  void clear() noexcept {
+    for (auto& p : present_) p = 0;
+    count_ = 0;
+  }
+
+ private:
+  const StepProfiler* names_;
+  std::vector<double> values_;
+  std::vector<std::uint8_t> present_;
+  std::size_t count_ = 0;
+  std::uint64_t step_ = 0;
 };
 
 }  // namespace simprof

@@ -24,71 +24,37 @@ void check_stage_name(std::string_view name) {
 
 }  // namespace
 
-// --- StageTimings
-// ---------------------------------------------------------------------------------
+// --- views ----------------------------------------------------------------------------------
 
-std::string_view StageTimings::name(StageId id) const noexcept { return owner_->names_[id]; }
-
-StageId StageTimings::count() const noexcept { return static_cast<StageId>(owner_->slots_.size()); }
+namespace detail {
+StageId find_stage_of(const StepProfiler& prof, std::string_view name) noexcept {
+  return prof.find_stage(name);
+}
+std::string_view stage_name_of(const StepProfiler& prof, StageId id) noexcept {
+  return id < prof.num_stages() ? prof.stage_name(id) : std::string_view("?");
+}
+StageId stage_count_of(const StepProfiler& prof) noexcept {
+  return static_cast<StageId>(prof.num_stages());
+}
+void throw_missing_stage(std::string_view what, std::string_view present, bool registered) {
+  throw std::out_of_range(fmt::format(
+      "simprof: no timing for stage '{}' {} (present: {})", what,
+      registered ? "in the latest step" : "(that name was never registered)",
+      present.empty() ? std::string_view("none: no step has ended since the start or the last veto")
+                      : present));
+}
+}  // namespace detail
 
 bool StageTimings::empty() const noexcept { return owner_->published_serial_ == 0; }
 
-std::size_t StageTimings::size() const noexcept {
-  std::size_t n = 0;
-  for (StageId i = 0; i < count(); ++i) n += contains(i);
-  return n;
-}
-
-bool StageTimings::contains(StageId id) const noexcept { return find(id).has_value(); }
-
 std::optional<double> StageTimings::find(StageId id) const noexcept {
-  if (id >= count()) return std::nullopt;
+  if (id >= owner_->slots_.size()) return std::nullopt;
   const double v = owner_->published_seconds(id);
   if (v < 0) return std::nullopt;
   return v;
 }
 
-std::optional<double> StageTimings::find(std::string_view stage) const noexcept {
-  return find(owner_->find_stage(stage));
-}
-
-namespace {
-std::string present_list(const StageTimings& t) {
-  std::string out;
-  t.for_each([&](std::string_view n, double) {
-    if (!out.empty()) out += ", ";
-    out += n;
-  });
-  return out.empty() ? std::string("none: no step has ended since the start or the last veto")
-                     : out;
-}
-}  // namespace
-
-double StageTimings::at(StageId id) const {
-  if (const auto v = find(id)) return *v;
-  const std::string what = id < count() ? fmt::format("'{}'", name(id)) : fmt::format("#{}", id);
-  throw std::out_of_range(
-      fmt::format("simprof: no timing for stage {} in the latest step (present: {})", what,
-                  present_list(*this)));
-}
-
-double StageTimings::at(std::string_view stage) const {
-  const StageId id = owner_->find_stage(stage);
-  if (id == kNoStage)
-    throw std::out_of_range(fmt::format(
-        "simprof: no timing for stage '{}': that name was never registered (present: {})", stage,
-        present_list(*this)));
-  return at(id);
-}
-
-std::map<std::string, double, std::less<>> StageTimings::to_map() const {
-  std::map<std::string, double, std::less<>> m;
-  for_each([&](std::string_view n, double v) { m.emplace(std::string(n), v); });
-  return m;
-}
-
-// --- StepProfiler
-// ---------------------------------------------------------------------------------
+// --- StepProfiler -----------------------------------------------------------------------------
 
 StepProfiler::StepProfiler(ProfilingOptions options, std::int64_t n_envs)
     : StepProfiler((options.validate(), options), n_envs, Clock::from_source(options.clock)) {}

@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: MIT
+// Graph replay against eager launches and hand-written CUDA graph code, timed with CUDA events
+// (manual time). A step is K elementwise kernels over n_envs x 64 floats on a non-blocking stream.
+//   * BM_Eager      K launches per step
+//   * BM_HandGraph  the K launches captured by hand, one cudaGraphLaunch per step (the baseline)
+//   * BM_StepGraph  the same through simprof::cuda::StepGraph
+//   * BM_Instantiate / BM_ExecUpdate  for a 100-node graph
+//   * BM_ShapeSwitch  a GraphCache of capacity 1 alternating two shapes: every switch an update
+// Ratios are printed at the end: StepGraph / hand-written (target <= 1.03), eager / StepGraph
+// (target >= 4 for K = 100 at 1,024 envs), and whether exec update was chosen whenever legal.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "simprof/cuda/buffer.hpp"
+#include "simprof/cuda/graph_cache.hpp"
+
+namespace {
+
+using namespace simprof::cuda;
+constexpr int kStepsPerIteration = 20;
+constexpr int kFloatsPerEnv = 64;
+
+__global__ void axpb_kernel(float* x, long long n, float a, float b) {
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = x[i] * a + b;
+}
+
+struct Fixture {
+  Stream stream;
+  DeviceBuffer<float> x;
+  long long n;
+  int k;
+  Fixture(int n_envs, int kernels)
+      : x(static_cast<std::size_t>(n_envs) * kFloatsPerEnv),
+        n(static_cast<long long>(n_envs) * kFloatsPerEnv),
+        k(kernels) {
+    x.fill_zero(stream);
+    stream.synchronize();
+  }
+  void step(cudaStream_t s) const {
+    const int blocks = static_cast<int>((n + 255) / 256);
+    for (int i = 0; i < k; ++i) axpb_kernel<<<blocks, 256, 0, s>>>(x.data(), n, 0.999f, 0.001f * i);
+    SIMPROF_CUDA_CHECK_LAUNCH("axpb_kernel");
+  }
+  cudaGraph_t capture() const {
+    cudaGraph_t g = nullptr;
+    SIMPROF_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    step(stream);
+    SIMPROF_CUDA_CHECK(cudaStreamEndCapture(stream, &g));
+    return g;
+  }
+};
+
+bool have_gpu(benchmark::State& state) {
+  std::string why;
+  if (device_available(&why)) return true;
+  state.SkipWithError(("no GPU: " + why).c_str());
+  return false;
+}
+
+// Times kStepsPerIteration calls of `one_step` with CUDA events around them.
+template <class F>
+void timed(benchmark::State& state, const Stream& stream, F&& one_step) {
+  Event start, stop;
+  for (int i = 0; i < 5; ++i) one_step();  // warm
+  stream.synchronize();
+  for (auto _ : state) {
+    start.record(stream);
+    for (int i = 0; i < kStepsPerIteration; ++i) one_step();
+    stop.record(stream);
+    stop.synchronize();
+    state.SetIterationTime(stop.elapsed_ms_since(start) * 1e-3 / kStepsPerIteration);
+  }
+  state.counters["n_envs"] = static_cast<double>(state.range(1));
+  state.counters["kernels"] = static_cast<double>(state.range(0));
+}
+
+void BM_Eager(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  Fixture f(static_cast<int>(state.range(1)), static_cast<int>(state.range(0)));
+  timed(state, f.stream, [&] { f.step(f.stream); });
+}
+
+void BM_HandGraph(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  Fixture f(static_cast<int>(state.range(1)), static_cast<int>(state.range(0)));
+  cudaGraph_t g = f.capture();
+  cudaGraphExec_t exec = nullptr;
+  SIMPROF_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+  timed(state, f.stream, [&] { SIMPROF_CUDA_CHECK(cudaGraphLaunch(exec, f.stream)); });
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(g);
+}
+
+void BM_StepGraph(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  Fixture f(static_cast<int>(state.range(1)), static_cast<int>(state.range(0)));
+  StepGraph graph(f.stream, [&](cudaStream_t s) { f.step(s); });
+  timed(state, f.stream, [&] { graph.run(); });  // warm-up and capture happen in the warm runs
+}
+
+// The overhead check proper: hand-written launches and StepGraph runs of the same graph on the same
+// buffers, interleaved inside every iteration, so clock and thermal drift hit both alike.
+void BM_ReplayOverhead(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  Fixture f(static_cast<int>(state.range(1)), static_cast<int>(state.range(0)));
+  cudaGraph_t g = f.capture();
+  cudaGraphExec_t exec = nullptr;
+  SIMPROF_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+  StepGraph graph(f.stream, [&](cudaStream_t s) { f.step(s); });
+  for (int i = 0; i < 5; ++i) {
+    graph.run();
+    SIMPROF_CUDA_CHECK(cudaGraphLaunch(exec, f.stream));
+  }
+  Event e0, e1, e2;
+  double hand = 0, ours = 0;
+  for (auto _ : state) {
+    e0.record(f.stream);
+    for (int i = 0; i < kStepsPerIteration; ++i)
+      SIMPROF_CUDA_CHECK(cudaGraphLaunch(exec, f.stream));
+    e1.record(f.stream);
+    for (int i = 0; i < kStepsPerIteration; ++i) graph.run();
+    e2.record(f.stream);
+    e2.synchronize();
+    const double h = e1.elapsed_ms_since(e0), o = e2.elapsed_ms_since(e1);
+    hand += h;
+    ours += o;
+    state.SetIterationTime((h + o) * 1e-3 / (2 * kStepsPerIteration));
+  }
+  state.counters["step_over_hand"] = ours / hand;
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(g);
+}
+
+void shapes(benchmark::internal::Benchmark* b) {
+  for (int n : {1024, 30000, 262144})
+    for (int k : {1, 10, 30, 100}) b->Args({k, n});
+  b->UseManualTime()->Unit(benchmark::kMicrosecond);
+}
+BENCHMARK(BM_Eager)->Apply(shapes);
+BENCHMARK(BM_HandGraph)->Apply(shapes);
+BENCHMARK(BM_StepGraph)->Apply(shapes);
+BENCHMARK(BM_ReplayOverhead)->Apply(shapes);
+
+// Host cost of making a 100-node executable: from scratch, or by updating one of the same topology.
+void BM_Instantiate(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  Fixture f(1024, 100);
+  cudaGraph_t g = f.capture();
+  for (auto _ : state) {
+    cudaGraphExec_t exec = nullptr;
+    const auto t0 = std::chrono::steady_clock::now();
+    SIMPROF_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    cudaGraphExecDestroy(exec);
+  }
+  cudaGraphDestroy(g);
+}
+BENCHMARK(BM_Instantiate)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+void BM_ExecUpdate(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  Fixture a(1024, 100), b(30000, 100);
+  cudaGraph_t ga = a.capture(), gb = b.capture();
+  cudaGraphExec_t exec = nullptr;
+  SIMPROF_CUDA_CHECK(cudaGraphInstantiate(&exec, ga, 0));
+  bool flip = false;
+  for (auto _ : state) {
+    cudaGraphExecUpdateResultInfo info{};
+    const auto t0 = std::chrono::steady_clock::now();
+    SIMPROF_CUDA_CHECK(cudaGraphExecUpdate(exec, flip ? ga : gb, &info));
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    flip = !flip;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(ga);
+  cudaGraphDestroy(gb);
+}
+BENCHMARK(BM_ExecUpdate)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+struct SwitchReport {
+  std::uint64_t runs = 0, updates = 0, instantiations = 0, refusals = 0;
+} g_switch;
+
+// A cache of capacity 1 alternating 1,024 and 30,000 envs (100 kernels): each run a capture and an
+// exec update, then a replay.
+void BM_ShapeSwitch(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  Fixture a(1024, 100), b(30000, 100);
+  Stream stream;
+  GraphCacheOptions o;
+  o.capacity = 1;
+  o.warmup = 0;
+  GraphCache cache(stream, o);
+  bool flip = false;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (flip)
+      cache.run({1024}, [&](cudaStream_t s) { a.step(s); });
+    else
+      cache.run({30000}, [&](cudaStream_t s) { b.step(s); });
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    flip = !flip;
+  }
+  stream.synchronize();
+  const auto& c = cache.counters();
+  g_switch = {c.captures, c.updates, c.instantiations, c.update_refusals};
+}
+BENCHMARK(BM_ShapeSwitch)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  std::map<std::string, double> us;
+  std::map<std::string, double> overhead;  // StepGraph / hand-written, interleaved
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    // With --benchmark_repetitions, the median of the repetitions; else the single run.
+    for (const auto& r : runs) {
+      if (r.error_occurred) continue;
+      if (r.run_type == Run::RT_Aggregate && r.aggregate_name == "median") {
+        us[r.run_name.str()] = r.GetAdjustedRealTime();
+        if (auto c = r.counters.find("step_over_hand"); c != r.counters.end())
+          overhead[r.run_name.str()] = c->second;
+      } else if (r.run_type == Run::RT_Iteration && !overhead.count(r.run_name.str())) {
+        if (auto c = r.counters.find("step_over_hand"); c != r.counters.end())
+          overhead[r.run_name.str()] = c->second;
+      } else if (r.run_type == Run::RT_Iteration && !us.count(r.run_name.str()))
+        us[r.run_name.str()] = r.GetAdjustedRealTime();  // microseconds (the benchmarks' unit)
+    }
+  }
+};
+
+void print_ratios(const std::map<std::string, double>& us,
+                  const std::map<std::string, double>& overhead) {
+  auto get = [&](const std::string& k) {
+    auto it = us.find(k + "/manual_time");
+    return it == us.end() ? -1.0 : it->second;
+  };
+  std::printf("\n--- per step, us (CUDA events) and ratios ---\n");
+  std::printf("%8s %4s %10s %10s %10s %12s %12s\n", "n_envs", "K", "eager", "hand graph",
+              "StepGraph", "Step/hand*", "eager/Step");
+  bool replay_ok = true;
+  for (int n : {1024, 30000, 262144})
+    for (int k : {1, 10, 30, 100}) {
+      const std::string a = "/" + std::to_string(k) + "/" + std::to_string(n);
+      const double e = get("BM_Eager" + a), h = get("BM_HandGraph" + a),
+                   s = get("BM_StepGraph" + a);
+      if (e < 0 || h < 0 || s < 0) continue;
+      const auto o = overhead.find("BM_ReplayOverhead" + a + "/manual_time");
+      const double ratio = o == overhead.end() ? s / h : o->second;
+      std::printf("%8d %4d %10.1f %10.1f %10.1f %11.3fx %11.2fx\n", n, k, e, h, s, ratio, e / s);
+      replay_ok = replay_ok && ratio <= 1.03;
+    }
+  const double e100 = get("BM_Eager/100/1024"), s100 = get("BM_StepGraph/100/1024");
+  if (e100 > 0 && s100 > 0) {
+    std::printf(
+        "* Step/hand: StepGraph and hand-written launches interleaved in the same iterations\n");
+    std::printf("StepGraph replay within 1.03x of hand-written graph code everywhere: %s\n",
+                replay_ok ? "met" : "MISSED");
+    std::printf("K = 100 at 1,024 envs: StepGraph %.2fx faster than eager [target >= 4x: %s]\n",
+                e100 / s100, e100 / s100 >= 4.0 ? "met" : "MISSED");
+  }
+  const double inst = get("BM_Instantiate"), upd = get("BM_ExecUpdate");
+  if (inst > 0 && upd > 0)
+    std::printf("100-node graph: instantiate %.1f us, exec update %.1f us (%.1fx cheaper)\n", inst,
+                upd, inst / upd);
+  if (g_switch.runs)
+    std::printf(
+        "shape switches (capacity 1): %llu captures -> %llu updates, %llu instantiation(s), "
+        "%llu refused [exec update chosen whenever legal: %s]\n",
+        static_cast<unsigned long long>(g_switch.runs),
+        static_cast<unsigned long long>(g_switch.updates),
+        static_cast<unsigned long long>(g_switch.instantiations),
+        static_cast<unsigned long long>(g_switch.refusals),
+        g_switch.updates + 1 == g_switch.runs && g_switch.refusals == 0 ? "yes" : "NO");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  print_ratios(reporter.us, reporter.overhead);
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+// The CUDA engine: the CPU engine's physics, in kernels that call the same per-env functions
+// (physics.hpp), split into several kernels per step as real engines are (per substep: forces,
+// contacts, integration; then the IMU, the depth camera at one thread per pixel, the recorder).
+// All state lives in persistent device buffers, so enqueue_step() can be captured into a graph and
+// replayed; the recorder's frame counter lives on the device for the same reason.
+//
+//   simprof::engine::CudaEngine engine(params, 30000);
+//   engine.attach(prof);                        // stage scopes around the launches
+//   cache.run({30000}, [&](cudaStream_t s) { engine.enqueue_step(s); });
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "physics.hpp"
+#include "simprof/cuda/buffer.hpp"
+#include "simprof/step_profiler.hpp"
+
+namespace simprof::engine {
+
+class CudaEngine {
+ public:
+  /// Allocates and initialises the batch on the device (synchronously, on `stream`).
+  CudaEngine(const Params& params, int n_envs, cudaStream_t stream, std::uint32_t seed = 1234);
+
+  void attach(StepProfiler& prof);
+  /// Enqueues one step on `stream`; capturable (no allocation, no synchronisation, no host data).
+  void enqueue_step(cudaStream_t stream);
+  /// px, py, pz, vx, vy, vz concatenated, as CpuEngine::snapshot() (synchronises `stream`).
+  std::vector<float> snapshot(cudaStream_t stream) const;
+  /// Kernels per step.
+  int kernels_per_step() const { return 3 * params_.substeps + 4; }
+  int n_envs() const { return n_envs_; }
+
+ private:
+  State state() const;
+  Sensors sensors() const;
+
+  Params params_;
+  int n_envs_;
+  cuda::DeviceBuffer<float> px_, py_, pz_, vx_, vy_, vz_, fx_, fy_, fz_;
+  cuda::DeviceBuffer<float> imu_prev_, imu_, depth_, record_;
+  cuda::DeviceBuffer<long long> frame_;
+  StepProfiler* prof_ = nullptr;
+  StageId physics_ = kNoStage, forces_ = kNoStage, contacts_ = kNoStage, integrate_ = kNoStage,
+          imu_id_ = kNoStage, rendering_ = kNoStage, recorders_ = kNoStage;
+};
+
+}  // namespace simprof::engine

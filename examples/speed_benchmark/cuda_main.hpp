@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: MIT
+// The CUDA side of speed_benchmark (built with the CUDA backend).
+#pragma once
+
+#include "args.hpp"
+
+namespace simprof::examples {
+
+/// True when a CUDA device can be used.
+bool cuda_device_visible();
+/// Runs the CUDA engine: eager or graph replay, or a sweep over n_envs comparing the two.
+int run_cuda(const Args& args);
+
+}  // namespace simprof::examples

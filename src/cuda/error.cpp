@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: MIT
+#include "simprof/cuda/error.hpp"
+
+#include <fmt/format.h>
+
+#include "simprof/cuda/buffer.hpp"
+
+namespace simprof::cuda {
+
+std::string describe(cudaError_t code) {
+  return fmt::format("{} ({})", cudaGetErrorName(code), cudaGetErrorString(code));
+}
+
+CudaError::CudaError(cudaError_t code, std::string call, const char* file, int line)
+    : std::runtime_error(fmt::format("simprof: CUDA call {} failed: {} at {}:{}", call,
+                                     describe(code), file, line)),
+      code_(code),
+      call_(std::move(call)),
+      file_(file),
+      line_(line) {}
+
+void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line) {
+  throw CudaError(code, call, file, line);
+}
+
+void throw_buffer_size(std::size_t asked, std::size_t size) {
+  throw std::invalid_argument(fmt::format(
+      "simprof: DeviceBuffer copy of {} elements (expected at most the buffer's {})", asked, size));
+}
+
+bool device_available(std::string* why) noexcept {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    if (why) *why = fmt::format("cudaGetDeviceCount failed: {}", describe(e));
+    cudaGetLastError();
+    return false;
+  }
+  if (n == 0) {
+    if (why) *why = "no CUDA device is visible";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace simprof::cuda

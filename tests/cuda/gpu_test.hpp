@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+// Shared pieces of the GPU tests: a fixture that skips with the reason where no GPU is visible, and
+// small kernels.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "simprof/cuda/buffer.hpp"
+#include "simprof/cuda/device_clock.cuh"
+#include "simprof/cuda/error.hpp"
+
+namespace simprof::cuda::gputest {
+
+class GpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!device_available(&why)) GTEST_SKIP() << "GPU test skipped: " << why;
+  }
+};
+
+// x[i] = x[i] * 1.0001 + a: cheap, order-sensitive, so a missing or repeated launch shows.
+__global__ inline void axpb_kernel(float* x, int n, float a) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = x[i] * 1.0001f + a;
+}
+
+inline void axpb(float* x, int n, float a, cudaStream_t s) {
+  axpb_kernel<<<(n + 255) / 256, 256, 0, s>>>(x, n, a);
+  SIMPROF_CUDA_CHECK_LAUNCH("axpb_kernel");
+}
+
+// Spins one thread for `ns` nanoseconds of the global timer.
+__global__ inline void spin_kernel(unsigned long long ns) {
+  const unsigned long long t0 = global_timer_ns();
+  while (global_timer_ns() - t0 < ns) {
+  }
+}
+
+inline void spin(unsigned long long ns, cudaStream_t s) {
+  spin_kernel<<<1, 1, 0, s>>>(ns);
+  SIMPROF_CUDA_CHECK_LAUNCH("spin_kernel");
+}
+
+inline std::vector<float> to_host(const DeviceBuffer<float>& b, cudaStream_t s) {
+  std::vector<float> out(b.size());
+  b.copy_to_host(out.data(), out.size(), s);
+  SIMPROF_CUDA_CHECK(cudaStreamSynchronize(s));
+  return out;
+}
+
+inline void fill(DeviceBuffer<float>& b, float v, cudaStream_t s) {
+  std::vector<float> h(b.size(), v);
+  b.copy_from_host(h.data(), h.size(), s);
+  SIMPROF_CUDA_CHECK(cudaStreamSynchronize(s));
+}
+
+}  // namespace simprof::cuda::gputest

@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: MIT
+#include <gtest/gtest.h>
+
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <sstream>
+#include <thread>
+
+#include "gpu_test.hpp"
+#include "simprof/cuda/graph_cache.hpp"
+
+using namespace simprof::cuda;
+namespace gt = simprof::cuda::gputest;
+using simprof::cuda::gputest::GpuTest;
+
+namespace {
+
+class GraphCacheTest : public GpuTest {
+ protected:
+  std::ostringstream log;
+  std::shared_ptr<spdlog::logger> logger;
+  void SetUp() override {
+    GpuTest::SetUp();
+    if (IsSkipped()) return;
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_st>(log);
+    logger = std::make_shared<spdlog::logger>("graph-test", sink);
+    logger->set_pattern("%l %v");
+  }
+  // A step of `k` kernels over n floats.
+  static GraphCache::Body body(float* x, int n, int k) {
+    return [=](cudaStream_t s) {
+      for (int i = 0; i < k; ++i) simprof::cuda::gputest::axpb(x, n, 0.5f + i, s);
+    };
+  }
+  bool capturing(cudaStream_t s) {
+    cudaStreamCaptureStatus st;
+    SIMPROF_CUDA_CHECK(cudaStreamIsCapturing(s, &st));
+    return st != cudaStreamCaptureStatusNone;
+  }
+};
+
+}  // namespace
+
+TEST_F(GraphCacheTest, ReplayEqualsEager) {
+  Stream stream;
+  const int n = 4096;
+  DeviceBuffer<float> a(n), b(n);
+  gt::fill(a, 1.0f, stream);
+  gt::fill(b, 1.0f, stream);
+  GraphCache cache(stream);
+  for (int step = 0; step < 20; ++step) {
+    body(a.data(), n, 10)(stream);          // eager reference
+    cache.run({n}, body(b.data(), n, 10));  // warm-up, capture, replays
+  }
+  EXPECT_EQ(gt::to_host(a, stream), gt::to_host(b, stream));
+  const auto& c = cache.counters();
+  EXPECT_EQ(c.warmup_runs, 3u);
+  EXPECT_EQ(c.captures, 1u);
+  EXPECT_EQ(c.instantiations, 1u);
+  EXPECT_EQ(c.replays, 17u);  // the capture's own launch and 16 more
+  EXPECT_TRUE(cache.captured({n}));
+  ASSERT_TRUE(cache.cold_start({n}).has_value());
+  EXPECT_GT(cache.cold_start({n})->instantiate_s, 0.0);
+}
+
+TEST_F(GraphCacheTest, WarmupCountIsConfigurable) {
+  Stream stream;
+  DeviceBuffer<float> a(256);
+  GraphCacheOptions o;
+  o.warmup = 0;
+  GraphCache cache(stream, o);
+  cache.run({256}, body(a.data(), 256, 2));
+  EXPECT_EQ(cache.counters().warmup_runs, 0u);
+  EXPECT_EQ(cache.counters().captures, 1u);
+  EXPECT_THROW(GraphCache(stream, GraphCacheOptions{-1}), std::invalid_argument);
+  GraphCacheOptions zero;
+  zero.capacity = 0;
+  EXPECT_THROW(GraphCache(stream, zero), std::invalid_argument);
+}
+
+TEST_F(GraphCacheTest, NewShapeBeyondCapacityUpdatesTheLeastRecentlyUsed) {
+  Stream stream;
+  DeviceBuffer<float> x(262144);
+  GraphCacheOptions o;
+  o.warmup = 0;
+  o.capacity = 2;
+  GraphCache cache(stream, o);
+  cache.run({1024}, body(x.data(), 1024, 5));
+  cache.run({4096}, body(x.data(), 4096, 5));
+  cache.run({1024}, body(x.data(), 1024, 5));  // 4096 is now the least recently used
+  EXPECT_EQ(cache.counters().instantiations, 2u);
+  cache.run({30000}, body(x.data(), 30000, 5));  // same topology, other grid: update is legal
+  EXPECT_EQ(cache.counters().updates, 1u);
+  EXPECT_EQ(cache.counters().evictions, 1u);
+  EXPECT_EQ(cache.counters().instantiations, 2u);
+  EXPECT_TRUE(cache.captured({30000}));
+  EXPECT_TRUE(cache.captured({1024}));
+  EXPECT_FALSE(cache.captured({4096}));
+  EXPECT_TRUE(cache.cold_start({30000})->updated);
+  EXPECT_EQ(cache.size(), 2u);
+  // The evicted key is warm already: it is captured again at once, updating the LRU (1024).
+  cache.run({4096}, body(x.data(), 4096, 5));
+  EXPECT_EQ(cache.counters().updates, 2u);
+  EXPECT_FALSE(cache.captured({1024}));
+}
+
+TEST_F(GraphCacheTest, UpdatedExecutableComputesTheNewShape) {
+  Stream stream;
+  const int n = 2048;
+  DeviceBuffer<float> ref(n), x(n);
+  gt::fill(ref, 1.0f, stream);
+  gt::fill(x, 1.0f, stream);
+  GraphCacheOptions o;
+  o.warmup = 0;
+  o.capacity = 1;  // every shape change is an update
+  GraphCache cache(stream, o);
+  for (int i = 0; i < 3; ++i) {
+    for (int m : {512, 2048}) {
+      body(ref.data(), m, 4)(stream);
+      cache.run({m}, body(x.data(), m, 4));
+    }
+  }
+  EXPECT_EQ(gt::to_host(ref, stream), gt::to_host(x, stream));
+  EXPECT_EQ(cache.counters().instantiations, 1u);
+  EXPECT_EQ(cache.counters().updates, 5u);
+}
+
+TEST_F(GraphCacheTest, TopologyChangeIsRefusedThenInstantiated) {
+  Stream stream;
+  DeviceBuffer<float> x(1024);
+  GraphCacheOptions o;
+  o.warmup = 0;
+  o.capacity = 1;
+  GraphCache cache(stream, o);
+  cache.run({1024, 1}, body(x.data(), 1024, 3));
+  cache.run({1024, 2}, body(x.data(), 1024, 7));  // 7 nodes against 3: not updatable
+  EXPECT_EQ(cache.counters().update_refusals, 1u);
+  EXPECT_EQ(cache.counters().instantiations, 2u);
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_TRUE(cache.captured({1024, 2}));
+}
+
+TEST_F(GraphCacheTest, RecaptureUpdatesInPlace) {
+  Stream stream;
+  const int n = 1024;
+  DeviceBuffer<float> a(n), b(n), ref(n);
+  gt::fill(a, 0.0f, stream);
+  gt::fill(b, 0.0f, stream);
+  gt::fill(ref, 0.0f, stream);
+  GraphCacheOptions o;
+  o.warmup = 0;
+  GraphCache cache(stream, o);
+  cache.run({n}, body(a.data(), n, 2));
+  cache.recapture({n}, body(b.data(), n, 2));  // the buffer moved: same topology, new pointer
+  body(ref.data(), n, 2)(stream);
+  EXPECT_EQ(cache.counters().updates, 1u);
+  EXPECT_EQ(gt::to_host(b, stream), gt::to_host(ref, stream));
+}
+
+TEST_F(GraphCacheTest, StepGraphReplays) {
+  Stream stream;
+  DeviceBuffer<float> x(512), ref(512);
+  gt::fill(x, 2.0f, stream);
+  gt::fill(ref, 2.0f, stream);
+  StepGraph g(stream, body(x.data(), 512, 3));
+  for (int i = 0; i < 10; ++i) {
+    g.run();
+    body(ref.data(), 512, 3)(stream);
+  }
+  EXPECT_TRUE(g.captured());
+  EXPECT_EQ(g.cache().counters().replays, 7u);
+  EXPECT_EQ(gt::to_host(x, stream), gt::to_host(ref, stream));
+}
+
+// --- pitfalls: each gets a named diagnosis, a clean end of the capture, one warning and an eager
+// fallback that still executes the step once per run.
+
+namespace {
+
+struct PitfallCase {
+  const char* name;
+  CapturePitfall expected;
+  std::function<void(cudaStream_t, float*, int)> bad;  // runs inside the body
+};
+
+}  // namespace
+
+class Pitfalls : public GraphCacheTest, public ::testing::WithParamInterface<int> {};
+
+static std::vector<PitfallCase> pitfall_cases() {
+  return {
+      {"stream_sync", CapturePitfall::kSynchronization,
+       [](cudaStream_t s, float*, int) { SIMPROF_CUDA_CHECK(cudaStreamSynchronize(s)); }},
+      {"device_sync", CapturePitfall::kSynchronization,
+       [](cudaStream_t, float*, int) { SIMPROF_CUDA_CHECK(cudaDeviceSynchronize()); }},
+      {"sync_copy", CapturePitfall::kSynchronousCopy,
+       [](cudaStream_t, float* x, int) {
+         float h = 0;
+         SIMPROF_CUDA_CHECK(cudaMemcpy(&h, x, sizeof(float), cudaMemcpyDeviceToHost));
+       }},
+      {"legacy_stream", CapturePitfall::kSynchronousCopy,
+       [](cudaStream_t, float* x, int n) {
+         simprof::cuda::gputest::axpb_kernel<<<1, 32>>>(x, n < 32 ? n : 32, 1.0f);
+         SIMPROF_CUDA_CHECK_LAUNCH("axpb_kernel on the legacy stream");
+       }},
+      {"allocation", CapturePitfall::kAllocation,
+       [](cudaStream_t, float*, int) {
+         void* p = nullptr;
+         SIMPROF_CUDA_CHECK(cudaMalloc(&p, 1024));
+         cudaFree(p);
+       }},
+      {"wrong_thread", CapturePitfall::kWrongThread,
+       [](cudaStream_t s, float*, int) {
+         cudaError_t e = cudaSuccess;
+         std::thread t([&] {
+           cudaGraph_t g = nullptr;
+           e = cudaStreamEndCapture(s, &g);
+           if (g) cudaGraphDestroy(g);
+         });
+         t.join();
+         if (e != cudaSuccess)
+           simprof::cuda::throw_cuda_error(e, "cudaStreamEndCapture from another thread", __FILE__,
+                                           __LINE__);
+       }},
+      {"invalidated", CapturePitfall::kInvalidated,
+       [](cudaStream_t s, float* x, int n) {
+         cudaStreamSynchronize(s);  // unchecked: the capture is invalidated, the body goes on
+         simprof::cuda::gputest::axpb_kernel<<<1, 32, 0, s>>>(x, n < 32 ? n : 32, 1.0f);
+       }},
+  };
+}
+
+TEST_P(Pitfalls, DiagnosedEndedCleanlyAndRunEagerly) {
+  const PitfallCase c = pitfall_cases()[GetParam()];
+  SCOPED_TRACE(c.name);
+  Stream stream;
+  const int n = 1024;
+  DeviceBuffer<float> x(n), ref(n);
+  gt::fill(x, 1.0f, stream);
+  gt::fill(ref, 1.0f, stream);
+  GraphCacheOptions o;
+  o.warmup = 1;
+  GraphCache cache(stream, o);
+  cache.set_logger(logger);
+  bool capture_attempted = false;
+  auto step = [&](cudaStream_t s) {
+    simprof::cuda::gputest::axpb(x.data(), n, 1.0f, s);
+    cudaStreamCaptureStatus st;
+    SIMPROF_CUDA_CHECK(cudaStreamIsCapturing(s, &st));
+    if (st != cudaStreamCaptureStatusNone) {  // misbehave only while captured
+      capture_attempted = true;
+      c.bad(s, x.data(), n);
+    }
+    simprof::cuda::gputest::axpb(x.data(), n, 2.0f, s);
+  };
+  for (int i = 0; i < 4; ++i) {
+    cache.run({n}, step);
+    simprof::cuda::gputest::axpb(ref.data(), n, 1.0f, stream);
+    simprof::cuda::gputest::axpb(ref.data(), n, 2.0f, stream);
+  }
+  ASSERT_TRUE(capture_attempted);
+  EXPECT_FALSE(capturing(stream)) << "the stream was left capturing";
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "an error was left pending";
+  EXPECT_TRUE(cache.fell_back({n}));
+  EXPECT_FALSE(cache.captured({n}));
+  const auto d = cache.diagnosis({n});
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->pitfall, c.expected) << to_string(d->pitfall) << ": " << d->message;
+  EXPECT_NE(d->message.find(std::string(to_string(c.expected))), std::string::npos) << d->message;
+  // Warned once, however many runs follow.
+  const std::string text = log.str();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+  EXPECT_NE(text.find("warning"), std::string::npos) << text;
+  EXPECT_EQ(cache.counters().failed_captures, 1u);
+  EXPECT_EQ(cache.counters().eager_runs, 3u);
+  // Every run still executed the step exactly once.
+  EXPECT_EQ(gt::to_host(x, stream), gt::to_host(ref, stream));
+}
+
+INSTANTIATE_TEST_SUITE_P(GraphCache, Pitfalls, ::testing::Range(0, 7),
+                         [](const ::testing::TestParamInfo<int>& i) {
+                           return std::string(pitfall_cases()[i.param].name);
+                         });
+
+TEST_F(GraphCacheTest, NoFallbackThrowsTheDiagnosis) {
+  Stream stream;
+  DeviceBuffer<float> x(256);
+  GraphCacheOptions o;
+  o.warmup = 0;
+  o.eager_fallback = false;
+  GraphCache cache(stream, o);
+  try {
+    cache.run({256}, [&](cudaStream_t s) { SIMPROF_CUDA_CHECK(cudaStreamSynchronize(s)); });
+    FAIL() << "expected CaptureError";
+  } catch (const CaptureError& e) {
+    EXPECT_EQ(e.diagnosis().pitfall, CapturePitfall::kSynchronization);
+    EXPECT_NE(std::string(e.what()).find("cudaStreamSynchronize(s)"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("cudaErrorStreamCapture"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(capturing(stream));
+}
+
+TEST(CaptureDiagnosis, ClassifiesWithoutAGpu) {
+  EXPECT_EQ(diagnose_capture(cudaErrorStreamCaptureUnsupported, "cudaStreamSynchronize(s)").pitfall,
+            CapturePitfall::kSynchronization);
+  EXPECT_EQ(diagnose_capture(cudaErrorStreamCaptureUnsupported, "cudaMalloc(&p, n)").pitfall,
+            CapturePitfall::kAllocation);
+  EXPECT_EQ(diagnose_capture(cudaErrorStreamCaptureUnsupported, "cudaMemcpy(a, b, n, k)").pitfall,
+            CapturePitfall::kSynchronousCopy);
+  EXPECT_EQ(diagnose_capture(cudaErrorStreamCaptureImplicit, "").pitfall,
+            CapturePitfall::kSynchronousCopy);
+  EXPECT_EQ(diagnose_capture(cudaErrorStreamCaptureWrongThread, "").pitfall,
+            CapturePitfall::kWrongThread);
+  EXPECT_EQ(diagnose_capture(cudaErrorStreamCaptureInvalidated, "").pitfall,
+            CapturePitfall::kInvalidated);
+  EXPECT_EQ(diagnose_capture(cudaErrorStreamCaptureUnsupported, "").pitfall,
+            CapturePitfall::kUnsupported);
+  const auto d =
+      diagnose_capture(cudaErrorStreamCaptureUnsupported, "cudaMemcpyAsync(a, b, n, k, s)");
+  EXPECT_EQ(d.pitfall, CapturePitfall::kUnsupported);  // an Async copy is not the culprit
+}

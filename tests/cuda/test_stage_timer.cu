@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: MIT
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "gpu_test.hpp"
+#include "simprof/cuda/graph_cache.hpp"
+#include "simprof/cuda/stage_timer.hpp"
+#include "simprof/step_profiler.hpp"
+
+using namespace simprof::cuda;
+namespace gt = simprof::cuda::gputest;
+using simprof::cuda::gputest::GpuTest;
+
+namespace {
+
+simprof::ProfilingOptions quiet() {
+  simprof::ProfilingOptions o;
+  o.show_fps = false;
+  return o;
+}
+
+// A step of two stages: "busy" spins 300 us, "sensors/Cam" spins 100 us, with CUDA events around
+// each so the test can compare.
+struct Step {
+  simprof::StepProfiler& prof;
+  Event busy0, busy1, cam0, cam1;
+  explicit Step(simprof::StepProfiler& p) : prof(p) {}
+  void enqueue(cudaStream_t s, bool with_events) {
+    {
+      auto st = prof.stage("busy");
+      if (with_events) busy0.record(s);
+      gt::spin(300'000, s);
+      if (with_events) busy1.record(s);
+    }
+    {
+      auto st = prof.stage("sensors/Cam");
+      if (with_events) cam0.record(s);
+      gt::spin(100'000, s);
+      if (with_events) cam1.record(s);
+    }
+  }
+};
+
+}  // namespace
+
+TEST_F(GpuTest, DeviceStageTimesAgreeWithEvents) {
+  Stream stream;
+  gt::spin(1000, stream);  // load the kernel's module before timing (lazy loading)
+  stream.synchronize();
+  simprof::StepProfiler prof(quiet(), 0);
+  DeviceStageTimer dev(prof, stream);
+  Step step(prof);
+  for (int i = 0; i < 3; ++i) {
+    auto s = prof.step();
+    step.enqueue(stream, true);
+  }
+  dev.synchronize();
+  ASSERT_EQ(dev.joined(), 3u);
+  EXPECT_EQ(dev.dropped(), 0u);
+  const auto& t = dev.device_timings();
+  EXPECT_EQ(t.step(), 2u);
+  const double busy_events = step.busy1.elapsed_ms_since(step.busy0) * 1e-3;
+  const double cam_events = step.cam1.elapsed_ms_since(step.cam0) * 1e-3;
+  // A device stage time spans one extra timestamp kernel: a few microseconds at most.
+  EXPECT_NEAR(t.at("busy"), busy_events, 0.05 * busy_events + 10e-6);
+  EXPECT_NEAR(t.at("sensors/Cam"), cam_events, 0.05 * cam_events + 10e-6);
+  EXPECT_NEAR(t.at("sensors"), t.at("sensors/Cam"), 1e-12);  // rolled up like the host
+  EXPECT_GE(t.at("step"), t.at("busy") + t.at("sensors/Cam"));
+  EXPECT_TRUE(t.contains("period"));
+  EXPECT_NEAR(dev.mean("busy"), 300e-6, 0.1 * 300e-6);
+  // Host stage times are launch times: far shorter than the device's.
+  EXPECT_LT(prof.timings().at("busy"), t.at("busy"));
+}
+
+TEST_F(GpuTest, DeviceStageTimesInsideAReplayedGraph) {
+  Stream stream;
+  simprof::StepProfiler prof(quiet(), 0);
+  DeviceStageTimer dev(prof, stream);
+  GraphCacheOptions o;
+  o.warmup = 1;
+  GraphCache cache(stream, o);
+  Step step(prof);
+  std::vector<double> busy;
+  for (int i = 0; i < 6; ++i) {
+    {
+      auto s = prof.step();
+      cache.run({1}, [&](cudaStream_t st) { step.enqueue(st, false); });
+    }
+    if (i >= 2) {  // replays: the host ran no "busy" scope, the graph's timestamps did
+      dev.synchronize();
+      EXPECT_EQ(dev.device_timings().step(), static_cast<std::uint64_t>(i));
+      busy.push_back(dev.device_timings().at("busy"));
+    }
+  }
+  dev.synchronize();
+  EXPECT_EQ(cache.counters().replays, 5u);
+  EXPECT_EQ(dev.joined(), 6u);
+  ASSERT_EQ(busy.size(), 4u);
+  for (double b : busy) EXPECT_NEAR(b, 300e-6, 30e-6);
+  // Readings are taken at every replay: each replay measured itself, not a copy.
+  EXPECT_NE(busy[0], busy[1]);
+  EXPECT_NEAR(dev.device_timings().at("sensors/Cam"), 100e-6, 20e-6);
+}
+
+TEST_F(GpuTest, VetoedStepsAreNotPublishedOnTheDevice) {
+  Stream stream;
+  simprof::StepProfiler prof(quiet(), 0);
+  DeviceStageTimer dev(prof, stream);
+  Step step(prof);
+  {
+    auto s = prof.step();
+    step.enqueue(stream, false);
+  }
+  {
+    auto s = prof.step();
+    s.veto();
+  }
+  dev.synchronize();
+  EXPECT_EQ(dev.joined(), 1u);
+  EXPECT_EQ(dev.device_timings().step(), 0u);
+}
+
+TEST_F(GpuTest, AFullRingLeavesStepsUntimedNotWaiting) {
+  Stream stream;
+  simprof::StepProfiler prof(quiet(), 0);
+  DeviceStageTimer dev(prof, stream, 4);
+  Step step(prof);
+  for (int i = 0; i < 12; ++i) {  // 400 us of GPU work per step: the host runs far ahead
+    auto s = prof.step();
+    step.enqueue(stream, false);
+  }
+  dev.synchronize();
+  EXPECT_GT(dev.dropped(), 0u);
+  EXPECT_EQ(dev.joined() + dev.dropped(), 12u);
+}
