@@ -19,6 +19,7 @@ CpuEngine::CpuEngine(const Params& params, int n_envs, std::uint32_t seed)
   imu_.assign(6 * static_cast<std::size_t>(n_envs), 0.0f);
   depth_.assign(static_cast<std::size_t>(n_envs) * params.image_width * params.image_height, 0.0f);
   record_.assign(static_cast<std::size_t>(n_envs) * params.record_frames * 4, 0.0f);
+  targets_.assign(3 * static_cast<std::size_t>(n_envs), 0.0f);
   const State s = state();
   for (int e = 0; e < n_envs; ++e) init_env(e, params_, s, seed);
 }
@@ -45,7 +46,6 @@ void CpuEngine::attach(StepProfiler& prof) {
 
 void CpuEngine::step() {
   const State s = state();
-  const Sensors out = sensors();
   {
     MaybeStage physics(prof_, physics_);
     for (int sub = 0; sub < params_.substeps; ++sub) {
@@ -63,6 +63,12 @@ void CpuEngine::step() {
       }
     }
   }
+  sensors_step();
+}
+
+void CpuEngine::sensors_step() {
+  const State s = state();
+  const Sensors out = sensors();
   {
     MaybeStage st(prof_, imu_id_);
     for (int e = 0; e < n_envs_; ++e) imu_env(e, params_, s, out);
@@ -76,6 +82,32 @@ void CpuEngine::step() {
     for (int e = 0; e < n_envs_; ++e) record_env(e, frame_, params_, s, out);
   }
   ++frame_;
+}
+
+void CpuEngine::step_solver(const TimerView* timers) {
+  const State s = state();
+  const float* target = params_.control_gain > 0.0f ? targets_.data() : nullptr;
+  {
+    MaybeStage physics(prof_, physics_);
+    for (int e = 0; e < n_envs_; ++e) {
+      if (timers) {
+        TimerChain<> chain(*timers, e);
+        solver_env(e, params_, s, target, chain);
+      } else {
+        NoTimers chain;
+        solver_env(e, params_, s, target, chain);
+      }
+    }
+  }
+  sensors_step();
+}
+
+void CpuEngine::set_targets(const std::vector<float>& targets) {
+  if (targets.size() != targets_.size())
+    throw std::invalid_argument("CpuEngine::set_targets: " + std::to_string(targets.size()) +
+                                " floats (expected 3 per env: " + std::to_string(targets_.size()) +
+                                ")");
+  targets_ = targets;
 }
 
 std::vector<float> CpuEngine::snapshot() const {

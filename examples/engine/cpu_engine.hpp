@@ -14,6 +14,7 @@
 
 #include "physics.hpp"
 #include "simprof/step_profiler.hpp"
+#include "simprof/timers.hpp"
 
 namespace simprof::engine {
 
@@ -25,6 +26,11 @@ class CpuEngine {
   void attach(StepProfiler& prof);
   /// One step; instrumented when a profiler is attached.
   void step();
+  /// One step through the fused per-env solver, timed per env into `timers` (rows: SolverTimer)
+  /// when given, then the sensors. Uses the control targets when control_gain > 0.
+  void step_solver(const TimerView* timers);
+  /// The envs' control targets, 3 floats per env.
+  void set_targets(const std::vector<float>& targets);
 
   int n_envs() const { return n_envs_; }
   const Params& params() const { return params_; }
@@ -39,7 +45,8 @@ class CpuEngine {
   Params params_;
   int n_envs_;
   std::vector<float> px_, py_, pz_, vx_, vy_, vz_, fx_, fy_, fz_;
-  std::vector<float> imu_prev_, imu_, depth_, record_;
+  std::vector<float> imu_prev_, imu_, depth_, record_, targets_;
+  void sensors_step();
   long long frame_ = 0;
   StepProfiler* prof_ = nullptr;
   StageId physics_ = kNoStage, forces_ = kNoStage, contacts_ = kNoStage, integrate_ = kNoStage,

@@ -46,6 +46,19 @@ __global__ void record_kernel(int n, Params p, State s, Sensors out, const long 
 }
 __global__ void advance_frame_kernel(long long* frame) { ++*frame; }
 
+template <bool kTimed>
+__global__ void solver_kernel(int n, Params p, State s, const float* target, TimerView timers) {
+  const int e = blockIdx.x * blockDim.x + threadIdx.x;
+  if (e >= n) return;
+  if constexpr (kTimed) {
+    TimerChain<> chain(timers, e);
+    solver_env(e, p, s, target, chain);
+  } else {
+    NoTimers chain;
+    solver_env(e, p, s, target, chain);
+  }
+}
+
 }  // namespace
 
 CudaEngine::CudaEngine(const Params& params, int n_envs, cudaStream_t stream, std::uint32_t seed)
@@ -62,6 +75,8 @@ CudaEngine::CudaEngine(const Params& params, int n_envs, cudaStream_t stream, st
                                      params.image_height);
   record_ = cuda::DeviceBuffer<float>(static_cast<std::size_t>(n_envs) * params.record_frames * 4);
   frame_ = cuda::DeviceBuffer<long long>(1);
+  targets_ = cuda::DeviceBuffer<float>(3 * static_cast<std::size_t>(n_envs));
+  targets_.fill_zero(stream);
   for (auto* b : {&imu_prev_, &imu_, &depth_, &record_}) b->fill_zero(stream);
   frame_.fill_zero(stream);
   init_kernel<<<blocks_for(n_envs), kBlock, 0, stream>>>(n_envs, params_, state(), seed);
@@ -114,6 +129,14 @@ void CudaEngine::enqueue_step(cudaStream_t stream) {
       }
     }
   }
+  enqueue_sensors(stream);
+}
+
+void CudaEngine::enqueue_sensors(cudaStream_t stream) {
+  const State s = state();
+  const Sensors out = sensors();
+  const int n = n_envs_;
+  const int blocks = blocks_for(n);
   {
     OptionalStageScope st(prof_, imu_id_);
     imu_kernel<<<blocks, kBlock, 0, stream>>>(n, params_, s, out);
@@ -132,6 +155,26 @@ void CudaEngine::enqueue_step(cudaStream_t stream) {
     advance_frame_kernel<<<1, 1, 0, stream>>>(frame_.data());
     SIMPROF_CUDA_CHECK_LAUNCH("advance_frame_kernel");
   }
+}
+
+void CudaEngine::enqueue_solver(cudaStream_t stream, const TimerView* timers) {
+  OptionalStageScope physics(prof_, physics_);
+  const float* target = params_.control_gain > 0.0f ? targets_.data() : nullptr;
+  const int blocks = blocks_for(n_envs_);
+  if (timers)
+    solver_kernel<true><<<blocks, kBlock, 0, stream>>>(n_envs_, params_, state(), target, *timers);
+  else
+    solver_kernel<false>
+        <<<blocks, kBlock, 0, stream>>>(n_envs_, params_, state(), target, TimerView{});
+  SIMPROF_CUDA_CHECK_LAUNCH("solver_kernel");
+}
+
+void CudaEngine::set_targets(const std::vector<float>& targets, cudaStream_t stream) {
+  if (targets.size() != targets_.size())
+    throw std::invalid_argument("CudaEngine::set_targets: " + std::to_string(targets.size()) +
+                                " floats (expected 3 per env: " + std::to_string(targets_.size()) +
+                                ")");
+  targets_.copy_from_host(targets.data(), targets.size(), stream);
 }
 
 std::vector<float> CudaEngine::snapshot(cudaStream_t stream) const {

@@ -18,6 +18,7 @@
 #include "physics.hpp"
 #include "simprof/cuda/buffer.hpp"
 #include "simprof/step_profiler.hpp"
+#include "simprof/timers.hpp"
 
 namespace simprof::engine {
 
@@ -29,6 +30,14 @@ class CudaEngine {
   void attach(StepProfiler& prof);
   /// Enqueues one step on `stream`; capturable (no allocation, no synchronisation, no host data).
   void enqueue_step(cudaStream_t stream);
+  /// The fused solver (all substeps of the physics in one kernel, solver_env per env), timed per
+  /// env into `timers` (rows: SolverTimer) when given. Uses the control targets when control_gain >
+  /// 0.
+  void enqueue_solver(cudaStream_t stream, const TimerView* timers);
+  /// IMU, depth camera and recorder: the rest of a step.
+  void enqueue_sensors(cudaStream_t stream);
+  /// Stages the envs' control targets (3 floats per env) into the persistent target buffer.
+  void set_targets(const std::vector<float>& targets, cudaStream_t stream);
   /// px, py, pz, vx, vy, vz concatenated, as CpuEngine::snapshot() (synchronises `stream`).
   std::vector<float> snapshot(cudaStream_t stream) const;
   /// Kernels per step.
@@ -44,6 +53,7 @@ class CudaEngine {
   cuda::DeviceBuffer<float> px_, py_, pz_, vx_, vy_, vz_, fx_, fy_, fz_;
   cuda::DeviceBuffer<float> imu_prev_, imu_, depth_, record_;
   cuda::DeviceBuffer<long long> frame_;
+  cuda::DeviceBuffer<float> targets_;
   StepProfiler* prof_ = nullptr;
   StageId physics_ = kNoStage, forces_ = kNoStage, contacts_ = kNoStage, integrate_ = kNoStage,
           imu_id_ = kNoStage, rendering_ = kNoStage, recorders_ = kNoStage;

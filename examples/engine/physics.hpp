@@ -32,7 +32,8 @@ struct Params {
   int substeps = 4;
   int image_width = 8;  // depth camera
   int image_height = 8;
-  int record_frames = 64;  // recorder ring length
+  int record_frames = 64;     // recorder ring length
+  float control_gain = 0.0f;  // a spring pulling every sphere to its env's control target (0: off)
 };
 
 /// Structure-of-arrays views over the batch; sphere i of env e is at e * n_spheres + i.
@@ -116,6 +117,18 @@ SIMPROF_HOST_DEVICE inline void contacts_env(int e, const Params& p, State s) {
   }
 }
 
+/// The control: a spring-damper pulling each sphere towards its env's target (3 floats per env).
+SIMPROF_HOST_DEVICE inline void control_forces_env(int e, const Params& p, State s,
+                                                   const float* target) {
+  const float* t = target + 3 * e;
+  for (int i = 0; i < p.n_spheres; ++i) {
+    const int k = e * p.n_spheres + i;
+    s.fx[k] += p.control_gain * (t[0] - s.px[k]) - 0.1f * s.vx[k];
+    s.fy[k] += p.control_gain * (t[1] - s.py[k]) - 0.1f * s.vy[k];
+    s.fz[k] += p.control_gain * (t[2] - s.pz[k]) - 0.1f * s.vz[k];
+  }
+}
+
 /// Semi-implicit Euler: velocity from the forces first, then position from the new velocity.
 SIMPROF_HOST_DEVICE inline void integrate_env(int e, const Params& p, State s) {
   const float inv_m_dt = p.dt / p.mass;
@@ -188,6 +201,39 @@ SIMPROF_HOST_DEVICE inline void render_env(int e, const Params& p, State s, Sens
   float* img = out.depth + static_cast<long long>(e) * p.image_width * p.image_height;
   for (int v = 0; v < p.image_height; ++v)
     for (int u = 0; u < p.image_width; ++u) img[v * p.image_width + u] = depth_pixel(e, u, v, p, s);
+}
+
+/// Rows of the solver's per-env timers.
+enum SolverTimer : int {
+  kSolve = 0,
+  kForces = 1,
+  kContacts = 2,
+  kIntegrate = 3,
+  kSolverTimers = 4
+};
+
+/// A chain whose laps cost nothing: the uninstrumented solver.
+struct NoTimers {
+  SIMPROF_HOST_DEVICE void lap(int) {}
+  SIMPROF_HOST_DEVICE void lap_add(int) {}
+  SIMPROF_HOST_DEVICE void total(int) {}
+};
+
+/// The whole physics step of one env in one place (all substeps), timed per phase by `chain`
+/// (simprof::TimerChain, or NoTimers). Targets may be null when control_gain is 0.
+template <class Chain>
+SIMPROF_HOST_DEVICE inline void solver_env(int e, const Params& p, State s, const float* target,
+                                           Chain& chain) {
+  for (int sub = 0; sub < p.substeps; ++sub) {
+    external_forces_env(e, p, s);
+    if (target) control_forces_env(e, p, s, target);
+    sub ? chain.lap_add(kForces) : chain.lap(kForces);
+    contacts_env(e, p, s);
+    sub ? chain.lap_add(kContacts) : chain.lap(kContacts);
+    integrate_env(e, p, s);
+    sub ? chain.lap_add(kIntegrate) : chain.lap(kIntegrate);
+  }
+  chain.total(kSolve);
 }
 
 SIMPROF_HOST_DEVICE inline void record_env(int e, long long frame, const Params& p, State s,

@@ -12,3 +12,5 @@
 #include "simprof/stage_timings.hpp"
 #include "simprof/stats.hpp"
 #include "simprof/step_profiler.hpp"
+#include "simprof/timer_stats.hpp"
+#include "simprof/timers.hpp"

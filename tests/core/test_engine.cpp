@@ -7,6 +7,7 @@
 
 #include "cpu_engine.hpp"
 #include "simprof/manual_clock.hpp"
+#include "simprof/timer_stats.hpp"
 
 using simprof::engine::CpuEngine;
 using simprof::engine::Params;
@@ -96,4 +97,23 @@ TEST(Engine, ReportsTheGenesisStages) {
   for (const char* stage : {"physics", "physics/forces", "physics/contacts", "physics/integrate",
                             "sensors", "sensors/Imu", "rendering", "recorders", "step", "period"})
     EXPECT_TRUE(prof.timings().contains(stage)) << stage;
+}
+
+TEST(Engine, FusedSolverMatchesStagedStepAndTimingDoesNotChangePhysics) {
+  Params p;
+  CpuEngine staged(p, 8, 3), fused(p, 8, 3), timed(p, 8, 3);
+  simprof::TimerBuffer timers({"solve", "forces", "contacts", "integrate"}, 8);
+  simprof::TimerView v = timers.view();
+  for (int i = 0; i < 100; ++i) {
+    staged.step();
+    fused.step_solver(nullptr);
+    timed.step_solver(&v);
+  }
+  EXPECT_EQ(staged.snapshot(), fused.snapshot());
+  EXPECT_EQ(fused.snapshot(), timed.snapshot());
+  const simprof::TimerFrame f = timers.frame();
+  for (int e = 0; e < 8; ++e)
+    EXPECT_EQ(f.ticks(simprof::engine::kSolve, e), f.ticks(simprof::engine::kForces, e) +
+                                                       f.ticks(simprof::engine::kContacts, e) +
+                                                       f.ticks(simprof::engine::kIntegrate, e));
 }

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+// DeviceTimerBuffer: the owner of a (rows, n_envs) timer buffer on the GPU.
+//
+//   simprof::cuda::DeviceTimerBuffer timers({"solve", "contacts"}, n_envs);
+//   solver<<<grid, block, 0, stream>>>(..., timers.view());   // kernels call TimerChain::lap
+//   timers.read_async(stream);                                // copy out, without waiting
+//   if (auto f = timers.latest()) stats.update(*f);           // the newest finished copy, if any
+//
+// Readings taken by kernels inside a captured graph are taken again at every replay: call
+// read_async() after each replay to see them.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "simprof/timer_stats.hpp"
+
+namespace simprof::cuda {
+
+/// The nominal SM clock of `device` (the current one for -1), in Hz, from cudaDevAttrClockRate
+/// (CUDA 13 removed cudaDeviceProp::clockRate). Cycles divided by it are approximate seconds: the
+/// SM clock idles far lower and boosts up to it under load.
+double clock_freq_hz(int device = -1);
+
+class DeviceTimerBuffer {
+ public:
+  /// Throws std::invalid_argument for no labels or n_envs < 1, CudaError when allocation fails.
+  DeviceTimerBuffer(std::vector<std::string> labels, int n_envs,
+                    TimerUnit unit = TimerUnit::kCycles, int device = -1);
+  ~DeviceTimerBuffer();
+  DeviceTimerBuffer(const DeviceTimerBuffer&) = delete;
+  DeviceTimerBuffer& operator=(const DeviceTimerBuffer&) = delete;
+
+  /// The device view for kernels; the address is fixed for the buffer's life (capturable).
+  TimerView view() const noexcept { return TimerView{dev_, labels_.rows(), n_envs_}; }
+  /// Zeroes the buffer on `stream` (capturable).
+  void reset(cudaStream_t stream);
+  /// Copies the buffer into one of two page-locked host buffers on `stream`, without waiting. A
+  /// frame returned by latest() stays valid until the second read_async() after it.
+  void read_async(cudaStream_t stream);
+  /// The newest finished copy not returned before (so no frame is counted twice), or nullopt. Never
+  /// waits.
+  std::optional<TimerFrame> latest();
+  /// read_async(), then waits for it: the simple, blocking read.
+  TimerFrame read(cudaStream_t stream);
+
+  const TimerLabels& labels() const noexcept { return labels_; }
+  int rows() const noexcept { return labels_.rows(); }
+  int n_envs() const noexcept { return n_envs_; }
+  TimerUnit unit() const noexcept { return unit_; }
+  /// Ticks per second used for conversion: clock_freq_hz() for cycles, 1e9 for nanoseconds.
+  double ticks_per_second() const noexcept { return ticks_per_second_; }
+
+ private:
+  TimerFrame frame_of(int i) const noexcept;
+  TimerLabels labels_;
+  int n_envs_;
+  TimerUnit unit_;
+  double ticks_per_second_;
+  std::size_t bytes_;
+  std::uint64_t* dev_ = nullptr;
+  std::uint64_t* host_[2] = {nullptr, nullptr};
+  cudaEvent_t done_[2] = {nullptr, nullptr};
+  std::uint64_t seq_[2] = {0, 0};  // which read filled each host buffer (0: none)
+  std::uint64_t reads_ = 0;
+  std::uint64_t returned_ = 0;  // the newest read latest() has returned
+};
+
+}  // namespace simprof::cuda
