@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "simprof/schedule.hpp"
+
 namespace simprof::examples {
 
 struct Args {
@@ -15,8 +17,14 @@ struct Args {
   bool quiet = false;  // no FPS lines
   bool eager = false;  // CUDA: launch kernels one by one instead of replaying a graph
   bool sweep = false;  // CUDA: eager and graph side by side over n_envs
-  std::string trace;   // later: a trace file
+  std::string trace;   // write a Chrome/Perfetto trace of a few steps here
+  std::string trace_mode = "kernel";  // CUDA: kernel (one event per kernel) or graph (per launch)
+  bool nvtx = false;                  // CUDA: NVTX ranges for steps and stages
+  bool sync = false;  // CUDA: synchronise before each step (to read a trace, not to time)
 };
+
+/// The trace schedule of a run of `steps` steps: wait until the middle, 2 warm-up steps, 3 active.
+Schedule trace_schedule(int steps);
 
 /// Parses argv; throws std::invalid_argument naming the flag and the value.
 Args parse_args(int argc, char** argv);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -12,6 +13,8 @@
 #include "cuda_engine.hpp"
 #include "simprof/cuda/buffer.hpp"
 #include "simprof/cuda/graph_cache.hpp"
+#include "simprof/cuda/kernel_tracer.hpp"
+#include "simprof/cuda/nvtx.hpp"
 #include "simprof/cuda/stage_timer.hpp"
 #include "simprof/simprof.hpp"
 
@@ -55,14 +58,34 @@ RunResult timed_run(const engine::Params& params, int n_envs, bool graph, int wa
 
 // A run with the FPS line, host stage statistics and device stage times.
 void profiled_run(const engine::Params& params, int n_envs, bool graph, int warmup, int steps,
-                  bool quiet, const cuda::Stream& stream) {
+                  bool quiet, const cuda::Stream& stream, const Args& args) {
   engine::CudaEngine eng(params, n_envs, stream);
   ProfilingOptions o = ProfilingOptions::from_env();
   if (quiet) o.show_fps = false;
   o.stats_window = static_cast<std::size_t>(steps);
   StepProfiler prof(o, n_envs);
   eng.attach(prof);
-  cuda::DeviceStageTimer dev(prof, stream, 256);  // declared before the cache: outlives its graphs
+  // Device stage timestamps would show up in a kernel trace as kernels of their own: off when
+  // tracing.
+  std::optional<cuda::DeviceStageTimer> dev;
+  if (args.trace.empty()) dev.emplace(prof, stream, 256);  // before the cache: outlives its graphs
+  std::optional<cuda::NvtxRanges> nvtx;
+  if (args.nvtx) nvtx.emplace(prof);
+  std::optional<TraceSession> trace;
+  std::optional<cuda::KernelTracer> tracer;
+  if (!args.trace.empty()) {
+    trace.emplace(prof, TraceOptions{trace_schedule(warmup + steps)});
+    cuda::KernelTracerOptions ko;
+    ko.mode =
+        args.trace_mode == "graph" ? cuda::TraceMode::kGraphLaunch : cuda::TraceMode::kPerKernel;
+    tracer.emplace(prof, ko);
+    trace->add_source(&*tracer);
+    trace->on_trace_ready([&](const Trace& t, std::uint64_t) {
+      write_chrome_trace(t, args.trace);
+      fmt::print("\nwrote {} ({} events, {} dropped): open it in https://ui.perfetto.dev\n{}\n",
+                 args.trace, t.events.size(), t.dropped, analyze(t).report(10));
+    });
+  }
   cuda::GraphCache cache(stream);
   const cuda::GraphKey key{n_envs};
   fmt::print(
@@ -70,21 +93,25 @@ void profiled_run(const engine::Params& params, int n_envs, bool graph, int warm
       graph ? "graph replay" : "eager launches", n_envs, params.n_spheres, eng.kernels_per_step(),
       steps);
   for (int i = 0; i < warmup + steps; ++i) {
+    if (args.sync) stream.synchronize();  // lines the timelines up call for call; halves throughput
     auto step = prof.step();
     if (graph)
       cache.run(key, [&](cudaStream_t s) { eng.enqueue_step(s); });
     else
       eng.enqueue_step(stream);
   }
-  dev.synchronize();
+  stream.synchronize();
   fmt::print(
       "\nhost stage times: the time to enqueue, not to run; only 'period' is the loop{}:\n{}",
       graph ? ". With graph replay the inner stages run on the host only in the warm-up and "
               "capture steps (see 'steps'); a replayed step is one launch, inside 'step'"
             : "",
       stage_table(prof));
-  fmt::print("\ndevice stage times ({} steps joined, {} untimed):\n{}", dev.joined(), dev.dropped(),
-             cuda::device_stage_table(prof, dev));
+  if (dev) {
+    dev->synchronize();
+    fmt::print("\ndevice stage times ({} steps joined, {} untimed):\n{}", dev->joined(),
+               dev->dropped(), cuda::device_stage_table(prof, *dev));
+  }
   if (graph) {
     const auto& c = cache.counters();
     const auto cold = cache.cold_start(key);
@@ -125,13 +152,13 @@ int run_cuda(const Args& args) {
       std::fflush(stdout);
     }
     fmt::print("\n");
-    profiled_run(params, sizes.front(), true, warmup, 1000, true, stream);
-    if (sizes.size() > 1) profiled_run(params, sizes.back(), true, warmup, 300, true, stream);
+    profiled_run(params, sizes.front(), true, warmup, 1000, true, stream, args);
+    if (sizes.size() > 1) profiled_run(params, sizes.back(), true, warmup, 300, true, stream, args);
     return 0;
   }
   const int steps = args.steps ? args.steps : 1000;
   for (const int n : args.n_envs.empty() ? std::vector<int>{30000} : args.n_envs)
-    profiled_run(params, n, !args.eager, warmup, steps, args.quiet, stream);
+    profiled_run(params, n, !args.eager, warmup, steps, args.quiet, stream, args);
   return 0;
 }
 

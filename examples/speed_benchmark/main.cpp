@@ -4,8 +4,10 @@
 //
 //   speed_benchmark --backend cpu --n-envs 1024 --steps 300
 //   speed_benchmark --backend cuda --sweep            (with the CUDA backend)
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -23,7 +25,17 @@ namespace simprof::examples {
 
 std::string usage() {
   return "usage: speed_benchmark [--backend auto|cpu|cuda] [--n-envs N[,N...]] [--steps N]\n"
-         "                       [--warmup N] [--quiet] [--eager] [--sweep]\n";
+         "                       [--warmup N] [--quiet] [--eager] [--sweep] [--trace FILE]\n"
+         "                       [--trace-mode kernel|graph] [--nvtx] [--sync]\n";
+}
+
+Schedule trace_schedule(int steps) {
+  Schedule s;
+  s.warmup = 2;
+  s.active = 3;
+  s.wait = std::max(0, steps / 2 - 5);
+  s.repeat = 1;
+  return s;
 }
 
 namespace {
@@ -75,6 +87,17 @@ Args parse_args(int argc, char** argv) {
       a.eager = true;
     } else if (f == "--sweep") {
       a.sweep = true;
+    } else if (f == "--trace") {
+      a.trace = value();
+    } else if (f == "--trace-mode") {
+      a.trace_mode = value();
+      if (a.trace_mode != "kernel" && a.trace_mode != "graph")
+        throw std::invalid_argument(
+            fmt::format("--trace-mode {} (expected kernel or graph)", a.trace_mode));
+    } else if (f == "--nvtx") {
+      a.nvtx = true;
+    } else if (f == "--sync") {
+      a.sync = true;
     } else if (f == "--help" || f == "-h") {
       std::fputs(usage().c_str(), stdout);
       std::exit(0);
@@ -88,6 +111,8 @@ Args parse_args(int argc, char** argv) {
 namespace {
 
 int run_cpu(const Args& args) {
+  if (args.nvtx || args.sync || args.trace_mode != "kernel")
+    throw std::invalid_argument("--nvtx, --sync and --trace-mode apply to --backend cuda");
   if (args.eager || args.sweep)
     throw std::invalid_argument(
         "--eager and --sweep compare kernel launches with graph replay: they need --backend cuda "
@@ -108,6 +133,15 @@ int run_cpu(const Args& args) {
         to_string(prof.clock().source()));
     for (int i = 0; i < warmup; ++i) engine.step();  // first touches of the arrays stay out
     engine.attach(prof);
+    std::optional<TraceSession> trace;
+    if (!args.trace.empty()) {
+      trace.emplace(prof, TraceOptions{trace_schedule(steps)});
+      trace->on_trace_ready([&](const Trace& t, std::uint64_t) {
+        write_chrome_trace(t, args.trace);
+        fmt::print("wrote {} ({} events): open it in https://ui.perfetto.dev\n", args.trace,
+                   t.events.size());
+      });
+    }
     for (int i = 0; i < steps; ++i) {
       auto step = prof.step();
       engine.step();

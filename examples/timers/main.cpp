@@ -7,8 +7,10 @@
 //
 // --mode 0: every env's control target at the box centre; 1: one random target per step shared by
 // all envs; 2: a random target per env, so envs cluster differently and their contact work differs.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -21,6 +23,7 @@
 
 #if SIMPROF_EXAMPLES_CUDA
 #include "simprof/cuda/error.hpp"
+#include "simprof/cuda/kernel_tracer.hpp"
 #endif
 
 namespace simprof::examples {
@@ -35,6 +38,7 @@ struct Options {
   std::string row = "solve";
   std::string svg;
   bool profiling = false;
+  std::string trace = "timers_trace.json";
 };
 
 int to_int(const std::string& flag, const std::string& v, int lo, int hi) {
@@ -77,6 +81,8 @@ Options parse(int argc, char** argv) {
       o.svg = val();
     else if (f == "--profiling")
       o.profiling = true;
+    else if (f == "--trace")
+      o.trace = val();
     else if (f == "--help" || f == "-h") {
       std::puts(
           "usage: timers [--backend auto|cpu|cuda] [--n-envs N] [--steps N] [--mode 0|1|2]\n"
@@ -114,10 +120,6 @@ class CpuRun final : public TimerRun {
 };
 
 int run(const Options& o) {
-  if (o.profiling)
-    throw std::invalid_argument(
-        "--profiling switches to kernel tracing, which arrives with the tracing issue; run without "
-        "it");
   bool cuda = o.backend == "cuda";
 #if SIMPROF_EXAMPLES_CUDA
   if (o.backend == "auto") cuda = simprof::cuda::device_available();
@@ -140,6 +142,28 @@ int run(const Options& o) {
   TimerStats stats(labels, n);
   fmt::print("timers: backend {}, {} envs, mode {}, {} steps; readings in {}\n",
              cuda ? "cuda" : "cpu", n, o.mode, o.steps, backend->unit());
+  // --profiling: like Genesis's timers.py --profiling, trace a few steps (CPU stages, and every
+  // kernel on CUDA) next to the timers.
+  std::optional<TraceSession> trace;
+  if (o.profiling) {
+    Schedule sched;
+    sched.wait = std::max(0, o.steps / 2 - 3);
+    sched.warmup = 2;
+    sched.active = 1;
+    trace.emplace(prof, TraceOptions{sched});
+    trace->on_trace_ready([&](const Trace& t, std::uint64_t) {
+      write_chrome_trace(t, o.trace);
+      fmt::print("wrote {} ({} events): open it in https://ui.perfetto.dev\n{}\n", o.trace,
+                 t.events.size(), analyze(t).report(8));
+    });
+  }
+#if SIMPROF_EXAMPLES_CUDA
+  std::optional<cuda::KernelTracer> kernels;
+  if (o.profiling && cuda) {
+    kernels.emplace(prof);
+    trace->add_source(&*kernels);
+  }
+#endif
 
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> xy(-0.3f, 0.3f), z(0.05f, 0.9f);

@@ -46,6 +46,39 @@ inline void spin(unsigned long long ns, cudaStream_t s) {
   SIMPROF_CUDA_CHECK_LAUNCH("spin_kernel");
 }
 
+// Holds a stream until the host opens the gate: the GPU is busy for certain, whatever the host does
+// meanwhile (a spin of fixed length can end before a delayed host gets to look).
+class Gate {
+ public:
+  Gate() {
+    SIMPROF_CUDA_CHECK(
+        cudaHostAlloc(reinterpret_cast<void**>(&flag_), sizeof(int), cudaHostAllocMapped));
+    *flag_ = 0;
+    SIMPROF_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev_), flag_, 0));
+  }
+  ~Gate() {
+    open();
+    cudaDeviceSynchronize();
+    cudaFreeHost(flag_);
+  }
+  void hold(cudaStream_t s);  // defined below: enqueues a kernel that waits for open()
+  void open() { *static_cast<volatile int*>(flag_) = 1; }
+
+ private:
+  int* flag_ = nullptr;
+  int* dev_ = nullptr;
+};
+
+__global__ inline void wait_for_gate(const volatile int* flag) {
+  while (*flag == 0) {
+  }
+}
+
+inline void Gate::hold(cudaStream_t s) {
+  wait_for_gate<<<1, 1, 0, s>>>(dev_);
+  SIMPROF_CUDA_CHECK_LAUNCH("wait_for_gate");
+}
+
 inline std::vector<float> to_host(const DeviceBuffer<float>& b, cudaStream_t s) {
   std::vector<float> out(b.size());
   b.copy_to_host(out.data(), out.size(), s);

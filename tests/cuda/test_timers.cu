@@ -97,10 +97,12 @@ TEST_F(GpuTest, AsyncReadbackNeverWaitsAndCatchesUp) {
   Stream stream;
   DeviceTimerBuffer b({"t"}, 8, TimerUnit::kNanoseconds);
   EXPECT_FALSE(b.latest().has_value());
-  gputest::spin(2'000'000, stream);  // 2 ms of GPU work ahead of the copy
+  gputest::Gate gate;
+  gate.hold(stream);  // the GPU waits until the host opens the gate
   stamp_now<<<1, 8, 0, stream>>>(b.view());
   b.read_async(stream);
   EXPECT_FALSE(b.latest().has_value());  // still running: no waiting, no stale frame
+  gate.open();
   stream.synchronize();
   const auto f = b.latest();
   ASSERT_TRUE(f.has_value());

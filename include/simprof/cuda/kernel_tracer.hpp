@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: MIT
+// KernelTracer: every kernel, copy, memset, runtime call and synchronisation of the traced steps,
+// through CUPTI's activity API, as trace events next to the CPU stages.
+//
+//   simprof::TraceSession trace(prof, {.schedule = {80, 3, 1, 1}});
+//   simprof::cuda::KernelTracer kernels(prof);
+//   trace.add_source(&kernels);
+//   trace.on_trace_ready([](const simprof::Trace& t, auto) {
+//     simprof::write_chrome_trace(t, "step.json");
+//     std::fputs(simprof::analyze(t).report().c_str(), stdout);   // launch-bound or GPU-bound?
+//   });
+//
+// One clock: the tracer registers CUPTI's timestamp callback with the profiler's clock, so kernels
+// and CPU stages line up in the trace without synchronising. Records come into a bounded pool of
+// buffers; records CUPTI could not store are counted and reported, never silently lost. If CUPTI
+// cannot be used (another profiler such as ncu holds it, or permissions), the tracer switches off
+// with one warning and the simulation runs on unaffected.
+//
+// Kernels of a replayed graph appear one by one, with their graph and node ids. Graph-launch mode
+// writes one event per graph launch instead (its kernels merged); CUPTI's own GRAPH_TRACE activity
+// would record that more cheaply but crashes CUPTI 13.0 (see docs/tracing.md), so the CUPTI cost of
+// both modes is the same here; the trace is smaller.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "simprof/step_profiler.hpp"
+#include "simprof/trace_session.hpp"
+
+namespace simprof::cuda {
+
+enum class TraceMode { kPerKernel, kGraphLaunch };
+
+struct KernelTracerOptions {
+  TraceMode mode = TraceMode::kPerKernel;
+  bool runtime_api = true;      ///< runtime calls (launches, graph launches, copies, syncs): flows
+  bool memory = true;           ///< memcpy and memset
+  bool synchronization = true;  ///< stream/event/device synchronisations
+  bool overhead = true;         ///< CUPTI's own overhead records
+  /// Register CUPTI's timestamp callback with the profiler's clock (one timebase for CPU stages and
+  /// kernels). Off: CUPTI's own clock, and CPU stages are placed by an offset measured at start().
+  bool align_clock = true;
+  std::size_t buffer_bytes = std::size_t{4} << 20;
+  std::size_t max_buffers = 64;  ///< the pool's bound; beyond it CUPTI drops (and counts) records
+};
+
+class KernelTracer : public TraceSource {
+ public:
+  /// Aligns CUPTI's clock with `prof`'s. One tracer per process (CUPTI has one subscriber): a
+  /// second one throws std::logic_error. Never throws for CUPTI being unavailable: see enabled().
+  explicit KernelTracer(const StepProfiler& prof, KernelTracerOptions options = {});
+  ~KernelTracer() override;
+  KernelTracer(const KernelTracer&) = delete;
+  KernelTracer& operator=(const KernelTracer&) = delete;
+
+  /// False when CUPTI could not be used; disabled_reason() says why (also logged once).
+  bool enabled() const noexcept;
+  const std::string& disabled_reason() const noexcept;
+  /// Records lost so far (CUPTI's dropped-record counts and pool exhaustion).
+  std::uint64_t dropped() const noexcept;
+
+  void start() override;
+  void discard() override;
+  /// Waits for the device (the window's work must be complete), flushes CUPTI and converts.
+  std::uint64_t stop_and_collect(std::vector<TraceEvent>& out) override;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace simprof::cuda

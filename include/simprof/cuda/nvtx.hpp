@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: MIT
+// NvtxRanges: the profiler's steps and stages as NVTX push/pop ranges in their own domain, with
+// registered strings, for Nsight Systems and Nsight Compute.
+//
+//   simprof::cuda::NvtxRanges nvtx(prof);   // ranges "step", then each stage's name, in domain
+//   "simprof"
+//   // ncu --nvtx --nvtx-include "simprof@physics/" ./my_engine   -> only the physics stage's
+//   kernels
+//
+// Compiled out completely with -DSIMPROF_NVTX=OFF (SIMPROF_NVTX_DISABLED): the class stays, empty,
+// so user code builds unchanged. With no tool attached an NVTX call is a load and a branch.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "simprof/step_profiler.hpp"
+
+#if !defined(SIMPROF_NVTX_DISABLED)
+#include <nvtx3/nvToolsExt.h>
+#endif
+
+namespace simprof::cuda {
+
+class NvtxRanges : public StepListener {
+ public:
+  explicit NvtxRanges(StepProfiler& prof, const char* domain = "simprof");
+  ~NvtxRanges() override;
+  NvtxRanges(const NvtxRanges&) = delete;
+  NvtxRanges& operator=(const NvtxRanges&) = delete;
+
+  void on_step_begin(std::uint64_t step, std::int64_t ticks) override;
+  void on_stage_begin(StageId id, std::int64_t ticks) override;
+  void on_stage_end(StageId id, std::int64_t ticks) override;
+  void on_step_end(std::uint64_t step, std::int64_t ticks, StepOutcome outcome) override;
+
+ private:
+  StepProfiler& prof_;
+#if !defined(SIMPROF_NVTX_DISABLED)
+  void push(StageId id);
+  nvtxDomainHandle_t domain_ = nullptr;
+  std::vector<nvtxStringHandle_t> names_;  // registered once per stage
+#endif
+};
+
+}  // namespace simprof::cuda

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+// A trace schedule with torch.profiler.schedule's semantics, advanced once per step.
+//
+//   simprof::Schedule s{/*wait=*/80, /*warmup=*/3, /*active=*/1, /*repeat=*/1};
+//   s.action(step)   // kNone, kWarmup, kRecord, kRecordAndSave
+//
+// After skip_first steps, cycles of wait + warmup + active steps repeat `repeat` times (0:
+// forever). During warm-up the tracer runs but its results are discarded; the last active step of a
+// cycle records and saves (the "on trace ready" moment).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace simprof {
+
+enum class ScheduleAction { kNone, kWarmup, kRecord, kRecordAndSave };
+std::string_view to_string(ScheduleAction a) noexcept;
+
+struct Schedule {
+  std::int64_t wait = 0;
+  std::int64_t warmup = 0;
+  std::int64_t active = 1;
+  std::int64_t repeat = 1;
+  std::int64_t skip_first = 0;
+
+  /// Throws std::invalid_argument naming the field: negative counts, active < 1.
+  void validate() const;
+  /// The action for step `step` (0-based), exactly torch.profiler.schedule's.
+  ScheduleAction action(std::int64_t step) const noexcept;
+};
+
+}  // namespace simprof

@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: MIT
+// CUPTI kernel tracing on the GPU. Each test runs in its own process (ctest), so each gets CUPTI
+// to itself.
+#include <gtest/gtest.h>
+
+#include <cupti.h>
+
+#include <map>
+#include <set>
+
+#include "gpu_test.hpp"
+#include "simprof/cuda/graph_cache.hpp"
+#include "simprof/cuda/kernel_tracer.hpp"
+#include "simprof/trace_analysis.hpp"
+#include "simprof/trace_session.hpp"
+
+using namespace simprof;
+using namespace simprof::cuda;
+namespace gt = simprof::cuda::gputest;
+using gt::GpuTest;
+
+namespace {
+
+ProfilingOptions quiet() {
+  ProfilingOptions o;
+  o.show_fps = false;
+  return o;
+}
+
+std::int64_t arg(const TraceEvent& e, const char* key) {
+  for (const auto& [k, v] : e.args)
+    if (k == key) return std::get<std::int64_t>(v);
+  return -1;
+}
+
+std::vector<const TraceEvent*> of_cat(const Trace& t, const char* cat) {
+  std::vector<const TraceEvent*> out;
+  for (const auto& e : t.events)
+    if (e.ph == 'X' && e.cat == cat) out.push_back(&e);
+  return out;
+}
+
+}  // namespace
+
+TEST_F(GpuTest, EveryKernelLaunchedIsTracedEagerAndReplayed) {
+  Stream stream;
+  DeviceBuffer<float> x(4096);
+  StepProfiler prof(quiet(), 0);
+  TraceOptions o;
+  o.schedule = Schedule{0, 0, 1, 2, 0};  // two windows of one step
+  TraceSession session(prof, o);
+  KernelTracer tracer(prof);
+  ASSERT_TRUE(tracer.enabled()) << tracer.disabled_reason();
+  session.add_source(&tracer);
+  std::vector<Trace> traces;
+  session.on_trace_ready([&](const Trace& t, std::uint64_t) { traces.push_back(t); });
+  GraphCacheOptions go;
+  go.warmup = 0;
+  GraphCache cache(stream, go);
+  cache.run({1}, [&](cudaStream_t s) {
+    for (int i = 0; i < 5; ++i) gt::axpb(x.data(), 4096, 1.0f, s);
+  });  // captured before tracing
+  {
+    auto step = prof.step();
+    auto st = prof.stage("physics");
+    for (int i = 0; i < 7; ++i) gt::axpb(x.data(), 4096, 1.0f, stream);
+  }
+  {
+    auto step = prof.step();
+    auto st = prof.stage("physics");
+    cache.run({1}, [&](cudaStream_t s) {
+      for (int i = 0; i < 5; ++i) gt::axpb(x.data(), 4096, 1.0f, s);
+    });
+  }
+  ASSERT_EQ(traces.size(), 2u);
+  EXPECT_EQ(of_cat(traces[0], "kernel").size(), 7u);
+  const auto replayed = of_cat(traces[1], "kernel");
+  ASSERT_EQ(replayed.size(), 5u);
+  std::set<std::int64_t> nodes;
+  for (const auto* k : replayed) {
+    EXPECT_GT(arg(*k, "graph id"), 0) << "a replayed kernel carries its graph id";
+    nodes.insert(arg(*k, "graph node id"));
+  }
+  EXPECT_EQ(nodes.size(), 5u);
+  EXPECT_EQ(traces[0].dropped + traces[1].dropped, 0u);
+}
+
+TEST_F(GpuTest, KernelDurationsAgreeWithEventsAndFlowsConnectLaunches) {
+  Stream stream;
+  StepProfiler prof(quiet(), 0);
+  TraceOptions o;
+  o.schedule = Schedule{0, 1, 1, 1, 0};
+  TraceSession session(prof, o);
+  KernelTracer tracer(prof);
+  ASSERT_TRUE(tracer.enabled()) << tracer.disabled_reason();
+  session.add_source(&tracer);
+  Trace trace;
+  session.on_trace_ready([&](const Trace& t, std::uint64_t) { trace = t; });
+  Event e0, e1;
+  for (int s = 0; s < 2; ++s) {
+    gt::Gate gate;  // queue the events and the kernel together, so no launch gap falls between them
+    gate.hold(stream);
+    {
+      auto step = prof.step();
+      auto st = prof.stage("spin");
+      e0.record(stream);
+      gt::spin(200'000, stream);
+      e1.record(stream);
+      gate.open();
+    }
+  }
+  const double events_us = e1.elapsed_ms_since(e0) * 1e3;
+  std::vector<const TraceEvent*> kernels;  // the gate's wait kernel is traced too: keep the spin
+  for (const auto* k : of_cat(trace, "kernel"))
+    if (k->name.find("spin_kernel") != std::string::npos) kernels.push_back(k);
+  ASSERT_EQ(kernels.size(), 1u) << "the warm-up step's kernel was discarded";
+  EXPECT_NEAR(static_cast<double>(kernels[0]->dur_ns) * 1e-3, events_us, 0.05 * events_us + 5.0);
+  // The launch call, on the host, correlates with the kernel through a flow start and end.
+  const auto corr = arg(*kernels[0], "correlation");
+  const TraceEvent* launch = nullptr;
+  for (const auto* a : of_cat(trace, "cuda_runtime"))
+    if (arg(*a, "correlation") == corr) launch = a;
+  ASSERT_NE(launch, nullptr);
+  EXPECT_EQ(launch->name, "cudaLaunchKernel");
+  int flows = 0;
+  for (const auto& e : trace.events)
+    if ((e.ph == 's' || e.ph == 'f') && e.id == static_cast<std::uint64_t>(corr)) {
+      ++flows;
+      EXPECT_EQ(e.ts_ns, e.ph == 's' ? launch->ts_ns : kernels[0]->ts_ns);
+    }
+  EXPECT_EQ(flows, 2);
+  // One clock: the kernel starts after its launch call began, and within the step's host span
+  // plus the time the GPU takes (no synchronisation aligned them).
+  EXPECT_GE(kernels[0]->ts_ns, launch->ts_ns);
+  const TraceEvent* step = nullptr;
+  for (const auto& e : trace.events)
+    if (e.name.rfind("ProfilerStep#", 0) == 0) step = &e;
+  ASSERT_NE(step, nullptr);
+  EXPECT_GE(launch->ts_ns, step->ts_ns);
+  EXPECT_LE(launch->ts_ns, step->ts_ns + step->dur_ns);
+  EXPECT_LT(kernels[0]->ts_ns - launch->ts_ns, 1'000'000)
+      << "kernel more than 1 ms after its launch";
+}
+
+TEST_F(GpuTest, GraphLaunchModeWritesOneEventPerLaunch) {
+  Stream stream;
+  DeviceBuffer<float> x(1024);
+  StepProfiler prof(quiet(), 0);
+  TraceOptions o;
+  o.schedule = Schedule{0, 0, 3, 1, 0};
+  TraceSession session(prof, o);
+  KernelTracerOptions ko;
+  ko.mode = TraceMode::kGraphLaunch;
+  KernelTracer tracer(prof, ko);
+  session.add_source(&tracer);
+  Trace trace;
+  session.on_trace_ready([&](const Trace& t, std::uint64_t) { trace = t; });
+  GraphCacheOptions go;
+  go.warmup = 0;
+  GraphCache cache(stream, go);
+  cache.run({1}, [&](cudaStream_t s) {
+    for (int i = 0; i < 6; ++i) gt::axpb(x.data(), 1024, 1.0f, s);
+  });
+  for (int s = 0; s < 3; ++s) {
+    auto step = prof.step();
+    cache.run({1}, [&](cudaStream_t st) {
+      for (int i = 0; i < 6; ++i) gt::axpb(x.data(), 1024, 1.0f, st);
+    });
+  }
+  const auto graphs = of_cat(trace, "kernel");
+  ASSERT_EQ(graphs.size(), 3u);
+  for (const auto* g : graphs) {
+    EXPECT_EQ(arg(*g, "kernels"), 6);
+    EXPECT_EQ(g->name.rfind("graph ", 0), 0u);
+  }
+  const auto a = analyze(trace);
+  EXPECT_EQ(a.steps.size(), 3u);
+  EXPECT_EQ(a.steps[0].kernels, 1u);  // one launch event per step in this mode
+}
+
+TEST_F(GpuTest, LaunchBoundVerdictForManySmallEagerKernels) {
+  Stream stream;
+  DeviceBuffer<float> x(1024);
+  StepProfiler prof(quiet(), 1024);
+  TraceOptions o;
+  o.schedule = Schedule{0, 1, 1, 1, 0};
+  TraceSession session(prof, o);
+  KernelTracer tracer(prof);
+  session.add_source(&tracer);
+  Trace trace;
+  session.on_trace_ready([&](const Trace& t, std::uint64_t) { trace = t; });
+  for (int s = 0; s < 2; ++s) {
+    auto step = prof.step();
+    for (int i = 0; i < 100; ++i) gt::axpb(x.data(), 1024, 1.0f, stream);
+    SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+  const auto a = analyze(trace);
+  ASSERT_EQ(a.steps.size(), 1u);
+  EXPECT_EQ(a.steps[0].kernels, 100u);
+  EXPECT_TRUE(a.launch_bound) << a.report();
+  EXPECT_LT(a.steps[0].predicted_graph_us, a.steps[0].gpu_span_us);
+  RecordProperty("verdict", a.verdict);
+}
+
+TEST_F(GpuTest, BusyCuptiDegradesGracefully) {
+  CUpti_SubscriberHandle other = nullptr;  // "another profiler" holds CUPTI
+  ASSERT_EQ(cuptiSubscribe(
+                &other, [](void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}, nullptr),
+            CUPTI_SUCCESS);
+  Stream stream;
+  DeviceBuffer<float> x(256);
+  StepProfiler prof(quiet(), 0);
+  TraceOptions o;
+  o.schedule = Schedule{0, 0, 1, 1, 0};
+  TraceSession session(prof, o);
+  KernelTracer tracer(prof);
+  EXPECT_FALSE(tracer.enabled());
+  EXPECT_NE(tracer.disabled_reason().find("cuptiSubscribe"), std::string::npos)
+      << tracer.disabled_reason();
+  session.add_source(&tracer);
+  Trace trace;
+  session.on_trace_ready([&](const Trace& t, std::uint64_t) { trace = t; });
+  {
+    auto step = prof.step();
+    auto st = prof.stage("physics");
+    gt::axpb(x.data(), 256, 1.0f, stream);
+  }
+  stream.synchronize();
+  EXPECT_EQ(of_cat(trace, "kernel").size(), 0u);
+  EXPECT_EQ(of_cat(trace, "cpu_op").size(), 1u);  // the CPU side is still traced
+  cuptiUnsubscribe(other);
+}
