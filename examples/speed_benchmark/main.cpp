@@ -148,6 +148,11 @@ int run_cpu(const Args& args) {
     }
     const auto st = prof.stats("step");
     fmt::print("\n{}", stage_table(prof));
+    HistogramOptions ho;
+    ho.bins = 12;
+    ho.width = 40;
+    fmt::print("\nloop period (start to start) over {} steps:\n{}", steps,
+               prof.histogram("period", ho));
     fmt::print(
         "\nmean step {:.1f} us: {} env-steps/s ({} steps/s per env, {} envs); FPS tracker: {}\n\n",
         st.mean * 1e6, format_thousands(n_envs / st.mean), format_thousands(1.0 / st.mean), n_envs,

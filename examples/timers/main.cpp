@@ -133,10 +133,10 @@ int run(const Options& o) {
   popt.show_fps = false;
   StepProfiler prof(popt, n);
   std::unique_ptr<TimerRun> backend;
-  if (cuda)
-    backend = make_cuda_run(params, n, prof);
-  else
-    backend = std::make_unique<CpuRun>(params, n, prof);
+#if SIMPROF_EXAMPLES_CUDA
+  if (cuda) backend = make_cuda_run(params, n, prof);
+#endif
+  if (!backend) backend = std::make_unique<CpuRun>(params, n, prof);
   TimerLabels labels({"solve", "forces", "contacts", "integrate"});
   const int row = labels.row(o.row);
   TimerStats stats(labels, n);

@@ -2,8 +2,8 @@
 // Text reports of a StepProfiler, for the end of a run.
 //
 //   fmt::print("{}", simprof::stage_table(prof));
-//   // stage                  mean us   p50 us   p95 us   share
-//   // physics                  812.4    801.0    903.2   61.2%
+//   // stage            mean us    sd us   p50 us   p95 us   p99 us   share   steps
+//   // physics            812.4     31.0    801.0    903.2    951.7   61.2%     200
 //   //   physics/contacts       402.1 ...
 #pragma once
 

@@ -7,6 +7,7 @@
 #include "simprof/fps_tracker.hpp"
 #include "simprof/manual_clock.hpp"
 #include "simprof/options.hpp"
+#include "simprof/precision_check.hpp"
 #include "simprof/report.hpp"
 #include "simprof/running_mean.hpp"
 #include "simprof/schedule.hpp"

@@ -12,8 +12,8 @@ std::string stage_table(const StepProfiler& prof) {
     throw std::invalid_argument("simprof: stage_table needs stats_window > 0 (it is 0)");
   const double step_mean = prof.stats("step").mean;
   fmt::memory_buffer out;
-  fmt::format_to(std::back_inserter(out), "{:<28} {:>10} {:>10} {:>10} {:>7} {:>7}\n", "stage",
-                 "mean us", "p50 us", "p95 us", "share", "steps");
+  fmt::format_to(std::back_inserter(out), "{:<28} {:>10} {:>9} {:>10} {:>10} {:>10} {:>7} {:>7}\n",
+                 "stage", "mean us", "sd us", "p50 us", "p95 us", "p99 us", "share", "steps");
   auto row = [&](StageId id, int indent) {
     const auto s = prof.stats(prof.stage_name(id));
     if (s.count == 0) return;
@@ -21,8 +21,9 @@ std::string stage_table(const StepProfiler& prof) {
         std::string(2 * static_cast<std::size_t>(indent), ' ') + std::string(prof.stage_name(id));
     const double share = step_mean > 0 ? 100.0 * s.mean / step_mean : 0.0;
     fmt::format_to(std::back_inserter(out),
-                   "{:<28} {:>10.1f} {:>10.1f} {:>10.1f} {:>6.1f}% {:>7}\n", label, s.mean * 1e6,
-                   s.p50 * 1e6, s.p95 * 1e6, share, s.count);
+                   "{:<28} {:>10.1f} {:>9.1f} {:>10.1f} {:>10.1f} {:>10.1f} {:>6.1f}% {:>7}\n",
+                   label, s.mean * 1e6, s.stddev * 1e6, s.p50 * 1e6, s.p95 * 1e6, s.p99 * 1e6,
+                   share, s.count);
   };
   // Depth-first, so each child prints under its parent in registration order.
   auto visit = [&](auto& self, StageId parent, int indent) -> void {
