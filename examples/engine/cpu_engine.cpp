@@ -33,32 +33,23 @@ Sensors CpuEngine::sensors() {
   return Sensors{imu_prev_.data(), imu_.data(), depth_.data(), record_.data()};
 }
 
-void CpuEngine::attach(StepProfiler& prof) {
-  prof_ = &prof;
-  physics_ = prof.stage_id("physics");
-  forces_ = prof.stage_id("physics/forces");
-  contacts_ = prof.stage_id("physics/contacts");
-  integrate_ = prof.stage_id("physics/integrate");
-  imu_id_ = prof.stage_id("sensors/Imu");
-  rendering_ = prof.stage_id("rendering");
-  recorders_ = prof.stage_id("recorders");
-}
+void CpuEngine::attach(StepProfiler& prof) { stages_.attach(prof); }
 
 void CpuEngine::step() {
   const State s = state();
   {
-    MaybeStage physics(prof_, physics_);
+    MaybeStage physics(stages_.prof, stages_.physics);
     for (int sub = 0; sub < params_.substeps; ++sub) {
       {
-        MaybeStage st(prof_, forces_);
+        MaybeStage st(stages_.prof, stages_.forces);
         for (int e = 0; e < n_envs_; ++e) external_forces_env(e, params_, s);
       }
       {
-        MaybeStage st(prof_, contacts_);
+        MaybeStage st(stages_.prof, stages_.contacts);
         for (int e = 0; e < n_envs_; ++e) contacts_env(e, params_, s);
       }
       {
-        MaybeStage st(prof_, integrate_);
+        MaybeStage st(stages_.prof, stages_.integrate);
         for (int e = 0; e < n_envs_; ++e) integrate_env(e, params_, s);
       }
     }
@@ -70,15 +61,15 @@ void CpuEngine::sensors_step() {
   const State s = state();
   const Sensors out = sensors();
   {
-    MaybeStage st(prof_, imu_id_);
+    MaybeStage st(stages_.prof, stages_.imu);
     for (int e = 0; e < n_envs_; ++e) imu_env(e, params_, s, out);
   }
   {
-    MaybeStage st(prof_, rendering_);
+    MaybeStage st(stages_.prof, stages_.rendering);
     for (int e = 0; e < n_envs_; ++e) render_env(e, params_, s, out);
   }
   {
-    MaybeStage st(prof_, recorders_);
+    MaybeStage st(stages_.prof, stages_.recorders);
     for (int e = 0; e < n_envs_; ++e) record_env(e, frame_, params_, s, out);
   }
   ++frame_;
@@ -88,7 +79,7 @@ void CpuEngine::step_solver(const TimerView* timers) {
   const State s = state();
   const float* target = params_.control_gain > 0.0f ? targets_.data() : nullptr;
   {
-    MaybeStage physics(prof_, physics_);
+    MaybeStage physics(stages_.prof, stages_.physics);
     for (int e = 0; e < n_envs_; ++e) {
       if (timers) {
         TimerChain<> chain(*timers, e);

@@ -15,6 +15,7 @@
 #include "physics.hpp"
 #include "simprof/step_profiler.hpp"
 #include "simprof/timers.hpp"
+#include "stages.hpp"
 
 namespace simprof::engine {
 
@@ -48,9 +49,7 @@ class CpuEngine {
   std::vector<float> imu_prev_, imu_, depth_, record_, targets_;
   void sensors_step();
   long long frame_ = 0;
-  StepProfiler* prof_ = nullptr;
-  StageId physics_ = kNoStage, forces_ = kNoStage, contacts_ = kNoStage, integrate_ = kNoStage,
-          imu_id_ = kNoStage, rendering_ = kNoStage, recorders_ = kNoStage;
+  EngineStages stages_;
 };
 
 }  // namespace simprof::engine

@@ -93,16 +93,7 @@ Sensors CudaEngine::sensors() const {
   return Sensors{imu_prev_.data(), imu_.data(), depth_.data(), record_.data()};
 }
 
-void CudaEngine::attach(StepProfiler& prof) {
-  prof_ = &prof;
-  physics_ = prof.stage_id("physics");
-  forces_ = prof.stage_id("physics/forces");
-  contacts_ = prof.stage_id("physics/contacts");
-  integrate_ = prof.stage_id("physics/integrate");
-  imu_id_ = prof.stage_id("sensors/Imu");
-  rendering_ = prof.stage_id("rendering");
-  recorders_ = prof.stage_id("recorders");
-}
+void CudaEngine::attach(StepProfiler& prof) { stages_.attach(prof); }
 
 void CudaEngine::enqueue_step(cudaStream_t stream) {
   const State s = state();
@@ -110,20 +101,20 @@ void CudaEngine::enqueue_step(cudaStream_t stream) {
   const int n = n_envs_;
   const int blocks = blocks_for(n);
   {
-    OptionalStageScope physics(prof_, physics_);
+    OptionalStageScope physics(stages_.prof, stages_.physics);
     for (int sub = 0; sub < params_.substeps; ++sub) {
       {
-        OptionalStageScope st(prof_, forces_);
+        OptionalStageScope st(stages_.prof, stages_.forces);
         forces_kernel<<<blocks, kBlock, 0, stream>>>(n, params_, s);
         SIMPROF_CUDA_CHECK_LAUNCH("forces_kernel");
       }
       {
-        OptionalStageScope st(prof_, contacts_);
+        OptionalStageScope st(stages_.prof, stages_.contacts);
         contacts_kernel<<<blocks, kBlock, 0, stream>>>(n, params_, s);
         SIMPROF_CUDA_CHECK_LAUNCH("contacts_kernel");
       }
       {
-        OptionalStageScope st(prof_, integrate_);
+        OptionalStageScope st(stages_.prof, stages_.integrate);
         integrate_kernel<<<blocks, kBlock, 0, stream>>>(n, params_, s);
         SIMPROF_CUDA_CHECK_LAUNCH("integrate_kernel");
       }
@@ -138,18 +129,18 @@ void CudaEngine::enqueue_sensors(cudaStream_t stream) {
   const int n = n_envs_;
   const int blocks = blocks_for(n);
   {
-    OptionalStageScope st(prof_, imu_id_);
+    OptionalStageScope st(stages_.prof, stages_.imu);
     imu_kernel<<<blocks, kBlock, 0, stream>>>(n, params_, s, out);
     SIMPROF_CUDA_CHECK_LAUNCH("imu_kernel");
   }
   {
-    OptionalStageScope st(prof_, rendering_);
+    OptionalStageScope st(stages_.prof, stages_.rendering);
     const long long pixels = static_cast<long long>(n) * params_.image_width * params_.image_height;
     render_kernel<<<blocks_for(pixels), kBlock, 0, stream>>>(pixels, params_, s, out);
     SIMPROF_CUDA_CHECK_LAUNCH("render_kernel");
   }
   {
-    OptionalStageScope st(prof_, recorders_);
+    OptionalStageScope st(stages_.prof, stages_.recorders);
     record_kernel<<<blocks, kBlock, 0, stream>>>(n, params_, s, out, frame_.data());
     SIMPROF_CUDA_CHECK_LAUNCH("record_kernel");
     advance_frame_kernel<<<1, 1, 0, stream>>>(frame_.data());
@@ -158,7 +149,7 @@ void CudaEngine::enqueue_sensors(cudaStream_t stream) {
 }
 
 void CudaEngine::enqueue_solver(cudaStream_t stream, const TimerView* timers) {
-  OptionalStageScope physics(prof_, physics_);
+  OptionalStageScope physics(stages_.prof, stages_.physics);
   const float* target = params_.control_gain > 0.0f ? targets_.data() : nullptr;
   const int blocks = blocks_for(n_envs_);
   if (timers)

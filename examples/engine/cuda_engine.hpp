@@ -19,6 +19,7 @@
 #include "simprof/cuda/buffer.hpp"
 #include "simprof/step_profiler.hpp"
 #include "simprof/timers.hpp"
+#include "stages.hpp"
 
 namespace simprof::engine {
 
@@ -54,9 +55,7 @@ class CudaEngine {
   cuda::DeviceBuffer<float> imu_prev_, imu_, depth_, record_;
   cuda::DeviceBuffer<long long> frame_;
   cuda::DeviceBuffer<float> targets_;
-  StepProfiler* prof_ = nullptr;
-  StageId physics_ = kNoStage, forces_ = kNoStage, contacts_ = kNoStage, integrate_ = kNoStage,
-          imu_id_ = kNoStage, rendering_ = kNoStage, recorders_ = kNoStage;
+  EngineStages stages_;
 };
 
 }  // namespace simprof::engine

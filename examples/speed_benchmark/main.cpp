@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "args.hpp"
+#include "cli.hpp"
 #include "cpu_engine.hpp"
 #include "simprof/simprof.hpp"
 
@@ -37,21 +38,6 @@ Schedule trace_schedule(int steps) {
   s.repeat = 1;
   return s;
 }
-
-namespace {
-int parse_int(const std::string& flag, const std::string& v, int min) {
-  std::size_t used = 0;
-  int x = 0;
-  try {
-    x = std::stoi(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v.size() || used == 0 || x < min)
-    throw std::invalid_argument(fmt::format("{} {} (expected an integer >= {})", flag, v, min));
-  return x;
-}
-}  // namespace
 
 Args parse_args(int argc, char** argv) {
   Args a;

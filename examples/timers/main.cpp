@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "cli.hpp"
 #include "cpu_engine.hpp"
 #include "simprof/simprof.hpp"
 #include "timer_run.hpp"
@@ -41,20 +42,6 @@ struct Options {
   std::string trace = "timers_trace.json";
 };
 
-int to_int(const std::string& flag, const std::string& v, int lo, int hi) {
-  std::size_t used = 0;
-  int x = 0;
-  try {
-    x = std::stoi(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != v.size() || x < lo || x > hi)
-    throw std::invalid_argument(
-        fmt::format("{} {} (expected an integer in [{}, {}])", flag, v, lo, hi));
-  return x;
-}
-
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -68,13 +55,13 @@ Options parse(int argc, char** argv) {
       if (o.backend != "auto" && o.backend != "cpu" && o.backend != "cuda")
         throw std::invalid_argument("--backend " + o.backend + " (expected auto, cpu or cuda)");
     } else if (f == "--n-envs")
-      o.n_envs = to_int(f, val(), 1, 1 << 24);
+      o.n_envs = parse_int(f, val(), 1, 1 << 24);
     else if (f == "--steps")
-      o.steps = to_int(f, val(), 1, 1 << 30);
+      o.steps = parse_int(f, val(), 1, 1 << 30);
     else if (f == "--mode")
-      o.mode = to_int(f, val(), 0, 2);
+      o.mode = parse_int(f, val(), 0, 2);
     else if (f == "--plot-every")
-      o.plot_every = to_int(f, val(), 0, 1 << 30);
+      o.plot_every = parse_int(f, val(), 0, 1 << 30);
     else if (f == "--row")
       o.row = val();
     else if (f == "--svg")

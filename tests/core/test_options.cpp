@@ -7,6 +7,7 @@
 #include <string>
 
 #include "simprof/options.hpp"
+#include "test_util.hpp"
 
 using simprof::ProfilingOptions;
 
@@ -15,12 +16,7 @@ namespace {
 // The message of the std::invalid_argument that `f` throws, or "" when it does not throw.
 template <class F>
 std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
+  return simprof::testing::error_of<std::invalid_argument>(std::forward<F>(f));
 }
 
 // Sets an environment variable for the scope of one test.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include <gtest/gtest.h>
 
+#include "test_util.hpp"
+
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -12,6 +14,7 @@
 using simprof::ManualClock;
 using simprof::ProfilingOptions;
 using simprof::StepProfiler;
+using simprof::testing::error_of;
 
 namespace {
 
@@ -20,16 +23,6 @@ ProfilingOptions quiet(std::size_t window = 1) {
   o.show_fps = false;
   o.timings_window = window;
   return o;
-}
-
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // A Genesis-like step: physics 3 ms, two sensor classes 1 ms and 0.5 ms, rendering 2 ms.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include <gtest/gtest.h>
 
+#include "test_util.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -9,6 +11,7 @@
 
 #include "simprof/timer_stats.hpp"
 
+using simprof::testing::error_of;
 using namespace simprof;
 
 namespace {
@@ -16,16 +19,6 @@ namespace {
 // A frame over caller-owned ticks, 1e6 ticks per second (1 tick = 1 us).
 TimerFrame frame(const TimerLabels& labels, const std::vector<std::uint64_t>& ticks, int n_envs) {
   return TimerFrame{&labels, ticks.data(), labels.rows(), n_envs, TimerUnit::kNanoseconds, 1e6};
-}
-
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace

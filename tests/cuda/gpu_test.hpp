@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -77,6 +79,18 @@ __global__ inline void wait_for_gate(const volatile int* flag) {
 inline void Gate::hold(cudaStream_t s) {
   wait_for_gate<<<1, 1, 0, s>>>(dev_);
   SIMPROF_CUDA_CHECK_LAUNCH("wait_for_gate");
+}
+
+// For death tests: synchronises `s`; a CudaError is printed (to stderr, where EXPECT_EXIT looks)
+// and the process exits with 3; without one it exits with 0.
+[[noreturn]] inline void synchronize_or_exit(cudaStream_t s) {
+  try {
+    SIMPROF_CUDA_CHECK(cudaStreamSynchronize(s));
+  } catch (const CudaError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    std::exit(3);
+  }
+  std::exit(0);
 }
 
 inline std::vector<float> to_host(const DeviceBuffer<float>& b, cudaStream_t s) {

@@ -29,13 +29,7 @@ __global__ void write_through_null(float* p) { p[threadIdx.x] = 1.0f; }
 [[noreturn]] void illegal_address_then_exit() {
   Stream s;
   write_through_null<<<1, 32, 0, s>>>(nullptr);
-  try {
-    s.synchronize();
-  } catch (const CudaError& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    std::exit(3);
-  }
-  std::exit(0);
+  simprof::cuda::gputest::synchronize_or_exit(s);
 }
 }  // namespace
 

@@ -42,13 +42,7 @@ __global__ void out_of_range(TimerView v) { v.record(v.rows, 0, 1); }
   Stream s;
   DeviceTimerBuffer b({"a", "b"}, 4);
   out_of_range<<<1, 1, 0, s>>>(b.view());
-  try {
-    s.synchronize();
-  } catch (const CudaError& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    std::exit(3);
-  }
-  std::exit(0);
+  gputest::synchronize_or_exit(s);
 }
 
 }  // namespace
