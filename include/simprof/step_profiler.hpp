@@ -46,7 +46,6 @@
 #include "simprof/detail/ring.hpp"
 #include "simprof/fps_tracker.hpp"
 #include "simprof/options.hpp"
-#include "simprof/running_mean.hpp"
 #include "simprof/stage_timings.hpp"
 #include "simprof/stats.hpp"
 

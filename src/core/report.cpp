@@ -7,6 +7,10 @@
 
 namespace simprof {
 
+std::string stage_label(const StepProfiler& prof, StageId id, int depth) {
+  return std::string(2 * static_cast<std::size_t>(depth), ' ') + std::string(prof.stage_name(id));
+}
+
 std::string stage_table(const StepProfiler& prof) {
   if (prof.options().stats_window == 0)
     throw std::invalid_argument("simprof: stage_table needs stats_window > 0 (it is 0)");
@@ -14,28 +18,16 @@ std::string stage_table(const StepProfiler& prof) {
   fmt::memory_buffer out;
   fmt::format_to(std::back_inserter(out), "{:<28} {:>10} {:>9} {:>10} {:>10} {:>10} {:>7} {:>7}\n",
                  "stage", "mean us", "sd us", "p50 us", "p95 us", "p99 us", "share", "steps");
-  auto row = [&](StageId id, int indent) {
+  for_each_stage_row(prof, [&](StageId id, int depth) {
     const auto s = prof.stats(prof.stage_name(id));
     if (s.count == 0) return;
-    const std::string label =
-        std::string(2 * static_cast<std::size_t>(indent), ' ') + std::string(prof.stage_name(id));
+    const std::string label = stage_label(prof, id, depth);
     const double share = step_mean > 0 ? 100.0 * s.mean / step_mean : 0.0;
     fmt::format_to(std::back_inserter(out),
                    "{:<28} {:>10.1f} {:>9.1f} {:>10.1f} {:>10.1f} {:>10.1f} {:>6.1f}% {:>7}\n",
                    label, s.mean * 1e6, s.stddev * 1e6, s.p50 * 1e6, s.p95 * 1e6, s.p99 * 1e6,
                    share, s.count);
-  };
-  // Depth-first, so each child prints under its parent in registration order.
-  auto visit = [&](auto& self, StageId parent, int indent) -> void {
-    for (StageId id = 2; id < prof.num_stages(); ++id)
-      if (prof.stage_parent(id) == parent) {
-        row(id, indent);
-        self(self, id, indent + 1);
-      }
-  };
-  visit(visit, kNoStage, 0);
-  row(kStepStage, 0);
-  row(kPeriodStage, 0);
+  });
   return fmt::to_string(out);
 }
 

@@ -12,6 +12,7 @@
 #include "simprof/cuda/device_clock.cuh"
 #include "simprof/cuda/error.hpp"
 #include "simprof/fps_tracker.hpp"  // default_logger()
+#include "simprof/report.hpp"
 
 namespace simprof::cuda {
 
@@ -252,12 +253,7 @@ std::string device_stage_table(const StepProfiler& prof, const DeviceStageTimer&
   fmt::format_to(std::back_inserter(out), "{:<28} {:>12} {:>12} {:>8}\n", "stage", "host mean us",
                  "device us", "dev share");
   const double dev_step = dev.mean("step");
-  auto depth = [&](StageId id) {
-    int d = 0;
-    for (StageId p = prof.stage_parent(id); p != kNoStage; p = prof.stage_parent(p)) ++d;
-    return d;
-  };
-  auto row = [&](StageId id) {
+  for_each_stage_row(prof, [&](StageId id, int depth) {
     const std::string_view name = prof.stage_name(id);
     const double dv = dev.mean(name);
     if (std::isnan(dv)) return;
@@ -267,12 +263,9 @@ std::string device_stage_table(const StepProfiler& prof, const DeviceStageTimer&
       if (s.count) host = fmt::format("{:.1f}", s.mean * 1e6);
     }
     fmt::format_to(std::back_inserter(out), "{:<28} {:>12} {:>12.1f} {:>7.1f}%\n",
-                   std::string(2 * static_cast<std::size_t>(depth(id)), ' ') + std::string(name),
-                   host, dv * 1e6, dev_step > 0 ? 100.0 * dv / dev_step : 0.0);
-  };
-  for (StageId id = 2; id < prof.num_stages(); ++id) row(id);
-  row(kStepStage);
-  row(kPeriodStage);
+                   stage_label(prof, id, depth), host, dv * 1e6,
+                   dev_step > 0 ? 100.0 * dv / dev_step : 0.0);
+  });
   return fmt::to_string(out);
 }
 
