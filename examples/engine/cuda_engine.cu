@@ -168,6 +168,33 @@ void CudaEngine::set_targets(const std::vector<float>& targets, cudaStream_t str
   targets_.copy_from_host(targets.data(), targets.size(), stream);
 }
 
+void CudaEngine::publish_positions(cudaStream_t stream, float* x, float* y, float* z) const {
+  const std::size_t bytes = px_.size() * sizeof(float);
+  SIMPROF_CUDA_CHECK(cudaMemcpyAsync(x, px_.data(), bytes, cudaMemcpyDeviceToDevice, stream));
+  SIMPROF_CUDA_CHECK(cudaMemcpyAsync(y, py_.data(), bytes, cudaMemcpyDeviceToDevice, stream));
+  SIMPROF_CUDA_CHECK(cudaMemcpyAsync(z, pz_.data(), bytes, cudaMemcpyDeviceToDevice, stream));
+}
+
+void CudaEngine::enqueue_render_from(cudaStream_t stream, const float* x, const float* y,
+                                     const float* z) {
+  OptionalStageScope st(stages_.prof, stages_.rendering);
+  State s{};
+  s.px = const_cast<float*>(x);  // depth_pixel() only reads positions
+  s.py = const_cast<float*>(y);
+  s.pz = const_cast<float*>(z);
+  const long long pixels =
+      static_cast<long long>(n_envs_) * params_.image_width * params_.image_height;
+  render_kernel<<<blocks_for(pixels), kBlock, 0, stream>>>(pixels, params_, s, sensors());
+  SIMPROF_CUDA_CHECK_LAUNCH("render_kernel");
+}
+
+std::vector<float> CudaEngine::depth(cudaStream_t stream) const {
+  std::vector<float> out(depth_.size());
+  depth_.copy_to_host(out.data(), out.size(), stream);
+  SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return out;
+}
+
 std::vector<float> CudaEngine::snapshot(cudaStream_t stream) const {
   const std::size_t n = px_.size();
   std::vector<float> out(6 * n);

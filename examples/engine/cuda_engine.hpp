@@ -41,12 +41,24 @@ class CudaEngine {
   void set_targets(const std::vector<float>& targets, cudaStream_t stream);
   /// px, py, pz, vx, vy, vz concatenated, as CpuEngine::snapshot() (synchronises `stream`).
   std::vector<float> snapshot(cudaStream_t stream) const;
+  /// Copies the positions (px, py, pz: n_envs * n_spheres floats each) into `x`, `y`, `z` on
+  /// `stream`: a snapshot that a renderer can read while the physics goes on (dual_graph).
+  void publish_positions(cudaStream_t stream, float* x, float* y, float* z) const;
+  /// The depth camera (one thread per pixel) over the positions in `x`, `y`, `z` instead of the
+  /// live state, into the engine's depth buffer.
+  void enqueue_render_from(cudaStream_t stream, const float* x, const float* y, const float* z);
+  /// The depth images, n_envs * image_width * image_height floats (synchronises `stream`).
+  std::vector<float> depth(cudaStream_t stream) const;
+  /// Device views of the state (for solvers that work on it: contact_solver.hpp).
+  State state() const;
+  /// Spheres in the batch: n_envs * n_spheres.
+  std::size_t bodies() const { return px_.size(); }
+  const Params& params() const { return params_; }
   /// Kernels per step.
   int kernels_per_step() const { return 3 * params_.substeps + 4; }
   int n_envs() const { return n_envs_; }
 
  private:
-  State state() const;
   Sensors sensors() const;
 
   Params params_;

@@ -91,8 +91,11 @@ SIMPROF_HOST_DEVICE inline void external_forces_env(int e, const Params& p, Stat
   }
 }
 
-/// Sphere-sphere contacts: a spring along the normal plus a damper on the normal relative speed.
-SIMPROF_HOST_DEVICE inline void contacts_env(int e, const Params& p, State s) {
+/// Calls f(a, b, dx, dy, dz, d) for every pair of env e's spheres closer than two radii, a < b in
+/// a fixed order: (dx, dy, dz) points from a to b, d is its length. Positions are read as they are
+/// when the pair is visited (a solver that moves spheres in f sees its own corrections).
+template <class F>
+SIMPROF_HOST_DEVICE inline void for_each_contact(int e, const Params& p, State s, F&& f) {
   const int base = e * p.n_spheres;
   const float reach = 2.0f * p.radius;
   for (int i = 0; i < p.n_spheres; ++i) {
@@ -101,20 +104,26 @@ SIMPROF_HOST_DEVICE inline void contacts_env(int e, const Params& p, State s) {
       const float dx = s.px[b] - s.px[a], dy = s.py[b] - s.py[a], dz = s.pz[b] - s.pz[a];
       const float d2 = dx * dx + dy * dy + dz * dz;
       if (d2 >= reach * reach || d2 <= 1e-12f) continue;
-      const float d = sqrtf(d2);
-      const float nx = dx / d, ny = dy / d, nz = dz / d;
-      const float vn =
-          (s.vx[b] - s.vx[a]) * nx + (s.vy[b] - s.vy[a]) * ny + (s.vz[b] - s.vz[a]) * nz;
-      const float mag = p.stiffness * (reach - d) - p.damping * vn;
-      const float f = mag > 0.0f ? mag : 0.0f;
-      s.fx[a] -= f * nx;
-      s.fy[a] -= f * ny;
-      s.fz[a] -= f * nz;
-      s.fx[b] += f * nx;
-      s.fy[b] += f * ny;
-      s.fz[b] += f * nz;
+      f(a, b, dx, dy, dz, sqrtf(d2));
     }
   }
+}
+
+/// Sphere-sphere contacts: a spring along the normal plus a damper on the normal relative speed.
+SIMPROF_HOST_DEVICE inline void contacts_env(int e, const Params& p, State s) {
+  const float reach = 2.0f * p.radius;
+  for_each_contact(e, p, s, [&](int a, int b, float dx, float dy, float dz, float d) {
+    const float nx = dx / d, ny = dy / d, nz = dz / d;
+    const float vn = (s.vx[b] - s.vx[a]) * nx + (s.vy[b] - s.vy[a]) * ny + (s.vz[b] - s.vz[a]) * nz;
+    const float mag = p.stiffness * (reach - d) - p.damping * vn;
+    const float f = mag > 0.0f ? mag : 0.0f;
+    s.fx[a] -= f * nx;
+    s.fy[a] -= f * ny;
+    s.fz[a] -= f * nz;
+    s.fx[b] += f * nx;
+    s.fy[b] += f * ny;
+    s.fz[b] += f * nz;
+  });
 }
 
 /// The control: a spring-damper pulling each sphere towards its env's target (3 floats per env).
@@ -246,6 +255,90 @@ SIMPROF_HOST_DEVICE inline void record_env(int e, long long frame, const Params&
   r[1] = s.py[k];
   r[2] = s.pz[k];
   r[3] = sqrtf(imu[0] * imu[0] + imu[1] * imu[1] + imu[2] * imu[2]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The iterative contact solver (position-based): predict the positions of a whole frame under
+// gravity, then project the contacts in Gauss-Seidel passes until every penetration is below a
+// tolerance, then derive the velocities from the corrected positions. The number of passes depends
+// on the state: one for a free sphere, more for a cluster. That data-dependent loop is what a CUDA
+// conditional while node keeps on the device (contact_solver.hpp).
+
+/// Positions at the start of the frame (3 arrays, like State's).
+struct FrameStart {
+  float *x0, *y0, *z0;
+};
+
+/// The length of one solver frame: all substeps of the penalty engine's step.
+SIMPROF_HOST_DEVICE inline float frame_dt(const Params& p) {
+  return p.dt * static_cast<float>(p.substeps);
+}
+
+SIMPROF_HOST_DEVICE inline void pbd_predict_env(int e, const Params& p, State s, FrameStart q) {
+  const float h = frame_dt(p);
+  for (int i = 0; i < p.n_spheres; ++i) {
+    const int k = e * p.n_spheres + i;
+    q.x0[k] = s.px[k];
+    q.y0[k] = s.py[k];
+    q.z0[k] = s.pz[k];
+    s.vz[k] += p.gravity * h;
+    s.px[k] += s.vx[k] * h;
+    s.py[k] += s.vy[k] * h;
+    s.pz[k] += s.vz[k] * h;
+  }
+}
+
+/// Pushes x back inside [lo + r, hi - r]; returns the penetration it removed.
+SIMPROF_HOST_DEVICE inline float pbd_wall(float& x, float lo, float hi, float r) {
+  if (x < lo + r) {
+    const float pen = lo + r - x;
+    x = lo + r;
+    return pen;
+  }
+  if (x > hi - r) {
+    const float pen = x - (hi - r);
+    x = hi - r;
+    return pen;
+  }
+  return 0.0f;
+}
+
+/// One Gauss-Seidel pass over env e's contacts (walls, then sphere pairs in a fixed order).
+/// Returns the largest penetration the pass found: the residual the loop converges on.
+SIMPROF_HOST_DEVICE inline float pbd_project_env(int e, const Params& p, State s) {
+  const int base = e * p.n_spheres;
+  const float reach = 2.0f * p.radius;
+  float worst = 0.0f;
+  for (int i = 0; i < p.n_spheres; ++i) {
+    const int k = base + i;
+    const float a = pbd_wall(s.px[k], -p.half_width, p.half_width, p.radius);
+    const float b = pbd_wall(s.py[k], -p.half_width, p.half_width, p.radius);
+    const float c = pbd_wall(s.pz[k], 0.0f, p.height, p.radius);
+    worst = fmaxf(worst, fmaxf(a, fmaxf(b, c)));
+  }
+  for_each_contact(e, p, s, [&](int a, int b, float dx, float dy, float dz, float d) {
+    const float pen = reach - d;
+    worst = fmaxf(worst, pen);
+    const float h = 0.5f * pen / d;  // each sphere moves half the penetration along the normal
+    s.px[a] -= h * dx;
+    s.py[a] -= h * dy;
+    s.pz[a] -= h * dz;
+    s.px[b] += h * dx;
+    s.py[b] += h * dy;
+    s.pz[b] += h * dz;
+  });
+  return worst;
+}
+
+/// Velocities from the corrected positions.
+SIMPROF_HOST_DEVICE inline void pbd_finish_env(int e, const Params& p, State s, FrameStart q) {
+  const float inv_h = 1.0f / frame_dt(p);
+  for (int i = 0; i < p.n_spheres; ++i) {
+    const int k = e * p.n_spheres + i;
+    s.vx[k] = (s.px[k] - q.x0[k]) * inv_h;
+    s.vy[k] = (s.py[k] - q.y0[k]) * inv_h;
+    s.vz[k] = (s.pz[k] - q.z0[k]) * inv_h;
+  }
 }
 
 }  // namespace simprof::engine

@@ -53,16 +53,8 @@ Args parse_args(int argc, char** argv) {
         throw std::invalid_argument(
             fmt::format("--backend {} (expected auto, cpu or cuda)", a.backend));
     } else if (f == "--n-envs") {
-      const std::string v = value();
-      std::size_t start = 0;
-      while (start <= v.size()) {
-        const std::size_t comma = v.find(',', start);
-        const std::string part =
-            v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        a.n_envs.push_back(parse_int("--n-envs", part, 1));
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-      }
+      const std::vector<int> more = parse_int_list(f, value(), 1);
+      a.n_envs.insert(a.n_envs.end(), more.begin(), more.end());
     } else if (f == "--steps") {
       a.steps = parse_int(f, value(), 1);
     } else if (f == "--warmup") {

@@ -38,6 +38,24 @@ struct PrecisionResult {
   bool passed = true;
 };
 
+/// What a comparison reduces to. Sums add, so a quantity spread over several buffers (x, y, z) is
+/// compared as one, and a device reduction (cuda::DeviceComparer) can hand its sums to the checker.
+struct ErrorSums {
+  std::size_t count = 0;          ///< values compared, including non-finite ones
+  double diff2 = 0;               ///< sum of (variant - reference)^2 over finite variant values
+  double ref2 = 0;                ///< sum of reference^2 over the same values
+  double var2 = 0;                ///< sum of variant^2 over the same values
+  double max_abs = 0;             ///< largest |variant - reference| over the same values
+  std::size_t nan = 0, inf = 0;   ///< non-finite variant values
+  std::size_t bad_reference = 0;  ///< non-finite reference values: the comparison is refused
+  std::size_t first_bad_reference = static_cast<std::size_t>(-1);  ///< index of the first one
+
+  ErrorSums& operator+=(const ErrorSums& o) noexcept;
+};
+
+/// The sums of `n` host values (null pointers with n > 0: std::invalid_argument).
+ErrorSums error_sums(const float* reference, const float* variant, std::size_t n);
+
 class PrecisionChecker {
  public:
   /// Defaults: scalar rel 1e-3, norm rel 5e-3, state rel 1e-2 (bf16 keeps ~3 significant digits).
@@ -50,6 +68,11 @@ class PrecisionChecker {
   /// pointers with n > 0 or for a non-finite reference value (the reference must be trustworthy).
   const PrecisionResult& compare(std::string name, QuantityClass cls, const float* reference,
                                  const float* variant, std::size_t n);
+
+  /// Records a comparison already reduced to its sums (from several buffers, or on the device).
+  /// Throws std::invalid_argument when the reference had non-finite values, naming the count and
+  /// the first index.
+  const PrecisionResult& record(std::string name, QuantityClass cls, const ErrorSums& sums);
 
   const std::vector<PrecisionResult>& results() const noexcept { return results_; }
   bool all_passed() const noexcept;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "simprof/precision_check.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -42,42 +43,81 @@ const Tolerance& PrecisionChecker::tolerance(QuantityClass cls) const noexcept {
   return tol_[static_cast<int>(cls)];
 }
 
+ErrorSums& ErrorSums::operator+=(const ErrorSums& o) noexcept {
+  if (o.bad_reference && !bad_reference) first_bad_reference = count + o.first_bad_reference;
+  count += o.count;
+  diff2 += o.diff2;
+  ref2 += o.ref2;
+  var2 += o.var2;
+  max_abs = std::max(max_abs, o.max_abs);
+  nan += o.nan;
+  inf += o.inf;
+  bad_reference += o.bad_reference;
+  return *this;
+}
+
+ErrorSums error_sums(const float* reference, const float* variant, std::size_t n) {
+  if (n > 0 && (reference == nullptr || variant == nullptr))
+    throw std::invalid_argument("simprof: error_sums: null buffer with n = " + std::to_string(n));
+  ErrorSums s;
+  s.count = n;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double a = reference[i], b = variant[i];
+    if (!std::isfinite(a)) {
+      if (!s.bad_reference) s.first_bad_reference = i;
+      ++s.bad_reference;
+      continue;
+    }
+    if (std::isnan(b)) {
+      ++s.nan;
+      continue;
+    }
+    if (std::isinf(b)) {
+      ++s.inf;
+      continue;
+    }
+    s.diff2 += (b - a) * (b - a);
+    s.ref2 += a * a;
+    s.var2 += b * b;
+    s.max_abs = std::max(s.max_abs, std::fabs(b - a));
+  }
+  return s;
+}
+
 const PrecisionResult& PrecisionChecker::compare(std::string name, QuantityClass cls,
                                                  const float* reference, const float* variant,
                                                  std::size_t n) {
   if (n > 0 && (reference == nullptr || variant == nullptr))
     throw std::invalid_argument(fmt::format("simprof: precision check '{}': null buffer", name));
+  const ErrorSums s = error_sums(reference, variant, n);
+  if (s.bad_reference)
+    throw std::invalid_argument(fmt::format(
+        "simprof: precision check '{}': reference[{}] = {} (expected a finite reference)", name,
+        s.first_bad_reference, reference[s.first_bad_reference]));
+  return record(std::move(name), cls, s);
+}
+
+const PrecisionResult& PrecisionChecker::record(std::string name, QuantityClass cls,
+                                                const ErrorSums& s) {
+  if (s.bad_reference)
+    throw std::invalid_argument(fmt::format(
+        "simprof: precision check '{}': the reference has {} non-finite values, the first at "
+        "index {} (expected a finite reference)",
+        name, s.bad_reference, s.first_bad_reference));
   PrecisionResult r;
   r.name = std::move(name);
   r.cls = cls;
-  r.count = n;
-  double diff2 = 0, ref2 = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double a = reference[i], b = variant[i];
-    if (!std::isfinite(a))
-      throw std::invalid_argument(fmt::format(
-          "simprof: precision check '{}': reference[{}] = {} (expected a finite reference)", r.name,
-          i, a));
-    if (std::isnan(b)) {
-      ++r.nan;
-      continue;
-    }
-    if (std::isinf(b)) {
-      ++r.inf;
-      continue;
-    }
-    diff2 += (b - a) * (b - a);
-    ref2 += a * a;
-    r.max_abs = std::max(r.max_abs, std::fabs(b - a));
-  }
-  r.rel_l2 = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+  r.count = s.count;
+  r.nan = s.nan;
+  r.inf = s.inf;
+  r.max_abs = s.max_abs;
+  r.rel_l2 = s.ref2 > 0 ? std::sqrt(s.diff2 / s.ref2) : std::sqrt(s.diff2);
   const Tolerance& t = tolerance(cls);
   r.passed = r.nan == 0 && r.inf == 0 && r.rel_l2 <= t.rel_l2 && r.max_abs <= t.max_abs;
   if (!r.passed)
     default_logger()->warn(
         "simprof: precision check '{}' ({}) failed: rel L2 {:.3g} (tolerance {:.3g}), max abs "
-        "{:.3g}, "
-        "{} NaN, {} Inf",
+        "{:.3g}, {} NaN, {} Inf",
         r.name, to_string(cls), r.rel_l2, t.rel_l2, r.max_abs, r.nan, r.inf);
   results_.push_back(std::move(r));
   return results_.back();

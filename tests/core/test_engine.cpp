@@ -3,7 +3,9 @@
 // the stages the benchmark reports.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "cpu_engine.hpp"
 #include "simprof/manual_clock.hpp"
@@ -116,4 +118,80 @@ TEST(Engine, FusedSolverMatchesStagedStepAndTimingDoesNotChangePhysics) {
     EXPECT_EQ(f.ticks(simprof::engine::kSolve, e), f.ticks(simprof::engine::kForces, e) +
                                                        f.ticks(simprof::engine::kContacts, e) +
                                                        f.ticks(simprof::engine::kIntegrate, e));
+}
+
+// The iterative contact solver's per-env functions (physics.hpp pbd_*), on the host: the loop
+// ContactSolver runs on the GPU (tests/cuda/test_techniques.cu checks the device side).
+namespace {
+
+struct PbdEnv {
+  Params p;
+  std::vector<float> a[12];  // px py pz vx vy vz fx fy fz x0 y0 z0
+  explicit PbdEnv(int spheres) {
+    p.n_spheres = spheres;
+    for (auto& v : a) v.assign(static_cast<std::size_t>(spheres), 0.0f);
+  }
+  simprof::engine::State state() {
+    return {a[0].data(), a[1].data(), a[2].data(), a[3].data(), a[4].data(),
+            a[5].data(), a[6].data(), a[7].data(), a[8].data()};
+  }
+  simprof::engine::FrameStart start() { return {a[9].data(), a[10].data(), a[11].data()}; }
+  // Passes until a pass finds no penetration above tol (as ContactSolver's loop), at most max.
+  int solve(float tol, int max) {
+    int passes = 0;
+    float residual = 0;
+    do {
+      residual = simprof::engine::pbd_project_env(0, p, state());
+      ++passes;
+    } while (residual > tol && passes < max);
+    return passes;
+  }
+};
+
+}  // namespace
+
+TEST(ContactSolver, AFreeSphereConvergesInOnePass) {
+  PbdEnv env(1);
+  env.a[2][0] = 0.5f;  // mid-air
+  simprof::engine::pbd_predict_env(0, env.p, env.state(), env.start());
+  EXPECT_EQ(env.solve(1e-5f, 32), 1);
+  simprof::engine::pbd_finish_env(0, env.p, env.state(), env.start());
+  const float h = simprof::engine::frame_dt(env.p);
+  EXPECT_NEAR(env.a[5][0], env.p.gravity * h, 1e-5) << "free fall: v = g h";
+}
+
+TEST(ContactSolver, AnOverlappingPairIsSeparatedAndTheFloorHolds) {
+  PbdEnv env(2);
+  // Two spheres overlapping by half a radius, one resting on the floor.
+  env.a[2][0] = env.p.radius;
+  env.a[2][1] = env.p.radius + 1.5f * env.p.radius;
+  simprof::engine::pbd_predict_env(0, env.p, env.state(), env.start());
+  const int passes = env.solve(1e-6f, 64);
+  EXPECT_GT(passes, 2) << "the floor and the pair push against each other: several passes";
+  EXPECT_LT(passes, 64) << "and converge";
+  const float gap = env.a[2][1] - env.a[2][0];
+  EXPECT_GE(gap, 2.0f * env.p.radius - 1e-5f);
+  EXPECT_GE(env.a[2][0], env.p.radius - 1e-6f);
+  simprof::engine::pbd_finish_env(0, env.p, env.state(), env.start());
+  EXPECT_GT(env.a[5][1], 0.0f) << "the upper sphere was pushed up, so it moves up";
+}
+
+TEST(ContactSolver, PassCountsAreDeterministic) {
+  auto run = [] {
+    PbdEnv env(8);
+    for (int i = 0; i < 8; ++i) {  // a tight column: every pass moves something
+      env.a[0][static_cast<std::size_t>(i)] = 0.01f * static_cast<float>(i % 2);
+      env.a[2][static_cast<std::size_t>(i)] = 0.05f + 0.08f * static_cast<float>(i);
+    }
+    std::vector<int> passes;
+    for (int f = 0; f < 20; ++f) {
+      simprof::engine::pbd_predict_env(0, env.p, env.state(), env.start());
+      passes.push_back(env.solve(1e-5f, 64));
+      simprof::engine::pbd_finish_env(0, env.p, env.state(), env.start());
+    }
+    return passes;
+  };
+  const std::vector<int> a = run();
+  EXPECT_EQ(a, run());
+  EXPECT_GT(*std::max_element(a.begin(), a.end()), 1);
 }

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "simprof/precision_check.hpp"
@@ -52,6 +53,47 @@ TEST(PrecisionChecker, ToleranceClassesDiffer) {
   const float inf = std::numeric_limits<float>::infinity();
   EXPECT_THROW(c.compare("x", QuantityClass::kScalar, &inf, &e_var, 1), std::invalid_argument);
   EXPECT_THROW(c.compare("x", QuantityClass::kScalar, nullptr, &e_var, 1), std::invalid_argument);
+}
+
+TEST(PrecisionChecker, SumsOfSplitBuffersAddUpToTheWhole) {
+  std::vector<float> ref = {1.0f, 2.0f, -4.0f, 8.0f, 0.5f, -1.5f}, var = ref;
+  var[1] = 2.5f;
+  var[4] = std::numeric_limits<float>::quiet_NaN();
+  var[5] = -1.0f;
+  const ErrorSums whole = error_sums(ref.data(), var.data(), 6);
+  ErrorSums parts = error_sums(ref.data(), var.data(), 2);  // x
+  parts += error_sums(ref.data() + 2, var.data() + 2, 2);   // y
+  parts += error_sums(ref.data() + 4, var.data() + 4, 2);   // z
+  EXPECT_EQ(parts.count, 6u);
+  EXPECT_DOUBLE_EQ(parts.diff2, whole.diff2);
+  EXPECT_DOUBLE_EQ(parts.ref2, whole.ref2);
+  EXPECT_DOUBLE_EQ(parts.var2, whole.var2);
+  EXPECT_DOUBLE_EQ(parts.max_abs, 0.5);
+  EXPECT_EQ(parts.nan, 1u);
+  PrecisionChecker a, b;
+  const PrecisionResult from_sums = a.record("p", QuantityClass::kState, parts);
+  const PrecisionResult direct = b.compare("p", QuantityClass::kState, ref.data(), var.data(), 6);
+  EXPECT_DOUBLE_EQ(from_sums.rel_l2, direct.rel_l2);
+  EXPECT_EQ(from_sums.nan, direct.nan);
+  EXPECT_EQ(from_sums.passed, direct.passed);
+}
+
+TEST(PrecisionChecker, RecordRefusesANonFiniteReferenceNamingWhere) {
+  std::vector<float> ref = {1.0f, 2.0f, 3.0f, 4.0f}, var = ref;
+  ref[3] = std::numeric_limits<float>::infinity();
+  ErrorSums s = error_sums(ref.data(), var.data(), 2);
+  s += error_sums(ref.data() + 2, var.data() + 2, 2);
+  EXPECT_EQ(s.bad_reference, 1u);
+  EXPECT_EQ(s.first_bad_reference, 3u);
+  PrecisionChecker c;
+  try {
+    c.record("energy", QuantityClass::kScalar, s);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("1 non-finite values, the first at index 3"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(PrecisionRounding, Fp16RoundsToNearestEven) {

@@ -48,6 +48,19 @@ inline void spin(unsigned long long ns, cudaStream_t s) {
   SIMPROF_CUDA_CHECK_LAUNCH("spin_kernel");
 }
 
+// Spins for the nanoseconds found in device memory when it runs: one graph, any length.
+__global__ inline void spin_read_kernel(const unsigned long long* ns) {
+  const unsigned long long want = *ns;
+  const unsigned long long t0 = global_timer_ns();
+  while (global_timer_ns() - t0 < want) {
+  }
+}
+
+inline void spin_read(const unsigned long long* ns, cudaStream_t s) {
+  spin_read_kernel<<<1, 1, 0, s>>>(ns);
+  SIMPROF_CUDA_CHECK_LAUNCH("spin_read_kernel");
+}
+
 // Holds a stream until the host opens the gate: the GPU is busy for certain, whatever the host does
 // meanwhile (a spin of fixed length can end before a delayed host gets to look).
 class Gate {
@@ -92,6 +105,8 @@ inline void Gate::hold(cudaStream_t s) {
   }
   std::exit(0);
 }
+
+inline void sync(cudaStream_t s) { SIMPROF_CUDA_CHECK(cudaStreamSynchronize(s)); }
 
 inline std::vector<float> to_host(const DeviceBuffer<float>& b, cudaStream_t s) {
   std::vector<float> out(b.size());

@@ -13,19 +13,15 @@
 #include "simprof/cuda/kernel_tracer.hpp"
 #include "simprof/trace_analysis.hpp"
 #include "simprof/trace_session.hpp"
+#include "trace_test.hpp"
 
 using namespace simprof;
 using namespace simprof::cuda;
 namespace gt = simprof::cuda::gputest;
 using gt::GpuTest;
+using gt::quiet;
 
 namespace {
-
-ProfilingOptions quiet() {
-  ProfilingOptions o;
-  o.show_fps = false;
-  return o;
-}
 
 std::int64_t arg(const TraceEvent& e, const char* key) {
   for (const auto& [k, v] : e.args)
@@ -46,14 +42,9 @@ TEST_F(GpuTest, EveryKernelLaunchedIsTracedEagerAndReplayed) {
   Stream stream;
   DeviceBuffer<float> x(4096);
   StepProfiler prof(quiet(), 0);
-  TraceOptions o;
-  o.schedule = Schedule{0, 0, 1, 2, 0};  // two windows of one step
-  TraceSession session(prof, o);
-  KernelTracer tracer(prof);
-  ASSERT_TRUE(tracer.enabled()) << tracer.disabled_reason();
-  session.add_source(&tracer);
-  std::vector<Trace> traces;
-  session.on_trace_ready([&](const Trace& t, std::uint64_t) { traces.push_back(t); });
+  gt::KernelTraceSession kt(prof, Schedule{0, 0, 1, 2, 0});  // two windows of one step
+  ASSERT_TRUE(kt.tracer.enabled()) << kt.tracer.disabled_reason();
+  const std::vector<Trace>& traces = kt.traces;
   GraphCacheOptions go;
   go.warmup = 0;
   GraphCache cache(stream, go);
@@ -88,14 +79,8 @@ TEST_F(GpuTest, EveryKernelLaunchedIsTracedEagerAndReplayed) {
 TEST_F(GpuTest, KernelDurationsAgreeWithEventsAndFlowsConnectLaunches) {
   Stream stream;
   StepProfiler prof(quiet(), 0);
-  TraceOptions o;
-  o.schedule = Schedule{0, 1, 1, 1, 0};
-  TraceSession session(prof, o);
-  KernelTracer tracer(prof);
-  ASSERT_TRUE(tracer.enabled()) << tracer.disabled_reason();
-  session.add_source(&tracer);
-  Trace trace;
-  session.on_trace_ready([&](const Trace& t, std::uint64_t) { trace = t; });
+  gt::KernelTraceSession kt(prof, Schedule{0, 1, 1, 1, 0});
+  ASSERT_TRUE(kt.tracer.enabled()) << kt.tracer.disabled_reason();
   Event e0, e1;
   for (int s = 0; s < 2; ++s) {
     gt::Gate gate;  // queue the events and the kernel together, so no launch gap falls between them
@@ -110,6 +95,7 @@ TEST_F(GpuTest, KernelDurationsAgreeWithEventsAndFlowsConnectLaunches) {
     }
   }
   const double events_us = e1.elapsed_ms_since(e0) * 1e3;
+  const Trace trace = kt.last();
   std::vector<const TraceEvent*> kernels;  // the gate's wait kernel is traced too: keep the spin
   for (const auto* k : of_cat(trace, "kernel"))
     if (k->name.find("spin_kernel") != std::string::npos) kernels.push_back(k);
@@ -146,15 +132,9 @@ TEST_F(GpuTest, GraphLaunchModeWritesOneEventPerLaunch) {
   Stream stream;
   DeviceBuffer<float> x(1024);
   StepProfiler prof(quiet(), 0);
-  TraceOptions o;
-  o.schedule = Schedule{0, 0, 3, 1, 0};
-  TraceSession session(prof, o);
   KernelTracerOptions ko;
   ko.mode = TraceMode::kGraphLaunch;
-  KernelTracer tracer(prof, ko);
-  session.add_source(&tracer);
-  Trace trace;
-  session.on_trace_ready([&](const Trace& t, std::uint64_t) { trace = t; });
+  gt::KernelTraceSession kt(prof, Schedule{0, 0, 3, 1, 0}, ko);
   GraphCacheOptions go;
   go.warmup = 0;
   GraphCache cache(stream, go);
@@ -167,6 +147,7 @@ TEST_F(GpuTest, GraphLaunchModeWritesOneEventPerLaunch) {
       for (int i = 0; i < 6; ++i) gt::axpb(x.data(), 1024, 1.0f, st);
     });
   }
+  const Trace trace = kt.last();
   const auto graphs = of_cat(trace, "kernel");
   ASSERT_EQ(graphs.size(), 3u);
   for (const auto* g : graphs) {
@@ -182,18 +163,13 @@ TEST_F(GpuTest, LaunchBoundVerdictForManySmallEagerKernels) {
   Stream stream;
   DeviceBuffer<float> x(1024);
   StepProfiler prof(quiet(), 1024);
-  TraceOptions o;
-  o.schedule = Schedule{0, 1, 1, 1, 0};
-  TraceSession session(prof, o);
-  KernelTracer tracer(prof);
-  session.add_source(&tracer);
-  Trace trace;
-  session.on_trace_ready([&](const Trace& t, std::uint64_t) { trace = t; });
+  gt::KernelTraceSession kt(prof, Schedule{0, 1, 1, 1, 0});
   for (int s = 0; s < 2; ++s) {
     auto step = prof.step();
     for (int i = 0; i < 100; ++i) gt::axpb(x.data(), 1024, 1.0f, stream);
     SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
+  const Trace trace = kt.last();
   const auto a = analyze(trace);
   ASSERT_EQ(a.steps.size(), 1u);
   EXPECT_EQ(a.steps[0].kernels, 100u);
@@ -210,22 +186,17 @@ TEST_F(GpuTest, BusyCuptiDegradesGracefully) {
   Stream stream;
   DeviceBuffer<float> x(256);
   StepProfiler prof(quiet(), 0);
-  TraceOptions o;
-  o.schedule = Schedule{0, 0, 1, 1, 0};
-  TraceSession session(prof, o);
-  KernelTracer tracer(prof);
-  EXPECT_FALSE(tracer.enabled());
-  EXPECT_NE(tracer.disabled_reason().find("cuptiSubscribe"), std::string::npos)
-      << tracer.disabled_reason();
-  session.add_source(&tracer);
-  Trace trace;
-  session.on_trace_ready([&](const Trace& t, std::uint64_t) { trace = t; });
+  gt::KernelTraceSession kt(prof, Schedule{0, 0, 1, 1, 0});
+  EXPECT_FALSE(kt.tracer.enabled());
+  EXPECT_NE(kt.tracer.disabled_reason().find("cuptiSubscribe"), std::string::npos)
+      << kt.tracer.disabled_reason();
   {
     auto step = prof.step();
     auto st = prof.stage("physics");
     gt::axpb(x.data(), 256, 1.0f, stream);
   }
   stream.synchronize();
+  const Trace trace = kt.last();
   EXPECT_EQ(of_cat(trace, "kernel").size(), 0u);
   EXPECT_EQ(of_cat(trace, "cpu_op").size(), 1u);  // the CPU side is still traced
   cuptiUnsubscribe(other);

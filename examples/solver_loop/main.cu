@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: MIT
+// The engine's iterative contact solver (ContactSolver: project contacts until no penetration is
+// above the tolerance) run three ways, from the same initial state:
+//   host-driven  eager kernels; after every pass the host copies the loop flag and synchronises
+//   fixed        a graph with max_iterations passes unrolled (enough for the worst frame)
+//   while node   a graph whose loop is a CUDA conditional while node: the GPU decides
+// Prints per mode: the frame time (back to back, and per frame with a synchronisation: mean, p50,
+// p99) and the passes per frame, and checks that all three computed the same passes and the same
+// state. --timers adds each pass's time per env (the while node's per-env timers, one row per
+// pass).
+//
+//   solver_loop --n-envs 1024,30000 --frames 300 --max-iterations 32
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli.hpp"
+#include "contact_solver.hpp"
+#include "cuda_engine.hpp"
+#include "gpu.hpp"
+#include "simprof/cuda/buffer.hpp"
+#include "simprof/cuda/graph_cache.hpp"
+#include "simprof/cuda/timer_buffer.hpp"
+#include "simprof/cuda/while_loop.hpp"
+#include "simprof/stats.hpp"
+#include "simprof/timer_stats.hpp"  // TimerFrame
+
+namespace {
+
+using namespace simprof;
+using simprof::examples::flag_value;
+using simprof::examples::parse_double;
+using simprof::examples::parse_int;
+using simprof::examples::parse_int_list;
+
+struct Args {
+  std::vector<int> n_envs = {1024, 30000};
+  int frames = 300;
+  int max_iterations = 32;
+  double tolerance = 1e-5;
+  int spheres = 8;
+  bool timers = false;
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string f = argv[i];
+    if (f == "--n-envs")
+      a.n_envs = parse_int_list(f, flag_value(i, argc, argv), 1);
+    else if (f == "--frames")
+      a.frames = parse_int(f, flag_value(i, argc, argv), 1);
+    else if (f == "--max-iterations")
+      a.max_iterations = parse_int(f, flag_value(i, argc, argv), 1, 4096);
+    else if (f == "--tolerance")
+      a.tolerance = parse_double(f, flag_value(i, argc, argv), 1e-9, 1.0);
+    else if (f == "--spheres")
+      a.spheres = parse_int(f, flag_value(i, argc, argv), 1, 27);
+    else if (f == "--timers")
+      a.timers = true;
+    else if (f == "--help" || f == "-h") {
+      std::puts(
+          "solver_loop [--n-envs N[,N...]] [--frames F] [--max-iterations K] [--tolerance M]\n"
+          "            [--spheres S] [--timers]");
+      std::exit(0);
+    } else {
+      throw std::invalid_argument(fmt::format("unknown flag {} (try --help)", f));
+    }
+  }
+  return a;
+}
+
+struct Result {
+  double us_back_to_back = 0;
+  LatencyStats latency;  // per frame, synchronised
+  std::vector<int> passes;
+  std::vector<float> state;
+};
+
+using clk = std::chrono::steady_clock;
+double us_since(clk::time_point t0) {
+  return std::chrono::duration<double, std::micro>(clk::now() - t0).count();
+}
+
+Result run(const engine::Params& params, int n_envs, engine::LoopMode mode, const Args& a,
+           cuda::DeviceTimerBuffer* timers) {
+  cuda::Stream stream;
+  engine::CudaEngine eng(params, n_envs, stream);
+  engine::ContactSolver solver(eng, a.max_iterations, static_cast<float>(a.tolerance));
+  engine::SolverRunner runner(solver, mode, n_envs);
+  auto frame = [&] { runner.frame(stream, timers); };
+  // Half the frames synchronised one by one (latency), half back to back (throughput).
+  std::vector<double> per_frame;
+  per_frame.reserve(static_cast<std::size_t>(a.frames));
+  for (int i = 0; i < 5; ++i) frame();  // warm-up and capture
+  stream.synchronize();
+  for (int i = 0; i < a.frames; ++i) {
+    const auto t0 = clk::now();
+    frame();
+    stream.synchronize();
+    per_frame.push_back(us_since(t0) * 1e-6);
+  }
+  const auto t0 = clk::now();
+  for (int i = 0; i < a.frames; ++i) frame();
+  stream.synchronize();
+  Result r;
+  r.us_back_to_back = us_since(t0) / a.frames;
+  r.latency = summarize(per_frame);
+  r.passes = solver.pass_history(stream);
+  r.state = eng.snapshot(stream);
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const Args a = parse(argc, argv);
+  if (!simprof::examples::gpu_or_say_why("solver_loop")) return 0;
+  if (!cuda::conditional_nodes_supported()) {
+    fmt::print("solver_loop needs conditional graph nodes (CUDA >= 12.4 runtime and driver)\n");
+    return 0;
+  }
+  engine::Params params;
+  params.n_spheres = a.spheres;
+  fmt::print(
+      "contact solver: {} spheres per env, tolerance {:g} m, at most {} passes; {} frames per "
+      "timing\n",
+      a.spheres, a.tolerance, a.max_iterations, a.frames);
+  fmt::print("{:>7} {:>12} | {:>10} | {:>9} {:>9} {:>9} | {:>6} {:>5} | {}\n", "n_envs", "loop",
+             "us/frame", "sync mean", "p50", "p99", "passes", "max", "same as host");
+  for (int n : a.n_envs) {
+    std::vector<Result> results;
+    for (engine::LoopMode m :
+         {engine::LoopMode::kHostDriven, engine::LoopMode::kFixed, engine::LoopMode::kWhileNode}) {
+      results.push_back(run(params, n, m, a, nullptr));
+      const Result& r = results.back();
+      const double mean_passes =
+          r.passes.empty()
+              ? 0.0
+              : std::accumulate(r.passes.begin(), r.passes.end(), 0.0, [](double s, int p) {
+                  return s + std::abs(p);
+                }) / static_cast<double>(r.passes.size());
+      int max_passes = 0;
+      for (int p : r.passes) max_passes = std::max(max_passes, std::abs(p));
+      const bool same = r.passes == results.front().passes && r.state == results.front().state;
+      fmt::print("{:>7} {:>12} | {:>10.1f} | {:>9.1f} {:>9.1f} {:>9.1f} | {:>6.2f} {:>5} | {}\n", n,
+                 engine::to_string(m), r.us_back_to_back, r.latency.mean * 1e6, r.latency.p50 * 1e6,
+                 r.latency.p99 * 1e6, mean_passes, max_passes,
+                 m == engine::LoopMode::kHostDriven ? "-" : (same ? "yes" : "NO"));
+      if (!same) return 1;
+    }
+    const int unconverged = static_cast<int>(std::count_if(
+        results.front().passes.begin(), results.front().passes.end(), [](int p) { return p < 0; }));
+    if (unconverged)
+      fmt::print("{:>7} {} of {} frames hit max_iterations before converging\n", n, unconverged,
+                 results.front().passes.size());
+    fmt::print("{:>7} while node vs host-driven {:.2f}x, vs fixed {:.2f}x (back to back)\n", n,
+               results[0].us_back_to_back / results[2].us_back_to_back,
+               results[1].us_back_to_back / results[2].us_back_to_back);
+  }
+  if (a.timers) {
+    const int n = a.n_envs.front();
+    std::vector<std::string> labels;
+    for (int i = 0; i < a.max_iterations; ++i) labels.push_back(fmt::format("pass {}", i));
+    cuda::DeviceTimerBuffer timers(labels, n);
+    cuda::Stream stream;
+    const Result r = run(params, n, engine::LoopMode::kWhileNode, a, &timers);
+    const TimerFrame f = timers.read(stream);
+    const int last = std::abs(r.passes.back());
+    fmt::print("\nper-env timers of the last while-node frame ({} passes), n_envs {}:\n", last, n);
+    fmt::print("{:>8} | {:>10} | {:>9} {:>9} {:>9}\n", "pass", "envs timed", "p50 us", "p99 us",
+               "max us");
+    for (int row = 0; row < a.max_iterations; ++row) {
+      std::vector<double> timed;  // envs still active in this pass (converged envs skip it)
+      for (int e = 0; e < n; ++e)
+        if (f.ticks(row, e) != 0) timed.push_back(f.seconds(row, e));
+      if (timed.empty()) break;
+      const LatencyStats s = summarize(timed);
+      fmt::print("{:>8} | {:>10} | {:>9.2f} {:>9.2f} {:>9.2f}\n", row, s.count, s.p50 * 1e6,
+                 s.p99 * 1e6, s.max * 1e6);
+    }
+  }
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "solver_loop: %s\n", e.what());
+  return 2;
+}

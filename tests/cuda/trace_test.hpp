@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+// Shared pieces of the GPU tracing tests: a trace session whose source is a kernel tracer, keeping
+// every trace it finishes.
+#pragma once
+
+#include <vector>
+
+#include "simprof/cuda/kernel_tracer.hpp"
+#include "simprof/trace_session.hpp"
+
+namespace simprof::cuda::gputest {
+
+inline ProfilingOptions quiet() {
+  ProfilingOptions o;
+  o.show_fps = false;
+  return o;
+}
+
+struct KernelTraceSession {
+  TraceSession session;
+  KernelTracer tracer;
+  std::vector<Trace> traces;
+
+  KernelTraceSession(StepProfiler& prof, Schedule schedule, KernelTracerOptions options = {})
+      : session(prof, with_schedule(schedule)), tracer(prof, options) {
+    session.add_source(&tracer);
+    session.on_trace_ready([this](const Trace& t, std::uint64_t) { traces.push_back(t); });
+  }
+  /// The latest trace (an empty one before the first).
+  Trace last() const { return traces.empty() ? Trace{} : traces.back(); }
+
+ private:
+  static TraceOptions with_schedule(Schedule s) {
+    TraceOptions o;
+    o.schedule = s;
+    return o;
+  }
+};
+
+}  // namespace simprof::cuda::gputest
