@@ -7,7 +7,7 @@
 // Prints per mode: the frame time (back to back, and per frame with a synchronisation: mean, p50,
 // p99) and the passes per frame, and checks that all three computed the same passes and the same
 // state. --timers adds each pass's time per env (the while node's per-env timers, one row per
-// pass).
+// pass); --trace FILE writes a Perfetto trace of a few while-node frames and counts their passes.
 //
 //   solver_loop --n-envs 1024,30000 --frames 300 --max-iterations 32
 #include <algorithm>
@@ -26,10 +26,14 @@
 #include "gpu.hpp"
 #include "simprof/cuda/buffer.hpp"
 #include "simprof/cuda/graph_cache.hpp"
+#include "simprof/cuda/kernel_tracer.hpp"
 #include "simprof/cuda/timer_buffer.hpp"
 #include "simprof/cuda/while_loop.hpp"
 #include "simprof/stats.hpp"
+#include "simprof/step_profiler.hpp"
 #include "simprof/timer_stats.hpp"  // TimerFrame
+#include "simprof/trace.hpp"
+#include "simprof/trace_session.hpp"
 
 namespace {
 
@@ -46,6 +50,7 @@ struct Args {
   double tolerance = 1e-5;
   int spheres = 8;
   bool timers = false;
+  std::string trace;  // write a Perfetto trace of a few while-node frames here
 };
 
 Args parse(int argc, char** argv) {
@@ -64,10 +69,12 @@ Args parse(int argc, char** argv) {
       a.spheres = parse_int(f, flag_value(i, argc, argv), 1, 27);
     else if (f == "--timers")
       a.timers = true;
+    else if (f == "--trace")
+      a.trace = flag_value(i, argc, argv);
     else if (f == "--help" || f == "-h") {
       std::puts(
           "solver_loop [--n-envs N[,N...]] [--frames F] [--max-iterations K] [--tolerance M]\n"
-          "            [--spheres S] [--timers]");
+          "            [--spheres S] [--timers] [--trace FILE]");
       std::exit(0);
     } else {
       throw std::invalid_argument(fmt::format("unknown flag {} (try --help)", f));
@@ -117,6 +124,48 @@ Result run(const engine::Params& params, int n_envs, engine::LoopMode mode, cons
   return r;
 }
 
+// A few while-node frames traced (CUPTI kernels next to the host stages), written as a Perfetto
+// trace; says whether the tracer saw every pass that ran on the device.
+void trace_frames(const engine::Params& params, int n_envs, const Args& a) {
+  cuda::Stream stream;
+  engine::CudaEngine eng(params, n_envs, stream);
+  engine::ContactSolver solver(eng, a.max_iterations, static_cast<float>(a.tolerance));
+  engine::SolverRunner runner(solver, engine::LoopMode::kWhileNode, n_envs);
+  ProfilingOptions o;
+  o.show_fps = false;
+  StepProfiler prof(o, n_envs);
+  // Frames 151-153: replays, and far enough in that the spheres touch (the first frames fall
+  // freely: one pass each).
+  constexpr int kWait = 150, kFrames = 3;
+  TraceSession session(prof, TraceOptions{Schedule{kWait, 1, kFrames, 1, 0}});
+  cuda::KernelTracer tracer(prof);
+  session.add_source(&tracer);
+  std::size_t projected = 0;
+  session.on_trace_ready([&](const Trace& t, std::uint64_t) {
+    write_chrome_trace(t, a.trace);
+    for (const auto& e : t.events)
+      projected +=
+          e.ph == 'X' && e.cat == "kernel" && e.name.find("project_kernel") != std::string::npos;
+  });
+  for (int f = 0; f < kWait + 1 + kFrames; ++f) {
+    auto step = prof.step();
+    auto st = prof.stage("physics/solver");
+    runner.frame(stream);
+    stream.synchronize();  // so each frame's kernels fall inside its step
+  }
+  const std::vector<int> passes = solver.pass_history(stream);
+  int traced = 0;
+  for (std::size_t i = passes.size() - kFrames; i < passes.size(); ++i)
+    traced += std::abs(passes[i]);
+  fmt::print(
+      "\nwrote {}: {} while-node frames, {} passes ran on the device, {} project_kernel "
+      "events traced{}\n",
+      a.trace, kFrames, traced, projected,
+      tracer.enabled()
+          ? (projected == static_cast<std::size_t>(traced) ? " (every pass)" : " (MISSING passes)")
+          : fmt::format(" (tracer off: {})", tracer.disabled_reason()));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -164,6 +213,7 @@ int main(int argc, char** argv) try {
                results[0].us_back_to_back / results[2].us_back_to_back,
                results[1].us_back_to_back / results[2].us_back_to_back);
   }
+  if (!a.trace.empty()) trace_frames(params, a.n_envs.front(), a);
   if (a.timers) {
     const int n = a.n_envs.front();
     std::vector<std::string> labels;
