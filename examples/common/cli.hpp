@@ -3,6 +3,8 @@
 #pragma once
 
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -64,6 +66,16 @@ inline std::vector<int> parse_int_list(const std::string& flag, const std::strin
 inline std::string flag_value(int& i, int argc, char** argv) {
   if (i + 1 >= argc) throw std::invalid_argument(fmt::format("{} needs a value", argv[i]));
   return argv[++i];
+}
+
+/// The end of a flag loop: --help / -h prints `usage` and exits 0; anything else is an unknown
+/// flag (std::invalid_argument naming it).
+[[noreturn]] inline void help_or_unknown_flag(const std::string& flag, const char* usage) {
+  if (flag == "--help" || flag == "-h") {
+    std::fputs(usage, stdout);
+    std::exit(0);
+  }
+  throw std::invalid_argument(fmt::format("unknown flag {} (try --help)", flag));
 }
 
 }  // namespace simprof::examples

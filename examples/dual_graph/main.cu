@@ -35,6 +35,9 @@ struct Args {
   int warmup = 20;
 };
 
+constexpr const char* kUsage =
+    "dual_graph [--n-envs N[,N...]] [--image PIXELS] [--frames F] [--warmup W]\n";
+
 Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
@@ -47,12 +50,8 @@ Args parse(int argc, char** argv) {
       a.frames = parse_int(f, flag_value(i, argc, argv), 1);
     else if (f == "--warmup")
       a.warmup = parse_int(f, flag_value(i, argc, argv), 4);
-    else if (f == "--help" || f == "-h") {
-      std::puts("dual_graph [--n-envs N[,N...]] [--image PIXELS] [--frames F] [--warmup W]");
-      std::exit(0);
-    } else {
-      throw std::invalid_argument(fmt::format("unknown flag {} (try --help)", f));
-    }
+    else
+      simprof::examples::help_or_unknown_flag(f, kUsage);
   }
   return a;
 }

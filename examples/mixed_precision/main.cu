@@ -43,6 +43,11 @@ struct Args {
   double state_tol = 1e-2, norm_tol = 5e-3, scalar_tol = 1e-3;
 };
 
+constexpr const char* kUsage =
+    "mixed_precision [--storage fp16|bf16|fp32] [--n-envs N] [--replays R]\n"
+    "                [--validate-every N] [--no-resync] [--state-tol X] [--norm-tol X]\n"
+    "                [--scalar-tol X] [--host-check]\n";
+
 Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
@@ -65,15 +70,8 @@ Args parse(int argc, char** argv) {
       a.norm_tol = parse_double(f, flag_value(i, argc, argv), 0, 1e30);
     else if (f == "--scalar-tol")
       a.scalar_tol = parse_double(f, flag_value(i, argc, argv), 0, 1e30);
-    else if (f == "--help" || f == "-h") {
-      std::puts(
-          "mixed_precision [--storage fp16|bf16|fp32] [--n-envs N] [--replays R]\n"
-          "                [--validate-every N] [--no-resync] [--state-tol X] [--norm-tol X]\n"
-          "                [--scalar-tol X] [--host-check]");
-      std::exit(0);
-    } else {
-      throw std::invalid_argument(fmt::format("unknown flag {} (try --help)", f));
-    }
+    else
+      simprof::examples::help_or_unknown_flag(f, kUsage);
   }
   return a;
 }

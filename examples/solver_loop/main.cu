@@ -53,6 +53,10 @@ struct Args {
   std::string trace;  // write a Perfetto trace of a few while-node frames here
 };
 
+constexpr const char* kUsage =
+    "solver_loop [--n-envs N[,N...]] [--frames F] [--max-iterations K] [--tolerance M]\n"
+    "            [--spheres S] [--timers] [--trace FILE]\n";
+
 Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
@@ -71,14 +75,8 @@ Args parse(int argc, char** argv) {
       a.timers = true;
     else if (f == "--trace")
       a.trace = flag_value(i, argc, argv);
-    else if (f == "--help" || f == "-h") {
-      std::puts(
-          "solver_loop [--n-envs N[,N...]] [--frames F] [--max-iterations K] [--tolerance M]\n"
-          "            [--spheres S] [--timers] [--trace FILE]");
-      std::exit(0);
-    } else {
-      throw std::invalid_argument(fmt::format("unknown flag {} (try --help)", f));
-    }
+    else
+      simprof::examples::help_or_unknown_flag(f, kUsage);
   }
   return a;
 }
