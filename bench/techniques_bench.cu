@@ -6,6 +6,8 @@
 //   * BM_DualGraph/order/n_envs/image  physics + render graphs serialised on one stream (0),
 //     overlapped on two streams (1), overlapped with the physics stream prioritised (2). Time per
 //     frame, host clock over whole pipelined batches.
+//   * BM_LoopOverhead/mode/iterations  the cost of the loop itself: a body of two one-thread
+//     kernels run `iterations` times host-driven (0), unrolled in a graph (1), as a while node (2).
 //   * BM_Validate/on_device/n_envs  one FP16-vs-FP32 state validation through the host (0) or
 //     reduced on the GPU (1). Host clock.
 // Ratios at the end.
@@ -24,6 +26,7 @@
 #include "render_pipeline.hpp"
 #include "simprof/cuda/buffer.hpp"
 #include "simprof/cuda/precision.hpp"
+#include "simprof/cuda/while_loop.hpp"
 
 namespace {
 
@@ -83,6 +86,67 @@ void BM_SolverLoop(benchmark::State& state) {
 BENCHMARK(BM_SolverLoop)
     ->ArgsProduct({{0, 1, 2}, {1024, 30000}, {32, 128}})
     ->Iterations(20)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// A loop whose body does (almost) nothing: what remains is the loop's own cost per iteration.
+__global__ void tick_kernel(int* x) { ++x[1]; }
+__global__ void count_kernel(int* x, int n, cuda::LoopCondition c) {
+  const int it = ++x[0];
+  cuda::set_condition(c, it < n);
+}
+__global__ void reset_kernel(int* x) { x[0] = x[1] = 0; }
+
+std::map<std::pair<int, int>, double> g_loop;  // (mode, iterations) -> us per iteration
+
+void BM_LoopOverhead(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  if (!cuda::conditional_nodes_supported()) {
+    state.SkipWithError("conditional nodes need CUDA >= 12.4");
+    return;
+  }
+  const int mode = static_cast<int>(state.range(0)), n = static_cast<int>(state.range(1));
+  cuda::Stream stream;
+  cuda::DeviceBuffer<int> x(2), flag(1);
+  cuda::WhileLoop loop;
+  cuda::GraphCache cache(stream);
+  const cuda::LoopCondition ignored{0, reinterpret_cast<unsigned*>(flag.data()), 0};
+  auto body = [&](cudaStream_t s, const cuda::LoopCondition& c) {
+    tick_kernel<<<1, 1, 0, s>>>(x.data());
+    count_kernel<<<1, 1, 0, s>>>(x.data(), n, c);
+  };
+  auto one = [&] {
+    if (mode == 0) {
+      reset_kernel<<<1, 1, 0, stream>>>(x.data());
+      loop.enqueue(stream, body);
+      return;
+    }
+    cache.run({n}, [&](cudaStream_t s) {
+      reset_kernel<<<1, 1, 0, s>>>(x.data());
+      if (mode == 1)
+        for (int i = 0; i < n; ++i) body(s, ignored);
+      else
+        loop.enqueue(s, body);
+    });
+  };
+  for (int i = 0; i < 5; ++i) one();
+  cuda::Event start, stop;
+  double total = 0;
+  for (auto _ : state) {
+    start.record(stream);
+    for (int i = 0; i < kFramesPerIteration; ++i) one();
+    stop.record(stream);
+    stop.synchronize();
+    const double sec = stop.elapsed_ms_since(start) * 1e-3 / kFramesPerIteration;
+    state.SetIterationTime(sec);
+    total += sec;
+  }
+  g_loop[{mode, n}] = total / static_cast<double>(state.iterations()) * 1e6;
+  state.SetLabel(engine::to_string(static_cast<engine::LoopMode>(mode)));
+}
+BENCHMARK(BM_LoopOverhead)
+    ->ArgsProduct({{0, 1, 2}, {1, 8, 64}})
+    ->Iterations(50)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 
@@ -170,6 +234,20 @@ void print_ratios() {
                   f->second / w->second);
     }
   std::printf("(x > 1: the while node is faster)\n");
+  std::printf(
+      "\n--- loop overhead: a body of two one-thread kernels, us per loop (CUDA events) ---\n");
+  std::printf("%10s | %11s %9s %11s | %22s\n", "iterations", "host-driven", "unrolled",
+              "while node", "per extra iteration");
+  for (int n : {1, 8, 64}) {
+    const auto h = g_loop.find({0, n}), u = g_loop.find({1, n}), w = g_loop.find({2, n});
+    if (h == g_loop.end() || u == g_loop.end() || w == g_loop.end()) continue;
+    std::printf("%10d | %11.1f %9.1f %11.1f |", n, h->second, u->second, w->second);
+    const auto h1 = g_loop.find({0, 1}), u1 = g_loop.find({1, 1}), w1 = g_loop.find({2, 1});
+    if (n > 1 && h1 != g_loop.end() && u1 != g_loop.end() && w1 != g_loop.end())
+      std::printf(" host %.2f, unrolled %.2f, while %.2f", (h->second - h1->second) / (n - 1),
+                  (u->second - u1->second) / (n - 1), (w->second - w1->second) / (n - 1));
+    std::printf("\n");
+  }
   std::printf("\n--- physics + render, us per frame (host clock, pipelined) ---\n");
   std::printf("%7s %6s | %11s %11s %11s | %11s %11s\n", "n_envs", "image", "serialised",
               "overlapped", "overlap+pri", "overlap", "+priority");

@@ -117,6 +117,27 @@ TEST_F(GpuTest, WithoutTheJoinTheConsumerSeesATornSlot) {
   EXPECT_EQ(f.read(f.mismatches), static_cast<unsigned>(kN / 2)) << "half the slot was stale";
 }
 
+TEST_F(GpuTest, ProducerStreamGetsTheHighestPriority) {
+  auto noop = [](cudaStream_t, int) {};
+  int lowest = 0, highest = 0;
+  SIMPROF_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
+  FramePipeline with(noop, noop);
+  int p = 0, c = 0;
+  SIMPROF_CUDA_CHECK(cudaStreamGetPriority(with.producer_stream(), &p));
+  SIMPROF_CUDA_CHECK(cudaStreamGetPriority(with.consumer_stream(), &c));
+  EXPECT_EQ(p, highest);
+  EXPECT_EQ(c, lowest);
+  FramePipelineOptions o;
+  o.prioritize_producer = false;
+  FramePipeline without(noop, noop, o);
+  SIMPROF_CUDA_CHECK(cudaStreamGetPriority(without.producer_stream(), &p));
+  SIMPROF_CUDA_CHECK(cudaStreamGetPriority(without.consumer_stream(), &c));
+  EXPECT_EQ(p, c) << "same priority without the option";
+  o.overlap = false;
+  FramePipeline serial(noop, noop, o);
+  EXPECT_EQ(serial.producer_stream(), serial.consumer_stream());
+}
+
 TEST(FramePipelineInput, RejectsBadOptions) {
   std::string why;
   if (!device_available(&why)) GTEST_SKIP() << "GPU test skipped: " << why;
