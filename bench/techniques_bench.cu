@@ -37,11 +37,17 @@ std::map<std::tuple<int, int, int>, double> g_solver, g_dual;  // (mode, n, x) -
 std::map<std::tuple<int, int, int>, double> g_passes;
 std::map<std::pair<int, int>, double> g_validate;  // (on_device, n) -> us
 
-bool have_gpu(benchmark::State& state) {
+bool have_gpu(benchmark::State& state, bool while_nodes = false) {
   std::string why;
-  if (cuda::device_available(&why)) return true;
-  state.SkipWithError(("no GPU: " + why).c_str());
-  return false;
+  if (!cuda::device_available(&why)) {
+    state.SkipWithError(("no GPU: " + why).c_str());
+    return false;
+  }
+  if (while_nodes && !cuda::conditional_nodes_supported()) {
+    state.SkipWithError("conditional nodes need CUDA >= 12.4");
+    return false;
+  }
+  return true;
 }
 
 double seconds_since(clk::time_point t0) {
@@ -50,12 +56,34 @@ double seconds_since(clk::time_point t0) {
 
 constexpr int kFramesPerIteration = 10;
 
-void BM_SolverLoop(benchmark::State& state) {
-  if (!have_gpu(state)) return;
-  if (!cuda::conditional_nodes_supported()) {
-    state.SkipWithError("conditional nodes need CUDA >= 12.4");
-    return;
+// The benchmark loop: `measure` returns one iteration's time in seconds (the manual time). Returns
+// the mean over the iterations, in microseconds.
+template <class F>
+double timed_us(benchmark::State& state, F&& measure) {
+  double total = 0;
+  for (auto _ : state) {
+    const double s = measure();
+    state.SetIterationTime(s);
+    total += s;
   }
+  return total / static_cast<double>(state.iterations()) * 1e6;
+}
+
+// kFramesPerIteration calls of `one` between two CUDA events on `stream`, per call.
+template <class F>
+double event_timed_us(benchmark::State& state, cudaStream_t stream, F&& one) {
+  cuda::Event start, stop;
+  return timed_us(state, [&] {
+    start.record(stream);
+    for (int i = 0; i < kFramesPerIteration; ++i) one();
+    stop.record(stream);
+    stop.synchronize();
+    return stop.elapsed_ms_since(start) * 1e-3 / kFramesPerIteration;
+  });
+}
+
+void BM_SolverLoop(benchmark::State& state) {
+  if (!have_gpu(state, /*while_nodes=*/true)) return;
   const auto mode = static_cast<engine::LoopMode>(state.range(0));
   const int n = static_cast<int>(state.range(1)), max_it = static_cast<int>(state.range(2));
   cuda::Stream stream;
@@ -63,22 +91,12 @@ void BM_SolverLoop(benchmark::State& state) {
   engine::ContactSolver solver(eng, max_it, 1e-5f);
   engine::SolverRunner runner(solver, mode, n);
   for (int i = 0; i < 5; ++i) runner.frame(stream);  // warm-up and capture
-  cuda::Event start, stop;
-  double total = 0;
-  for (auto _ : state) {
-    start.record(stream);
-    for (int i = 0; i < kFramesPerIteration; ++i) runner.frame(stream);
-    stop.record(stream);
-    stop.synchronize();
-    const double s = stop.elapsed_ms_since(start) * 1e-3 / kFramesPerIteration;
-    state.SetIterationTime(s);
-    total += s;
-  }
+  const double us = event_timed_us(state, stream, [&] { runner.frame(stream); });
   const std::vector<int> passes = solver.pass_history(stream);
   double sum = 0;
   for (int p : passes) sum += p < 0 ? -p : p;
   const auto key = std::make_tuple(static_cast<int>(mode), n, max_it);
-  g_solver[key] = total / static_cast<double>(state.iterations()) * 1e6;
+  g_solver[key] = us;
   g_passes[key] = sum / static_cast<double>(passes.size());
   state.counters["passes"] = g_passes[key];
   state.SetLabel(engine::to_string(mode));
@@ -100,11 +118,7 @@ __global__ void reset_kernel(int* x) { x[0] = x[1] = 0; }
 std::map<std::pair<int, int>, double> g_loop;  // (mode, iterations) -> us per iteration
 
 void BM_LoopOverhead(benchmark::State& state) {
-  if (!have_gpu(state)) return;
-  if (!cuda::conditional_nodes_supported()) {
-    state.SkipWithError("conditional nodes need CUDA >= 12.4");
-    return;
-  }
+  if (!have_gpu(state, /*while_nodes=*/true)) return;
   const int mode = static_cast<int>(state.range(0)), n = static_cast<int>(state.range(1));
   cuda::Stream stream;
   cuda::DeviceBuffer<int> x(2), flag(1);
@@ -130,18 +144,7 @@ void BM_LoopOverhead(benchmark::State& state) {
     });
   };
   for (int i = 0; i < 5; ++i) one();
-  cuda::Event start, stop;
-  double total = 0;
-  for (auto _ : state) {
-    start.record(stream);
-    for (int i = 0; i < kFramesPerIteration; ++i) one();
-    stop.record(stream);
-    stop.synchronize();
-    const double sec = stop.elapsed_ms_since(start) * 1e-3 / kFramesPerIteration;
-    state.SetIterationTime(sec);
-    total += sec;
-  }
-  g_loop[{mode, n}] = total / static_cast<double>(state.iterations()) * 1e6;
+  g_loop[{mode, n}] = event_timed_us(state, stream, one);
   state.SetLabel(engine::to_string(static_cast<engine::LoopMode>(mode)));
 }
 BENCHMARK(BM_LoopOverhead)
@@ -166,20 +169,16 @@ void BM_DualGraph(benchmark::State& state) {
   for (int i = 0; i < 20; ++i) pipe.submit();
   pipe.drain();
   pipe.frames().clear_latencies();
-  double total = 0;
-  for (auto _ : state) {
+  const double us = timed_us(state, [&] {
     const auto t0 = clk::now();
     for (int i = 0; i < kPipelineFrames; ++i) pipe.submit();
     pipe.drain();
-    const double s = seconds_since(t0) / kPipelineFrames;
-    state.SetIterationTime(s);
-    total += s;
-  }
+    return seconds_since(t0) / kPipelineFrames;
+  });
   const LatencyStats lat = summarize(pipe.frames().latencies());
   state.counters["latency_mean_us"] = lat.mean * 1e6;
   state.counters["latency_p95_us"] = lat.p95 * 1e6;
-  g_dual[{order, n, static_cast<int>(state.range(2))}] =
-      total / static_cast<double>(state.iterations()) * 1e6;
+  g_dual[{order, n, static_cast<int>(state.range(2))}] = us;
   state.SetLabel(order == 0 ? "serialised" : order == 1 ? "overlapped" : "overlap+priority");
 }
 BENCHMARK(BM_DualGraph)
@@ -201,18 +200,14 @@ void BM_Validate(benchmark::State& state) {
   }
   cuda::DeviceComparer cmp;
   PrecisionChecker check;
-  double total = 0;
-  for (auto _ : state) {
+  g_validate[{on_device ? 1 : 0, n}] = timed_us(state, [&] {
     const auto t0 = clk::now();
     const engine::StateSums s = engine::state_sums(ref, var, stream, on_device ? &cmp : nullptr);
     check.clear();
     check.record("positions", QuantityClass::kState, s.positions);
     check.record("velocities", QuantityClass::kState, s.velocities);
-    const double sec = seconds_since(t0);
-    state.SetIterationTime(sec);
-    total += sec;
-  }
-  g_validate[{on_device ? 1 : 0, n}] = total / static_cast<double>(state.iterations()) * 1e6;
+    return seconds_since(t0);
+  });
 }
 BENCHMARK(BM_Validate)
     ->ArgsProduct({{0, 1}, {4096, 30000}})

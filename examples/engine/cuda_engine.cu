@@ -188,12 +188,7 @@ void CudaEngine::enqueue_render_from(cudaStream_t stream, const float* x, const 
   SIMPROF_CUDA_CHECK_LAUNCH("render_kernel");
 }
 
-std::vector<float> CudaEngine::depth(cudaStream_t stream) const {
-  std::vector<float> out(depth_.size());
-  depth_.copy_to_host(out.data(), out.size(), stream);
-  SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream));
-  return out;
-}
+std::vector<float> CudaEngine::depth(cudaStream_t stream) const { return depth_.to_host(stream); }
 
 std::vector<float> CudaEngine::snapshot(cudaStream_t stream) const {
   const std::size_t n = px_.size();

@@ -137,6 +137,8 @@ const void* MixedEngine::array(int i) const {
   return a[i]->data();
 }
 
+std::size_t MixedEngine::bodies() const { return px_.size() / element_bytes(storage_); }
+
 std::size_t MixedEngine::state_bytes() const { return 6 * px_.size(); }
 
 void MixedEngine::enqueue_step(cudaStream_t stream) {
@@ -154,10 +156,9 @@ void MixedEngine::enqueue_step(cudaStream_t stream) {
 void MixedEngine::load_from(const CudaEngine& reference, cudaStream_t stream) {
   const State r = reference.state();
   const std::size_t n = reference.bodies();
-  if (n != px_.size() / element_bytes(storage_))
+  if (n != bodies())
     throw std::invalid_argument("MixedEngine::load_from: the reference has " + std::to_string(n) +
-                                " bodies (expected " +
-                                std::to_string(px_.size() / element_bytes(storage_)) + ")");
+                                " bodies (expected " + std::to_string(bodies()) + ")");
   const float* src[] = {r.px, r.py, r.pz, r.vx, r.vy, r.vz};
   unsigned char* dst[] = {px_.data(), py_.data(), pz_.data(), vx_.data(), vy_.data(), vz_.data()};
   dispatch(storage_, [&](auto s) {
@@ -170,7 +171,7 @@ void MixedEngine::load_from(const CudaEngine& reference, cudaStream_t stream) {
 }
 
 std::vector<float> MixedEngine::snapshot(cudaStream_t stream) const {
-  const std::size_t n = px_.size() / element_bytes(storage_);
+  const std::size_t n = bodies();
   cuda::DeviceBuffer<float> tmp(6 * n);
   const unsigned char* src[] = {px_.data(), py_.data(), pz_.data(),
                                 vx_.data(), vy_.data(), vz_.data()};
@@ -181,10 +182,7 @@ std::vector<float> MixedEngine::snapshot(cudaStream_t stream) const {
           n, reinterpret_cast<const typename S::Raw*>(src[i]), tmp.data() + i * n);
   });
   SIMPROF_CUDA_CHECK_LAUNCH("load_kernel");
-  std::vector<float> out(6 * n);
-  tmp.copy_to_host(out.data(), out.size(), stream);
-  SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream));
-  return out;
+  return tmp.to_host(stream);
 }
 
 StateSums state_sums(const CudaEngine& reference, const MixedEngine& variant, cudaStream_t stream,

@@ -46,6 +46,8 @@ class MixedEngine {
   cuda::Dtype dtype() const;
   /// Device pointer to stored array i: 0..5 = px, py, pz, vx, vy, vz (n_envs * n_spheres elements).
   const void* array(int i) const;
+  /// Spheres in the batch: n_envs * n_spheres.
+  std::size_t bodies() const;
   /// Bytes of state one step reads and writes (positions and velocities).
   std::size_t state_bytes() const;
 

@@ -43,10 +43,7 @@ Args parse_args(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     const std::string f = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(fmt::format("{} needs a value", f));
-      return argv[++i];
-    };
+    auto value = [&] { return flag_value(i, argc, argv); };
     if (f == "--backend") {
       a.backend = value();
       if (a.backend != "auto" && a.backend != "cpu" && a.backend != "cuda")
@@ -76,11 +73,8 @@ Args parse_args(int argc, char** argv) {
       a.nvtx = true;
     } else if (f == "--sync") {
       a.sync = true;
-    } else if (f == "--help" || f == "-h") {
-      std::fputs(usage().c_str(), stdout);
-      std::exit(0);
     } else {
-      throw std::invalid_argument(fmt::format("unknown flag {}", f));
+      help_or_unknown_flag(f, usage().c_str());
     }
   }
   return a;

@@ -46,10 +46,7 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string f = argv[i];
-    auto val = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(f + " needs a value");
-      return argv[++i];
-    };
+    auto val = [&] { return flag_value(i, argc, argv); };
     if (f == "--backend") {
       o.backend = val();
       if (o.backend != "auto" && o.backend != "cpu" && o.backend != "cuda")
@@ -70,13 +67,12 @@ Options parse(int argc, char** argv) {
       o.profiling = true;
     else if (f == "--trace")
       o.trace = val();
-    else if (f == "--help" || f == "-h") {
-      std::puts(
+    else
+      help_or_unknown_flag(
+          f,
           "usage: timers [--backend auto|cpu|cuda] [--n-envs N] [--steps N] [--mode 0|1|2]\n"
-          "              [--plot-every N] [--row solve|forces|contacts|integrate] [--svg FILE]");
-      std::exit(0);
-    } else
-      throw std::invalid_argument("unknown flag " + f);
+          "              [--plot-every N] [--row solve|forces|contacts|integrate] [--svg FILE]\n"
+          "              [--profiling [--trace FILE]]\n");
   }
   return o;
 }

@@ -42,20 +42,27 @@ TraceEvent TraceEvent::instant(std::string name, std::string cat, std::int64_t t
   return e;
 }
 
-TraceEvent TraceEvent::flow_start(std::uint64_t id, std::int64_t ts_ns, std::int64_t pid,
-                                  std::int64_t tid) {
-  TraceEvent e = complete("launch", "ac2g", ts_ns, 0, pid, tid);
-  e.ph = 's';
+namespace {
+
+// One end of a launch -> kernel flow arrow (Kineto's "ac2g" category).
+TraceEvent flow(char ph, std::uint64_t id, std::int64_t ts_ns, std::int64_t pid,
+                std::int64_t tid) {
+  TraceEvent e = TraceEvent::complete("launch", "ac2g", ts_ns, 0, pid, tid);
+  e.ph = ph;
   e.id = id;
   return e;
 }
 
+}  // namespace
+
+TraceEvent TraceEvent::flow_start(std::uint64_t id, std::int64_t ts_ns, std::int64_t pid,
+                                  std::int64_t tid) {
+  return flow('s', id, ts_ns, pid, tid);
+}
+
 TraceEvent TraceEvent::flow_end(std::uint64_t id, std::int64_t ts_ns, std::int64_t pid,
                                 std::int64_t tid) {
-  TraceEvent e = complete("launch", "ac2g", ts_ns, 0, pid, tid);
-  e.ph = 'f';
-  e.id = id;
-  return e;
+  return flow('f', id, ts_ns, pid, tid);
 }
 
 TraceEvent TraceEvent::process_name(std::int64_t pid, std::string name) {

@@ -108,13 +108,6 @@ inline void Gate::hold(cudaStream_t s) {
 
 inline void sync(cudaStream_t s) { SIMPROF_CUDA_CHECK(cudaStreamSynchronize(s)); }
 
-inline std::vector<float> to_host(const DeviceBuffer<float>& b, cudaStream_t s) {
-  std::vector<float> out(b.size());
-  b.copy_to_host(out.data(), out.size(), s);
-  SIMPROF_CUDA_CHECK(cudaStreamSynchronize(s));
-  return out;
-}
-
 inline void fill(DeviceBuffer<float>& b, float v, cudaStream_t s) {
   std::vector<float> h(b.size(), v);
   b.copy_from_host(h.data(), h.size(), s);

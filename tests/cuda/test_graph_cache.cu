@@ -53,7 +53,7 @@ TEST_F(GraphCacheTest, ReplayEqualsEager) {
     body(a.data(), n, 10)(stream);          // eager reference
     cache.run({n}, body(b.data(), n, 10));  // warm-up, capture, replays
   }
-  EXPECT_EQ(gt::to_host(a, stream), gt::to_host(b, stream));
+  EXPECT_EQ(a.to_host(stream), b.to_host(stream));
   const auto& c = cache.counters();
   EXPECT_EQ(c.warmup_runs, 3u);
   EXPECT_EQ(c.captures, 1u);
@@ -121,7 +121,7 @@ TEST_F(GraphCacheTest, UpdatedExecutableComputesTheNewShape) {
       cache.run({m}, body(x.data(), m, 4));
     }
   }
-  EXPECT_EQ(gt::to_host(ref, stream), gt::to_host(x, stream));
+  EXPECT_EQ(ref.to_host(stream), x.to_host(stream));
   EXPECT_EQ(cache.counters().instantiations, 1u);
   EXPECT_EQ(cache.counters().updates, 5u);
 }
@@ -155,7 +155,7 @@ TEST_F(GraphCacheTest, RecaptureUpdatesInPlace) {
   cache.recapture({n}, body(b.data(), n, 2));  // the buffer moved: same topology, new pointer
   body(ref.data(), n, 2)(stream);
   EXPECT_EQ(cache.counters().updates, 1u);
-  EXPECT_EQ(gt::to_host(b, stream), gt::to_host(ref, stream));
+  EXPECT_EQ(b.to_host(stream), ref.to_host(stream));
 }
 
 TEST_F(GraphCacheTest, StepGraphReplays) {
@@ -170,7 +170,7 @@ TEST_F(GraphCacheTest, StepGraphReplays) {
   }
   EXPECT_TRUE(g.captured());
   EXPECT_EQ(g.cache().counters().replays, 7u);
-  EXPECT_EQ(gt::to_host(x, stream), gt::to_host(ref, stream));
+  EXPECT_EQ(x.to_host(stream), ref.to_host(stream));
 }
 
 // --- pitfalls: each gets a named diagnosis, a clean end of the capture, one warning and an eager
@@ -275,7 +275,7 @@ TEST_P(Pitfalls, DiagnosedEndedCleanlyAndRunEagerly) {
   EXPECT_EQ(cache.counters().failed_captures, 1u);
   EXPECT_EQ(cache.counters().eager_runs, 3u);
   // Every run still executed the step exactly once.
-  EXPECT_EQ(gt::to_host(x, stream), gt::to_host(ref, stream));
+  EXPECT_EQ(x.to_host(stream), ref.to_host(stream));
 }
 
 INSTANTIATE_TEST_SUITE_P(GraphCache, Pitfalls, ::testing::Range(0, 7),

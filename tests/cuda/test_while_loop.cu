@@ -27,10 +27,7 @@ __global__ void reset_counter(int* counter, int target) {
 }
 
 int read(const DeviceBuffer<int>& b, int i, cudaStream_t s) {
-  std::vector<int> h(b.size());
-  b.copy_to_host(h.data(), h.size(), s);
-  gt::sync(s);
-  return h[static_cast<std::size_t>(i)];
+  return b.to_host(s)[static_cast<std::size_t>(i)];
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <utility>
+#include <vector>
 
 #include "simprof/cuda/error.hpp"
 
@@ -52,6 +53,13 @@ class DeviceBuffer {
   void copy_to_host(T* dst, std::size_t n, cudaStream_t stream) const {
     check_size(n);
     SIMPROF_CUDA_CHECK(cudaMemcpyAsync(dst, p_, n * sizeof(T), cudaMemcpyDeviceToHost, stream));
+  }
+  /// The whole buffer on the host (synchronises `stream`).
+  std::vector<T> to_host(cudaStream_t stream) const {
+    std::vector<T> out(n_);
+    copy_to_host(out.data(), n_, stream);
+    SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return out;
   }
   void fill_zero(cudaStream_t stream) {
     if (n_) SIMPROF_CUDA_CHECK(cudaMemsetAsync(p_, 0, bytes(), stream));
