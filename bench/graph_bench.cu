@@ -17,7 +17,9 @@
 #include <string>
 
 #include "simprof/cuda/buffer.hpp"
-#include "simprof/cuda/graph_cache.hpp"
+#include "simprof/cuda/stream.hpp"
+#include "simprof/cuda/graphs/graph_cache.hpp"
+#include "simprof/cuda/graphs/step_graph.hpp"
 
 namespace {
 

@@ -17,8 +17,9 @@
 #include <vector>
 
 #include "simprof/cuda/buffer.hpp"
-#include "simprof/stats.hpp"
-#include "simprof/timers.hpp"
+#include "simprof/cuda/stream.hpp"
+#include "simprof/base/stats.hpp"
+#include "simprof/timers/timer_view.hpp"
 
 namespace {
 

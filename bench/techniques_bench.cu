@@ -20,13 +20,14 @@
 #include <string>
 #include <tuple>
 
-#include "contact_solver.hpp"
-#include "cuda_engine.hpp"
-#include "mixed_engine.hpp"
-#include "render_pipeline.hpp"
+#include "engine/contact_solver.hpp"
+#include "engine/cuda_engine.hpp"
+#include "engine/mixed_engine.hpp"
+#include "engine/render_pipeline.hpp"
 #include "simprof/cuda/buffer.hpp"
+#include "simprof/cuda/stream.hpp"
 #include "simprof/cuda/precision.hpp"
-#include "simprof/cuda/while_loop.hpp"
+#include "simprof/cuda/graphs/while_loop.hpp"
 
 namespace {
 

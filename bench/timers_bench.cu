@@ -8,8 +8,9 @@
 #include <map>
 #include <string>
 
-#include "cuda_engine.hpp"
+#include "engine/cuda_engine.hpp"
 #include "simprof/cuda/buffer.hpp"
+#include "simprof/cuda/stream.hpp"
 #include "simprof/cuda/timer_buffer.hpp"
 
 namespace {

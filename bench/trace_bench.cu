@@ -11,9 +11,10 @@
 #include <string>
 #include <tuple>
 
-#include "cuda_engine.hpp"
+#include "engine/cuda_engine.hpp"
 #include "simprof/cuda/buffer.hpp"
-#include "simprof/cuda/graph_cache.hpp"
+#include "simprof/cuda/stream.hpp"
+#include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/kernel_tracer.hpp"
 
 namespace {

@@ -15,11 +15,12 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "cuda_engine.hpp"
+#include "engine/cuda_engine.hpp"
 #include "gpu.hpp"
-#include "render_pipeline.hpp"
+#include "engine/render_pipeline.hpp"
 #include "simprof/cuda/buffer.hpp"
-#include "simprof/stats.hpp"
+#include "simprof/cuda/stream.hpp"
+#include "simprof/base/stats.hpp"
 
 namespace {
 

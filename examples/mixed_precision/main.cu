@@ -18,13 +18,14 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "cuda_engine.hpp"
+#include "engine/cuda_engine.hpp"
 #include "gpu.hpp"
-#include "mixed_engine.hpp"
+#include "engine/mixed_engine.hpp"
 #include "simprof/cuda/buffer.hpp"
-#include "simprof/cuda/graph_cache.hpp"
+#include "simprof/cuda/stream.hpp"
+#include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/precision.hpp"
-#include "simprof/precision_check.hpp"
+#include "simprof/precision/checker.hpp"
 
 namespace {
 

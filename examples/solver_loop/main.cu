@@ -21,19 +21,20 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "contact_solver.hpp"
-#include "cuda_engine.hpp"
+#include "engine/contact_solver.hpp"
+#include "engine/cuda_engine.hpp"
 #include "gpu.hpp"
 #include "simprof/cuda/buffer.hpp"
-#include "simprof/cuda/graph_cache.hpp"
+#include "simprof/cuda/stream.hpp"
+#include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/kernel_tracer.hpp"
 #include "simprof/cuda/timer_buffer.hpp"
-#include "simprof/cuda/while_loop.hpp"
-#include "simprof/stats.hpp"
-#include "simprof/step_profiler.hpp"
-#include "simprof/timer_stats.hpp"  // TimerFrame
-#include "simprof/trace.hpp"
-#include "simprof/trace_session.hpp"
+#include "simprof/cuda/graphs/while_loop.hpp"
+#include "simprof/base/stats.hpp"
+#include "simprof/profiler/step_profiler.hpp"
+#include "simprof/timers/timer_stats.hpp"  // TimerFrame
+#include "simprof/trace/chrome_json.hpp"
+#include "simprof/trace/session.hpp"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "simprof/schedule.hpp"
+#include "simprof/trace/schedule.hpp"
 
 namespace simprof::examples {
 

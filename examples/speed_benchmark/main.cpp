@@ -15,7 +15,7 @@
 
 #include "args.hpp"
 #include "cli.hpp"
-#include "cpu_engine.hpp"
+#include "engine/cpu_engine.hpp"
 #include "simprof/simprof.hpp"
 
 #if SIMPROF_EXAMPLES_CUDA

@@ -18,7 +18,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "cpu_engine.hpp"
+#include "engine/cpu_engine.hpp"
 #include "simprof/simprof.hpp"
 #include "timer_run.hpp"
 

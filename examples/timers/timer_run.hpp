@@ -7,9 +7,9 @@
 #include <optional>
 #include <vector>
 
-#include "physics.hpp"
-#include "simprof/step_profiler.hpp"
-#include "simprof/timer_stats.hpp"
+#include "engine/physics.hpp"
+#include "simprof/profiler/step_profiler.hpp"
+#include "simprof/timers/timer_stats.hpp"
 
 namespace simprof::examples {
 

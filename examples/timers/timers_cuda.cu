@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include <optional>
 
-#include "cuda_engine.hpp"
+#include "engine/cuda_engine.hpp"
 #include "simprof/cuda/buffer.hpp"
+#include "simprof/cuda/stream.hpp"
 #include "simprof/cuda/timer_buffer.hpp"
 #include "timer_run.hpp"
 

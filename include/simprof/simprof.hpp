@@ -1,21 +1,34 @@
 // SPDX-License-Identifier: MIT
-// Everything in simprof's core (no CUDA): include this, or the one header you need.
+// Everything in simprof's core (no CUDA): include this, or the one header you need. The rooms:
+//   base/       clock, statistics, running mean, logger, atomic file writes
+//   profiler/   StepProfiler, its timings, the FPS line, options, reports, SIMPROF_* macros
+//   timers/     per-env (rows, n_envs) clock-counter timers, their statistics and plots
+//   trace/      typed trace spans, the Chrome/Perfetto writer, schedules, sessions, analysis
+//   precision/  FP32 reference vs reduced-precision variant checks
+// The CUDA backend is <simprof/cuda.hpp>.
 #pragma once
 
-#include "simprof/clock.hpp"
-#include "simprof/config.hpp"
-#include "simprof/fps_tracker.hpp"
-#include "simprof/manual_clock.hpp"
-#include "simprof/options.hpp"
-#include "simprof/precision_check.hpp"
-#include "simprof/report.hpp"
-#include "simprof/running_mean.hpp"
-#include "simprof/schedule.hpp"
-#include "simprof/stage_timings.hpp"
-#include "simprof/stats.hpp"
-#include "simprof/step_profiler.hpp"
-#include "simprof/timer_stats.hpp"
-#include "simprof/timers.hpp"
-#include "simprof/trace.hpp"
-#include "simprof/trace_analysis.hpp"
-#include "simprof/trace_session.hpp"
+#include "simprof/base/clock.hpp"
+#include "simprof/base/config.hpp"
+#include "simprof/base/io.hpp"
+#include "simprof/base/log.hpp"
+#include "simprof/base/manual_clock.hpp"
+#include "simprof/base/running_mean.hpp"
+#include "simprof/base/stats.hpp"
+#include "simprof/precision/checker.hpp"
+#include "simprof/precision/error_sums.hpp"
+#include "simprof/precision/rounding.hpp"
+#include "simprof/profiler/fps_tracker.hpp"
+#include "simprof/profiler/listener.hpp"
+#include "simprof/profiler/options.hpp"
+#include "simprof/profiler/report.hpp"
+#include "simprof/profiler/step_profiler.hpp"
+#include "simprof/profiler/timings.hpp"
+#include "simprof/timers/plots.hpp"
+#include "simprof/timers/timer_buffer.hpp"
+#include "simprof/timers/timer_stats.hpp"
+#include "simprof/timers/timer_view.hpp"
+#include "simprof/trace/analysis.hpp"
+#include "simprof/trace/chrome_json.hpp"
+#include "simprof/trace/schedule.hpp"
+#include "simprof/trace/session.hpp"

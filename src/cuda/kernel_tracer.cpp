@@ -18,7 +18,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "simprof/fps_tracker.hpp"  // default_logger()
+#include "simprof/base/log.hpp"
 
 namespace simprof::cuda {
 

@@ -11,8 +11,8 @@
 
 #include "simprof/cuda/device_clock.cuh"
 #include "simprof/cuda/error.hpp"
-#include "simprof/fps_tracker.hpp"  // default_logger()
-#include "simprof/report.hpp"
+#include "simprof/base/log.hpp"
+#include "simprof/profiler/report.hpp"
 
 namespace simprof::cuda {
 

@@ -14,9 +14,9 @@
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "simprof/manual_clock.hpp"
-#include "simprof/running_mean.hpp"
-#include "simprof/step_profiler.hpp"
+#include "simprof/base/manual_clock.hpp"
+#include "simprof/base/running_mean.hpp"
+#include "simprof/profiler/step_profiler.hpp"
 
 namespace {
 std::atomic<long> g_allocations{0};

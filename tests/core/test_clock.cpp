@@ -3,8 +3,8 @@
 
 #include <stdexcept>
 
-#include "simprof/clock.hpp"
-#include "simprof/manual_clock.hpp"
+#include "simprof/base/clock.hpp"
+#include "simprof/base/manual_clock.hpp"
 
 using simprof::Clock;
 using simprof::ClockSource;

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <vector>
 
-#include "cpu_engine.hpp"
-#include "simprof/manual_clock.hpp"
-#include "simprof/timer_stats.hpp"
+#include "engine/cpu_engine.hpp"
+#include "simprof/base/manual_clock.hpp"
+#include "simprof/timers/timer_stats.hpp"
 
 using simprof::engine::CpuEngine;
 using simprof::engine::Params;

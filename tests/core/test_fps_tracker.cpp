@@ -10,9 +10,9 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "simprof/fps_tracker.hpp"
-#include "simprof/manual_clock.hpp"
-#include "simprof/step_profiler.hpp"
+#include "simprof/profiler/fps_tracker.hpp"
+#include "simprof/base/manual_clock.hpp"
+#include "simprof/profiler/step_profiler.hpp"
 
 using namespace std::chrono_literals;
 using simprof::FpsTracker;

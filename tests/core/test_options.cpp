@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "simprof/options.hpp"
+#include "simprof/profiler/options.hpp"
 #include "test_util.hpp"
 
 using simprof::ProfilingOptions;

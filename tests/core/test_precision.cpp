@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "simprof/precision_check.hpp"
+#include "simprof/precision/checker.hpp"
+#include "simprof/precision/rounding.hpp"
 
 using namespace simprof;
 

@@ -5,7 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "simprof/running_mean.hpp"
+#include "simprof/base/running_mean.hpp"
 
 using simprof::RunningMean;
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "simprof/stats.hpp"
+#include "simprof/base/stats.hpp"
 
 using simprof::percentile_sorted;
 using simprof::summarize;

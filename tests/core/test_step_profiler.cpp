@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "simprof/manual_clock.hpp"
-#include "simprof/step_profiler.hpp"
+#include "simprof/base/manual_clock.hpp"
+#include "simprof/profiler/step_profiler.hpp"
 
 using simprof::ManualClock;
 using simprof::ProfilingOptions;

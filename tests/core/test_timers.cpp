@@ -9,7 +9,9 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "simprof/timer_stats.hpp"
+#include "simprof/base/io.hpp"
+#include "simprof/timers/plots.hpp"
+#include "simprof/timers/timer_stats.hpp"
 
 using simprof::testing::error_of;
 using namespace simprof;

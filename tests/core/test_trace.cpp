@@ -8,11 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "simprof/manual_clock.hpp"
-#include "simprof/schedule.hpp"
-#include "simprof/trace.hpp"
-#include "simprof/trace_analysis.hpp"
-#include "simprof/trace_session.hpp"
+#include "simprof/base/manual_clock.hpp"
+#include "simprof/trace/schedule.hpp"
+#include "simprof/trace/chrome_json.hpp"
+#include "simprof/trace/analysis.hpp"
+#include "simprof/trace/session.hpp"
 
 using namespace simprof;
 using json = nlohmann::json;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "simprof/cuda/buffer.hpp"
+#include "simprof/cuda/stream.hpp"
 #include "simprof/cuda/device_clock.cuh"
 #include "simprof/cuda/error.hpp"
 

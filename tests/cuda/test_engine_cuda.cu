@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "cpu_engine.hpp"
-#include "cuda_engine.hpp"
+#include "engine/cpu_engine.hpp"
+#include "engine/cuda_engine.hpp"
 #include "gpu_test.hpp"
-#include "simprof/cuda/graph_cache.hpp"
+#include "simprof/cuda/graphs/graph_cache.hpp"
 
 using simprof::cuda::gputest::GpuTest;
 using namespace simprof;

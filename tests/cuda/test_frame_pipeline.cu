@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "gpu_test.hpp"
-#include "simprof/cuda/frame_pipeline.hpp"
+#include "simprof/cuda/graphs/frame_pipeline.hpp"
 #include "test_util.hpp"
 
 using namespace simprof;

@@ -8,7 +8,8 @@
 #include <thread>
 
 #include "gpu_test.hpp"
-#include "simprof/cuda/graph_cache.hpp"
+#include "simprof/cuda/graphs/graph_cache.hpp"
+#include "simprof/cuda/graphs/step_graph.hpp"
 
 using namespace simprof::cuda;
 namespace gt = simprof::cuda::gputest;

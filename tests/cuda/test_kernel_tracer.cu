@@ -9,10 +9,10 @@
 #include <set>
 
 #include "gpu_test.hpp"
-#include "simprof/cuda/graph_cache.hpp"
+#include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/kernel_tracer.hpp"
-#include "simprof/trace_analysis.hpp"
-#include "simprof/trace_session.hpp"
+#include "simprof/trace/analysis.hpp"
+#include "simprof/trace/session.hpp"
 #include "trace_test.hpp"
 
 using namespace simprof;

@@ -4,9 +4,9 @@
 #include <cmath>
 
 #include "gpu_test.hpp"
-#include "simprof/cuda/graph_cache.hpp"
+#include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/stage_timer.hpp"
-#include "simprof/step_profiler.hpp"
+#include "simprof/profiler/step_profiler.hpp"
 
 using namespace simprof::cuda;
 namespace gt = simprof::cuda::gputest;

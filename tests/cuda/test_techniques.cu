@@ -8,19 +8,19 @@
 #include <limits>
 #include <string>
 
-#include "contact_solver.hpp"
-#include "cuda_engine.hpp"
+#include "engine/contact_solver.hpp"
+#include "engine/cuda_engine.hpp"
 #include "gpu_test.hpp"
-#include "mixed_engine.hpp"
-#include "render_pipeline.hpp"
-#include "simprof/cuda/frame_pipeline.hpp"
-#include "simprof/cuda/graph_cache.hpp"
+#include "engine/mixed_engine.hpp"
+#include "engine/render_pipeline.hpp"
+#include "simprof/cuda/graphs/frame_pipeline.hpp"
+#include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/kernel_tracer.hpp"
 #include "simprof/cuda/precision.hpp"
 #include "simprof/cuda/timer_buffer.hpp"
-#include "simprof/cuda/while_loop.hpp"
-#include "simprof/precision_check.hpp"
-#include "simprof/trace_session.hpp"
+#include "simprof/cuda/graphs/while_loop.hpp"
+#include "simprof/precision/checker.hpp"
+#include "simprof/trace/session.hpp"
 #include "trace_test.hpp"
 
 using namespace simprof;

@@ -7,10 +7,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "cpu_engine.hpp"
-#include "cuda_engine.hpp"
+#include "engine/cpu_engine.hpp"
+#include "engine/cuda_engine.hpp"
 #include "gpu_test.hpp"
-#include "simprof/cuda/graph_cache.hpp"
+#include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/timer_buffer.hpp"
 
 using namespace simprof;

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "gpu_test.hpp"
-#include "simprof/cuda/graph_cache.hpp"
-#include "simprof/cuda/while_loop.hpp"
+#include "simprof/cuda/graphs/graph_cache.hpp"
+#include "simprof/cuda/graphs/while_loop.hpp"
 #include "test_util.hpp"
 
 using namespace simprof;

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "simprof/cuda/kernel_tracer.hpp"
-#include "simprof/trace_session.hpp"
+#include "simprof/trace/session.hpp"
 
 namespace simprof::cuda::gputest {
 

@@ -6,7 +6,7 @@
 //   time auto t0 = simprof::cuda::global_timer_ns(); // nanoseconds, shared by all SMs
 #pragma once
 
-#include "simprof/timers.hpp"
+#include "simprof/timers/timer_view.hpp"
 
 namespace simprof::cuda {
 using simprof::clock_counter;

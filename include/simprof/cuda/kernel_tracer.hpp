@@ -26,8 +26,8 @@
 #include <memory>
 #include <string>
 
-#include "simprof/step_profiler.hpp"
-#include "simprof/trace_session.hpp"
+#include "simprof/profiler/step_profiler.hpp"
+#include "simprof/trace/session.hpp"
 
 namespace simprof::cuda {
 

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "simprof/step_profiler.hpp"
+#include "simprof/profiler/step_profiler.hpp"
 
 #if !defined(SIMPROF_NVTX_DISABLED)
 #include <nvtx3/nvToolsExt.h>

@@ -16,7 +16,7 @@
 
 #include <cstddef>
 
-#include "simprof/precision_check.hpp"
+#include "simprof/precision/checker.hpp"
 
 namespace simprof::cuda {
 

@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "simprof/stage_timings.hpp"
-#include "simprof/step_profiler.hpp"
+#include "simprof/profiler/timings.hpp"
+#include "simprof/profiler/step_profiler.hpp"
 
 namespace simprof::cuda {
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "simprof/timer_stats.hpp"
+#include "simprof/timers/timer_buffer.hpp"
 
 namespace simprof::cuda {
 

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+// GraphCache: capture a step's kernels into CUDA graphs, one executable per shape, and replay them.
+//
+//   simprof::cuda::Stream stream;                            // non-blocking, as capture requires
+//   simprof::cuda::GraphCache cache(stream);
+//   for (;;) {
+//     cache.run({n_envs}, [&](cudaStream_t s) { engine.enqueue_step(s); });
+//   }
+//
+// Each run() executes exactly one step, so a simulation advances the same with or without graphs:
+//   * the first `warmup` runs of a key execute the body eagerly on the stream (first-touch costs,
+//     lazy module loading and allocator warm-up stay out of the capture);
+//   * the next run captures the body (thread-local mode), makes an executable and launches it;
+//   * every later run is one cudaGraphLaunch.
+// The cache holds at most `capacity` executables. A new key beyond that takes over the least
+// recently used executable with cudaGraphExecUpdate when the topology allows it (tens of us), and
+// instantiates a new one (hundreds of us) only when the update is refused. capacity = 1 makes every
+// shape change an update.
+//
+// A body that cannot be captured (a synchronisation, a synchronous copy or legacy-stream use, an
+// allocation, a capture ended on another thread, an invalidated capture) gets a named diagnosis,
+// the capture is ended cleanly (no stream left capturing, no graph leaked), one warning is logged
+// and the key runs eagerly from then on. Wrap the body's CUDA calls in SIMPROF_CUDA_CHECK so the
+// diagnosis can name the offending call; otherwise it is named from the error code alone.
+//
+// The addresses a body uses are baked into its graph: keep inputs and outputs in persistent buffers
+// (buffer.hpp) and stage new data into them.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "simprof/cuda/graphs/capture.hpp"
+
+namespace spdlog {
+class logger;
+}
+
+namespace simprof::cuda {
+
+/// What a step is keyed by: its batch size and any user value (e.g. a hash of other shapes).
+struct GraphKey {
+  std::int64_t n_envs = 0;
+  std::uint64_t user = 0;
+  friend bool operator==(const GraphKey& a, const GraphKey& b) noexcept {
+    return a.n_envs == b.n_envs && a.user == b.user;
+  }
+};
+
+struct GraphCacheOptions {
+  int warmup = 3;              ///< eager runs of a new key before it is captured (>= 0)
+  std::size_t capacity = 8;    ///< executables kept (>= 1)
+  bool eager_fallback = true;  ///< false: a failed capture throws CaptureError instead
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeThreadLocal;
+};
+
+struct GraphCacheCounters {
+  std::uint64_t warmup_runs = 0;
+  std::uint64_t captures = 0;  ///< successful captures
+  std::uint64_t failed_captures = 0;
+  std::uint64_t instantiations = 0;
+  std::uint64_t updates = 0;          ///< executables reused through cudaGraphExecUpdate
+  std::uint64_t update_refusals = 0;  ///< updates the driver refused (then instantiated)
+  std::uint64_t replays = 0;
+  std::uint64_t eager_runs = 0;  ///< runs of keys that fell back to eager
+  std::uint64_t evictions = 0;
+  double capture_s = 0, instantiate_s = 0, update_s = 0;  ///< totals, host wall time
+};
+
+/// The cold start of one key: what its first captured run cost.
+struct ColdStart {
+  double capture_s = 0;      ///< recording the body into a graph
+  double instantiate_s = 0;  ///< 0 when updated
+  double update_s = 0;       ///< 0 when instantiated (or the refused attempt's time)
+  bool updated = false;
+};
+
+class GraphCache {
+ public:
+  using Body = std::function<void(cudaStream_t)>;
+
+  /// `stream` must be a non-blocking stream that outlives the cache. Throws std::invalid_argument
+  /// for warmup < 0 or capacity 0.
+  explicit GraphCache(cudaStream_t stream, GraphCacheOptions options = {});
+  ~GraphCache();
+  GraphCache(const GraphCache&) = delete;
+  GraphCache& operator=(const GraphCache&) = delete;
+
+  /// Executes one step for `key` (see the header comment). A replay is a lookup and one
+  /// cudaGraphLaunch.
+  void run(const GraphKey& key, const Body& body);
+  /// Recaptures `key` (its buffers moved, a parameter baked into the graph changed) and updates its
+  /// executable in place when the topology allows it. Executes one step.
+  void recapture(const GraphKey& key, const Body& body);
+  /// Drops every executable and diagnosis (synchronises the stream first).
+  void clear();
+
+  /// Whether `key` currently replays a graph.
+  bool captured(const GraphKey& key) const noexcept;
+  /// Whether `key` fell back to eager execution.
+  bool fell_back(const GraphKey& key) const noexcept;
+  std::optional<CaptureDiagnosis> diagnosis(const GraphKey& key) const;
+  std::optional<ColdStart> cold_start(const GraphKey& key) const;
+  /// Executables held.
+  std::size_t size() const noexcept;
+  const GraphCacheCounters& counters() const noexcept { return counters_; }
+  cudaStream_t stream() const noexcept { return stream_; }
+  /// Counters and cold starts are logged at debug level here (default: the "simprof" logger).
+  void set_logger(std::shared_ptr<spdlog::logger> logger);
+
+ private:
+  struct Entry {
+    GraphKey key;
+    cudaGraphExec_t exec = nullptr;
+    int runs = 0;  // runs so far (warm-up counting)
+    std::uint64_t last_use = 0;
+    bool fallback = false;
+    std::optional<CaptureDiagnosis> diagnosis;
+    std::optional<ColdStart> cold;
+  };
+  Entry* find(const GraphKey& key) noexcept;
+  const Entry* find(const GraphKey& key) const noexcept;
+  void capture_and_launch(Entry& e, const Body& body, bool in_place);
+  void fall_back(Entry& e, CaptureDiagnosis d, const Body& body);
+  Entry* lru_with_exec(const Entry* except) noexcept;
+  void drop_exec(Entry& e) noexcept;
+
+  cudaStream_t stream_;
+  cudaStream_t sentinel_ = nullptr;  // blocking: exposes legacy-stream work during capture
+  cudaEvent_t fork_ = nullptr, join_ = nullptr;
+  Entry* last_ = nullptr;  // the entry run last: the replay fast path
+  GraphCacheOptions options_;
+  std::vector<std::unique_ptr<Entry>> entries_;
+  std::uint64_t tick_ = 0;
+  GraphCacheCounters counters_;
+  std::shared_ptr<spdlog::logger> logger_;
+};
+
+}  // namespace simprof::cuda

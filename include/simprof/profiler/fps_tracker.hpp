@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+// FpsTracker: the live step rate, an EMA over samples of at least `interval` (50 ms by default).
+//
+//   simprof::FpsTracker fps(0.95, std::chrono::milliseconds(50), /*n_envs=*/30000, clock);
+//   for (;;) { fps.tick(clock.now()); engine.step(); }
+//   // logs "Running at 43,000,000.00 FPS (1,433.33 FPS per env, 30000 envs)." once per sample
+//
+// StepProfiler owns one and ticks it at every step start, so the rate measures the whole loop,
+// including the user's code between steps. Exact rules:
+//   * the first tick only starts the clock;
+//   * ticks are counted into a sample until at least `interval` has passed since it began; then
+//     sample_fps = ticks / sample_duration, ema = alpha * ema + (1 - alpha) * sample_fps (the first
+//     sample seeds it), one line is emitted and a new sample starts at that tick;
+//   * restart() drops the sample in progress; the next tick starts the clock again.
+// Formatting happens once per sample, never per tick.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "simprof/base/clock.hpp"
+
+namespace spdlog {
+class logger;
+}
+
+namespace simprof {
+
+/// What one completed sample said. Rates are steps per second; total = per env x n_envs.
+struct FpsSample {
+  std::uint64_t index = 0;        ///< 0 for the first sample
+  std::uint64_t steps = 0;        ///< steps counted in the sample
+  double duration_s = 0.0;        ///< its length
+  double sample_fps_per_env = 0;  ///< steps / duration, unsmoothed
+  double fps_per_env = 0;         ///< the EMA
+  double total_fps = 0;           ///< the EMA times n_envs (equal to fps_per_env without a batch)
+  std::int64_t n_envs = 0;        ///< 0: the scene has no batch dimension
+};
+
+/// "Running at 43,000,000.00 FPS (1,433.33 FPS per env, 30000 envs)." or, without a batch
+/// dimension, "Running at 1,433.33 FPS.".
+std::string format_fps_line(double fps_per_env, std::int64_t n_envs);
+
+/// `value` with two decimals and thousands separators: 43000000 -> "43,000,000.00".
+std::string format_thousands(double value, int decimals = 2);
+
+class FpsTracker {
+ public:
+  using Callback = std::function<void(const FpsSample&)>;
+
+  /// Throws std::invalid_argument for alpha outside [0, 1] or not finite, interval <= 0, n_envs <
+  /// 0.
+  FpsTracker(double alpha, std::chrono::nanoseconds interval, std::int64_t n_envs, Clock clock);
+
+  /// Counts one step at `now` (ticks of the clock). Returns true when a sample completed.
+  SIMPROF_FORCE_INLINE bool tick(std::int64_t now) {
+    if (SIMPROF_UNLIKELY(!started_)) {
+      started_ = true;
+      sample_start_ = now;
+      return false;
+    }
+    ++steps_;
+    if (SIMPROF_LIKELY(now - sample_start_ < interval_ticks_)) return false;
+    complete_sample(now);
+    return true;
+  }
+  /// Drops the sample in progress (after a veto or a pause); the next tick restarts the clock.
+  void restart() noexcept {
+    started_ = false;
+    steps_ = 0;
+  }
+
+  /// Smoothed steps per second of the whole batch (NaN before the first sample).
+  double total_fps() const noexcept;
+  /// Smoothed steps per second of one environment (NaN before the first sample).
+  double fps_per_env() const noexcept { return ema_; }
+  std::int64_t n_envs() const noexcept { return n_envs_; }
+  std::uint64_t num_samples() const noexcept { return samples_; }
+  const FpsSample& last_sample() const noexcept { return last_; }
+  double alpha() const noexcept { return alpha_; }
+  /// Validated like the constructor; takes effect at the next sample.
+  void set_alpha(double alpha);
+
+  /// Whether a line is emitted per sample; safe to flip from another thread; takes effect at the
+  /// next sample. The rate is computed either way.
+  void set_show(bool show) noexcept { show_.store(show, std::memory_order_relaxed); }
+  bool show() const noexcept { return show_.load(std::memory_order_relaxed); }
+  /// Where lines go: by default the spdlog logger named "simprof" (created on first use).
+  void set_logger(std::shared_ptr<spdlog::logger> logger);
+  /// Called once per sample, whether or not lines are shown (use it to plot or export the rate).
+  void set_callback(Callback callback) { callback_ = std::move(callback); }
+
+ private:
+  void complete_sample(std::int64_t now);
+
+  Clock clock_;
+  double alpha_;
+  std::int64_t interval_ticks_;
+  std::int64_t n_envs_;
+  bool started_ = false;
+  std::int64_t sample_start_ = 0;
+  std::uint64_t steps_ = 0;
+  std::uint64_t samples_ = 0;
+  double ema_;
+  FpsSample last_{};
+  std::atomic<bool> show_{true};
+  std::shared_ptr<spdlog::logger> logger_;
+  Callback callback_;
+};
+
+}  // namespace simprof

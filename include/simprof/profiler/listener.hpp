@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: MIT
+// StepListener: the seam through which everything that watches a step plugs into a StepProfiler —
+// the trace session, NVTX ranges, device-side stage times. The core calls it; the CUDA backend
+// implements it, so the core never sees a CUDA header.
+//
+/* clang-format off */
+//   struct Printer : simprof::StepListener {
+//     void on_stage_end(simprof::StageId id, std::int64_t ticks) override { /* ... */ }
+//   };
+//   Printer p;  prof.add_listener(&p);  /* ... */  prof.remove_listener(&p);
+/* clang-format on */
+#pragma once
+
+#include <cstdint>
+
+#include "simprof/profiler/timings.hpp"
+
+namespace simprof {
+
+/// How a step ended, as listeners see it.
+enum class StepOutcome { kCompleted, kVetoed, kAborted };
+
+/// Receives the raw events of every step (timestamps in ticks of StepProfiler::clock()). The trace
+/// recorder, NVTX ranges and device-side stage events plug in here. Called on the loop's thread;
+/// must not throw. Costs one branch per event while no listener is attached.
+class StepListener {
+ public:
+  virtual ~StepListener() = default;
+  virtual void on_step_begin(std::uint64_t /*step*/, std::int64_t /*ticks*/) {}
+  virtual void on_stage_begin(StageId /*id*/, std::int64_t /*ticks*/) {}
+  virtual void on_stage_end(StageId /*id*/, std::int64_t /*ticks*/) {}
+  virtual void on_step_end(std::uint64_t /*step*/, std::int64_t /*ticks*/, StepOutcome) {}
+};
+
+}  // namespace simprof

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+// Text reports of a StepProfiler, for the end of a run.
+//
+//   fmt::print("{}", simprof::stage_table(prof));
+//   // stage            mean us    sd us   p50 us   p95 us   p99 us   share   steps
+//   // physics            812.4     31.0    801.0    903.2    951.7   61.2%     200
+//   //   physics/contacts       402.1 ...
+#pragma once
+
+#include <string>
+
+#include "simprof/profiler/step_profiler.hpp"
+
+namespace simprof {
+
+/// The rows of a stage report: f(StageId id, int depth) for every stage, depth-first so each child
+/// follows its parent (siblings in registration order), then "step" and "period" at depth 0.
+template <class F>
+void for_each_stage_row(const StepProfiler& prof, F&& f) {
+  auto visit = [&](auto& self, StageId parent, int depth) -> void {
+    for (StageId id = kPeriodStage + 1; id < prof.num_stages(); ++id)
+      if (prof.stage_parent(id) == parent) {
+        f(id, depth);
+        self(self, id, depth + 1);
+      }
+  };
+  visit(visit, kNoStage, 0);
+  f(kStepStage, 0);
+  f(kPeriodStage, 0);
+}
+
+/// The stage's name indented two spaces per level, for report tables.
+std::string stage_label(const StepProfiler& prof, StageId id, int depth);
+
+/// One row per stage that ran in the stats window, children indented under their parent, then
+/// "step" and "period": mean, p50 and p95 in microseconds and the mean's share of the mean step.
+/// Needs stats_window > 0 (std::invalid_argument otherwise).
+std::string stage_table(const StepProfiler& prof);
+
+}  // namespace simprof

@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: MIT
+// StepProfiler: the live step rate and the per-step breakdown of a simulation loop.
+//
+//   simprof::StepProfiler prof(simprof::ProfilingOptions{}, /*n_envs=*/4096);
+//   const auto physics = prof.stage_id("physics");          // hot call sites: look names up once
+//   for (int i = 0; i < n; ++i) {
+//     auto step = prof.step();                               // ends the step when it leaves scope
+//     if (!step) continue;                                   // vetoed by a pre-step callback
+//     { auto s = prof.stage(physics);        engine.physics(); }
+//     { auto s = prof.stage("sensors/Imu");  imu.update(); }  // also counted into "sensors"
+//   }
+//   prof.timings().at("physics");  // seconds in the latest step; also "step", "period", "sensors"
+//
+// Semantics (those of Genesis's scene.timings):
+//   * "step" is the whole step scope, pre-step callbacks included; "period" runs from the previous
+//     step's start to this one's, so it includes the caller's code between steps.
+//   * A stage that did not run in a step is absent; the map is empty until the first step ends; the
+//     first step has no "period". A vetoed step (a pre-step callback returned false, or veto() was
+//     called) clears the map, is not counted by the FPS tracker, and the step after it has no
+//     "period". A step left by an exception is treated the same way.
+//   * A stage that runs several times in a step reports the sum. A stage "a/b" is also counted into
+//     "a" unless "a" is open around it, so "sensors" is the sum of its classes either way.
+//   * With timings_window = N each stage is the mean of the latest N steps that ran it.
+//   * On a GPU backend these are host times: the time to enqueue the kernels, not to run them. Only
+//     "step" is the true step time, and only when the step reads data back from the device. The
+//     CUDA backend attaches device-side stage times separately.
+//
+// A StepProfiler belongs to the thread that runs the loop; set_show_fps() alone may be called from
+// another thread. The hot paths (stage enter/exit, step end) allocate nothing, take no lock and
+// format nothing once every stage has been seen once.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "simprof/base/clock.hpp"
+#include "simprof/base/config.hpp"
+#include "simprof/detail/ring.hpp"
+#include "simprof/profiler/fps_tracker.hpp"
+#include "simprof/profiler/listener.hpp"
+#include "simprof/profiler/options.hpp"
+#include "simprof/profiler/timings.hpp"
+#include "simprof/base/stats.hpp"
+
+namespace simprof {
+
+class StepProfiler;
+
+/// RAII stage: begins in the constructor, ends in the destructor. Not copyable or movable.
+class StageScope {
+ public:
+  StageScope(StepProfiler& prof, StageId id);
+  ~StageScope();
+  StageScope(const StageScope&) = delete;
+  StageScope& operator=(const StageScope&) = delete;
+  StageScope(StageScope&&) = delete;
+  StageScope& operator=(StageScope&&) = delete;
+  void* operator new(std::size_t) = delete;
+
+ private:
+  StepProfiler& prof_;
+  StageId id_;
+};
+
+/// A stage scope that does nothing when `prof` is null: for engines that run with or without a
+/// profiler attached. One branch more than StageScope.
+///
+///   simprof::OptionalStageScope s(engine.profiler(), physics_id);
+class OptionalStageScope {
+ public:
+  OptionalStageScope(StepProfiler* prof, StageId id);
+  ~OptionalStageScope();
+  OptionalStageScope(const OptionalStageScope&) = delete;
+  OptionalStageScope& operator=(const OptionalStageScope&) = delete;
+  OptionalStageScope(OptionalStageScope&&) = delete;
+  OptionalStageScope& operator=(OptionalStageScope&&) = delete;
+  void* operator new(std::size_t) = delete;
+
+ private:
+  StepProfiler* prof_;
+  StageId id_;
+};
+
+/// RAII step: begins (and runs the pre-step callbacks) in the constructor, ends in the destructor.
+class StepScope {
+ public:
+  explicit StepScope(StepProfiler& prof);
+  ~StepScope();
+  StepScope(const StepScope&) = delete;
+  StepScope& operator=(const StepScope&) = delete;
+  StepScope(StepScope&&) = delete;
+  StepScope& operator=(StepScope&&) = delete;
+  void* operator new(std::size_t) = delete;
+
+  /// False when a pre-step callback vetoed the step: skip the simulation work.
+  explicit operator bool() const noexcept;
+  bool vetoed() const noexcept { return !static_cast<bool>(*this); }
+  /// Vetoes the step from inside (e.g. the viewer is paused).
+  void veto() noexcept;
+
+ private:
+  StepProfiler& prof_;
+};
+
+class StepProfiler {
+ public:
+  static constexpr std::size_t kMaxDepth = 32;
+
+  /// Validates `options` (std::invalid_argument) and n_envs >= 0 (0: no batch dimension).
+  explicit StepProfiler(ProfilingOptions options = {}, std::int64_t n_envs = 0);
+  StepProfiler(ProfilingOptions options, std::int64_t n_envs, Clock clock);
+  StepProfiler(const StepProfiler&) = delete;
+  StepProfiler& operator=(const StepProfiler&) = delete;
+  ~StepProfiler();
+
+  // --- stages -------------------------------------------------------------------------------
+  /// The id of `name`, registering it (and its parents: "a/b" registers "a") on first use. Names
+  /// are non-empty, neither start nor end with '/', hold no empty component and are not "step" or
+  /// "period"; anything else throws std::invalid_argument naming the name.
+  StageId stage_id(std::string_view name);
+  /// The id of a registered name, or kNoStage.
+  StageId find_stage(std::string_view name) const noexcept;
+  std::string_view stage_name(StageId id) const;
+  /// Parent of a stage ("sensors" for "sensors/Imu"), or kNoStage.
+  StageId stage_parent(StageId id) const;
+  std::size_t num_stages() const noexcept { return slots_.size(); }
+
+  // --- steps and stages, RAII
+  // ---------------------------------------------------------------------
+  [[nodiscard]] StepScope step() { return StepScope(*this); }
+  [[nodiscard]] StageScope stage(StageId id) { return StageScope(*this, id); }
+  /// Looks `name` up in a hash map (no allocation once registered); prefer a StageId in hot loops.
+  [[nodiscard]] StageScope stage(std::string_view name) {
+    return StageScope(*this, stage_id(name));
+  }
+
+  // --- steps and stages, manual (for engines whose stages do not nest lexically)
+  // ------------------
+  /// Starts a step; throws std::logic_error inside a step. Returns false when vetoed.
+  bool begin_step();
+  /// Ends the step and publishes its timings; throws std::logic_error outside a step or while a
+  /// stage is open. Returns false when the step was vetoed (the timings are then cleared).
+  bool end_step();
+  /// Marks the current step as vetoed; throws std::logic_error outside a step.
+  void veto_step();
+  bool in_step() const noexcept { return in_step_; }
+  bool step_vetoed() const noexcept { return vetoed_; }
+
+  SIMPROF_FORCE_INLINE void begin_stage(StageId id) {
+    if (SIMPROF_UNLIKELY(!in_step_ || id >= slots_.size() || id < kFirstUserStage ||
+                         depth_ == kMaxDepth || slots_[id].open))
+      throw_begin_error(id);
+    Slot& s = slots_[id];
+    s.open = true;
+    stack_[depth_++] = id;
+    const std::int64_t t = clock_.now();
+    s.start = t;
+    if (SIMPROF_UNLIKELY(!listeners_.empty()))
+      for (auto* l : listeners_) l->on_stage_begin(id, t);
+  }
+  /// Ends the innermost open stage, which must be `id` (std::logic_error otherwise).
+  SIMPROF_FORCE_INLINE void end_stage(StageId id) {
+    const std::int64_t t = clock_.now();
+    if (SIMPROF_UNLIKELY(depth_ == 0 || stack_[depth_ - 1] != id)) throw_end_error(id);
+    close_stage(id, t);
+  }
+
+  /// Called at every step start, in order, inside the step's time; returning false vetoes the step.
+  void add_pre_step_callback(std::function<bool()> callback);
+
+  // --- results
+  // ------------------------------------------------------------------------------------
+  const StageTimings& timings() const noexcept { return timings_; }
+  /// Latency statistics of a stage over the latest options().stats_window steps that ran it (and
+  /// were published). Throws std::invalid_argument for an unknown stage or when stats_window is 0.
+  LatencyStats stats(std::string_view stage) const;
+  /// The samples behind stats(), oldest first, in seconds.
+  std::vector<double> history(std::string_view stage) const;
+  std::string histogram(std::string_view stage, const HistogramOptions& options = {}) const;
+
+  /// Steps that ended and were published (vetoed and aborted ones are not counted).
+  std::uint64_t steps() const noexcept { return published_; }
+  /// Steps begun, vetoed or not: the index the next step will have.
+  std::uint64_t step_index() const noexcept { return serial_; }
+  std::int64_t n_envs() const noexcept { return n_envs_; }
+  const ProfilingOptions& options() const noexcept { return options_; }
+  const Clock& clock() const noexcept { return clock_; }
+
+  // --- FPS
+  // ----------------------------------------------------------------------------------------
+  FpsTracker& fps() noexcept { return fps_; }
+  const FpsTracker& fps() const noexcept { return fps_; }
+  /// Safe from any thread; takes effect at the next sample.
+  void set_show_fps(bool show) noexcept { fps_.set_show(show); }
+
+  // --- plumbing
+  // -----------------------------------------------------------------------------------
+  /// Listeners are not owned and must outlive the profiler or be removed first.
+  void add_listener(StepListener* listener);
+  void remove_listener(StepListener* listener) noexcept;
+  /// Where misuse detected in a destructor goes (it cannot throw there). Default: the simprof
+  /// logger at error level.
+  void set_error_handler(std::function<void(const std::string&)> handler);
+
+ private:
+  friend class StepScope;
+  friend class StageScope;
+  friend class StageTimings;
+  friend class OptionalStageScope;
+  static constexpr StageId kFirstUserStage = 2;
+
+  // Publication is lazy: ending a step only records its serial in published_. A slot keeps the
+  // ticks of the latest step that ran it (accum, step ran_in) and of the one before (prev, step
+  // prev_in); the published value is whichever of the two belongs to published_. When a slot is
+  // first touched in a new step, its previous total is retired into prev, and into the window and
+  // history rings when those are on, so a step end costs the same however many stages exist.
+  struct Slot {
+    StageId parent = kNoStage;
+    bool open = false;
+    std::uint64_t ran_in = 0;  // serial of the step whose ticks `accum` holds; 0: none
+    std::uint64_t prev_in = 0;
+    std::int64_t start = 0;
+    std::int64_t accum = 0;
+    std::int64_t prev = 0;
+    detail::Ring<std::int64_t> window;  // retired totals, when timings_window > 1
+    std::int64_t window_sum = 0;
+    detail::Ring<std::int64_t> history;  // retired totals, when stats_window > 0
+  };
+
+  SIMPROF_FORCE_INLINE void add_time(Slot& s, std::int64_t d) noexcept {
+    if (SIMPROF_LIKELY(s.ran_in == serial_)) {
+      s.accum += d;
+      return;
+    }
+    if (s.ran_in != 0) retire(s);
+    s.ran_in = serial_;
+    s.accum = d;
+  }
+  SIMPROF_FORCE_INLINE void retire(Slot& s) noexcept {
+    s.prev = s.accum;
+    s.prev_in = s.ran_in;
+    if (SIMPROF_UNLIKELY(tracking_)) {
+      if (s.window.capacity()) {
+        if (s.window.full()) s.window_sum -= s.window.oldest();
+        s.window.push(s.accum);
+        s.window_sum += s.accum;
+      }
+      s.history.push(s.accum);
+    }
+  }
+  SIMPROF_FORCE_INLINE void close_stage(StageId id, std::int64_t t) noexcept {
+    --depth_;
+    Slot& s = slots_[id];
+    s.open = false;
+    const std::int64_t d = t - s.start;
+    add_time(s, d);
+    for (StageId p = s.parent; p != kNoStage && !slots_[p].open; p = slots_[p].parent)
+      add_time(slots_[p], d);
+    if (SIMPROF_UNLIKELY(!listeners_.empty()))
+      for (auto* l : listeners_) l->on_stage_end(id, t);
+  }
+  /// Seconds of stage `id` in the published step (window mean), or a negative value when absent.
+  double published_seconds(StageId id) const noexcept;
+  std::vector<std::int64_t> history_ticks(const Slot& s) const;
+  void end_stage_noexcept(StageId id) noexcept;
+  void finish_step_noexcept(bool unwinding) noexcept;
+  void drop_step(std::int64_t t, StepOutcome outcome) noexcept;
+  [[noreturn]] void throw_begin_error(StageId id) const;
+  [[noreturn]] void throw_end_error(StageId id) const;
+  void report(const std::string& message) const noexcept;
+  StageId register_stage(std::string_view name, StageId parent);
+  const Slot& slot_for(std::string_view stage, const char* what) const;
+
+  ProfilingOptions options_;
+  std::int64_t n_envs_;
+  Clock clock_;
+  std::deque<std::string> names_;  // deque: string_views into it stay valid as it grows
+  std::unordered_map<std::string_view, StageId> lookup_;
+  std::vector<Slot> slots_;
+  std::array<StageId, kMaxDepth> stack_{};
+  std::size_t depth_ = 0;
+  bool in_step_ = false;
+  bool vetoed_ = false;
+  bool have_prev_ = false;
+  std::uint64_t serial_ = 0;            // steps begun; the current step's serial while in a step
+  std::uint64_t published_ = 0;         // steps published
+  std::uint64_t published_serial_ = 0;  // serial of the step timings() shows; 0: none (empty map)
+  bool tracking_ = false;               // window or history rings on
+  std::int64_t step_start_ = 0;
+  std::int64_t prev_start_ = 0;
+  StageTimings timings_;
+  FpsTracker fps_;
+  std::vector<std::function<bool()>> pre_step_;
+  std::vector<StepListener*> listeners_;
+  std::function<void(const std::string&)> error_handler_;
+};
+
+inline StageScope::StageScope(StepProfiler& prof, StageId id) : prof_(prof), id_(id) {
+  prof_.begin_stage(id);
+}
+inline StageScope::~StageScope() { prof_.end_stage_noexcept(id_); }
+
+inline OptionalStageScope::OptionalStageScope(StepProfiler* prof, StageId id)
+    : prof_(prof), id_(id) {
+  if (prof_) prof_->begin_stage(id);
+}
+inline OptionalStageScope::~OptionalStageScope() {
+  if (prof_) prof_->end_stage_noexcept(id_);
+}
+
+inline StepScope::StepScope(StepProfiler& prof) : prof_(prof) { prof_.begin_step(); }
+// One std::uncaught_exceptions() call (a few ns: thread-local state inside the C++ runtime) tells
+// an exception unwinding through the step from a normal end. A step scope that lives entirely
+// inside a destructor run by unwinding would be taken for an aborted step: an accepted corner.
+inline StepScope::~StepScope() { prof_.finish_step_noexcept(std::uncaught_exceptions() > 0); }
+inline StepScope::operator bool() const noexcept { return !prof_.vetoed_; }
+inline void StepScope::veto() noexcept { prof_.vetoed_ = true; }
+
+}  // namespace simprof

@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: MIT
+#include "simprof/cuda/graphs/graph_cache.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "simprof/cuda/error.hpp"
+#include "simprof/base/log.hpp"
+
+namespace simprof::cuda {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string key_text(const GraphKey& k) {
+  return k.user ? fmt::format("n_envs={} key={:#x}", k.n_envs, k.user)
+                : fmt::format("n_envs={}", k.n_envs);
+}
+
+}  // namespace
+
+GraphCache::GraphCache(cudaStream_t stream, GraphCacheOptions options)
+    : stream_(stream), options_(options) {
+  if (options.warmup < 0)
+    throw std::invalid_argument(
+        fmt::format("simprof: GraphCacheOptions.warmup = {} (expected >= 0)", options.warmup));
+  if (options.capacity == 0)
+    throw std::invalid_argument("simprof: GraphCacheOptions.capacity = 0 (expected >= 1)");
+  SIMPROF_CUDA_CHECK(cudaStreamCreateWithFlags(&sentinel_, cudaStreamDefault));
+  SIMPROF_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+  SIMPROF_CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
+}
+
+GraphCache::~GraphCache() {
+  if (logger_ || counters_.captures)
+    (logger_ ? logger_ : simprof::default_logger())
+        ->debug(
+            "simprof: graph cache: {} captures ({} failed), {} instantiations, {} updates ({} "
+            "refused), {} replays, {} eager fallback runs, {} evictions",
+            counters_.captures, counters_.failed_captures, counters_.instantiations,
+            counters_.updates, counters_.update_refusals, counters_.replays, counters_.eager_runs,
+            counters_.evictions);
+  if (!entries_.empty()) cudaStreamSynchronize(stream_);  // executables may still be running
+  for (auto& e : entries_) drop_exec(*e);
+  cudaEventDestroy(fork_);
+  cudaEventDestroy(join_);
+  cudaStreamDestroy(sentinel_);
+}
+
+void GraphCache::set_logger(std::shared_ptr<spdlog::logger> logger) { logger_ = std::move(logger); }
+
+GraphCache::Entry* GraphCache::find(const GraphKey& key) noexcept {
+  for (auto& e : entries_)
+    if (e->key == key) return e.get();
+  return nullptr;
+}
+const GraphCache::Entry* GraphCache::find(const GraphKey& key) const noexcept {
+  for (const auto& e : entries_)
+    if (e->key == key) return e.get();
+  return nullptr;
+}
+
+bool GraphCache::captured(const GraphKey& key) const noexcept {
+  const Entry* e = find(key);
+  return e && e->exec;
+}
+bool GraphCache::fell_back(const GraphKey& key) const noexcept {
+  const Entry* e = find(key);
+  return e && e->fallback;
+}
+std::optional<CaptureDiagnosis> GraphCache::diagnosis(const GraphKey& key) const {
+  const Entry* e = find(key);
+  return e ? e->diagnosis : std::nullopt;
+}
+std::optional<ColdStart> GraphCache::cold_start(const GraphKey& key) const {
+  const Entry* e = find(key);
+  return e ? e->cold : std::nullopt;
+}
+std::size_t GraphCache::size() const noexcept {
+  return static_cast<std::size_t>(std::count_if(entries_.begin(), entries_.end(),
+                                                [](const auto& e) { return e->exec != nullptr; }));
+}
+
+void GraphCache::drop_exec(Entry& e) noexcept {
+  if (e.exec) cudaGraphExecDestroy(e.exec);
+  e.exec = nullptr;
+}
+
+GraphCache::Entry* GraphCache::lru_with_exec(const Entry* except) noexcept {
+  Entry* best = nullptr;
+  for (auto& e : entries_)
+    if (e.get() != except && e->exec && (!best || e->last_use < best->last_use)) best = e.get();
+  return best;
+}
+
+void GraphCache::clear() {
+  SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  for (auto& e : entries_) drop_exec(*e);
+  entries_.clear();
+  last_ = nullptr;
+}
+
+void GraphCache::run(const GraphKey& key, const Body& body) {
+  // The steady state: the same key as last time, already captured. A compare and one launch.
+  if (last_ != nullptr && last_->exec != nullptr && last_->key == key) {
+    last_->last_use = ++tick_;
+    SIMPROF_CUDA_CHECK(cudaGraphLaunch(last_->exec, stream_));
+    ++counters_.replays;
+    return;
+  }
+  Entry* e = find(key);
+  if (e == nullptr) {
+    // Keys without an executable are only metadata (warm-up count, diagnosis); keep them bounded.
+    if (entries_.size() >= 4 * options_.capacity) {
+      auto victim =
+          std::min_element(entries_.begin(), entries_.end(), [](const auto& a, const auto& b) {
+            return (a->exec != nullptr) != (b->exec != nullptr) ? a->exec == nullptr
+                                                                : a->last_use < b->last_use;
+          });
+      drop_exec(**victim);
+      entries_.erase(victim);
+    }
+    entries_.push_back(std::make_unique<Entry>());
+    e = entries_.back().get();
+    e->key = key;
+  }
+  e->last_use = ++tick_;
+  last_ = e;
+  if (e->exec) {
+    SIMPROF_CUDA_CHECK(cudaGraphLaunch(e->exec, stream_));
+    ++counters_.replays;
+    return;
+  }
+  if (e->fallback) {
+    body(stream_);
+    ++counters_.eager_runs;
+    return;
+  }
+  if (e->runs < options_.warmup) {
+    ++e->runs;
+    ++counters_.warmup_runs;
+    body(stream_);
+    return;
+  }
+  capture_and_launch(*e, body, /*in_place=*/false);
+}
+
+void GraphCache::recapture(const GraphKey& key, const Body& body) {
+  Entry* e = find(key);
+  if (e == nullptr || e->fallback || !e->exec) {
+    run(key, body);
+    return;
+  }
+  e->last_use = ++tick_;
+  capture_and_launch(*e, body, /*in_place=*/true);
+}
+
+void GraphCache::fall_back(Entry& e, CaptureDiagnosis d, const Body& body) {
+  ++counters_.failed_captures;
+  if (!options_.eager_fallback) throw CaptureError(std::move(d));
+  (logger_ ? logger_ : simprof::default_logger())
+      ->warn("simprof: cannot capture the step for {}: {}. This shape runs eagerly from now on.",
+             key_text(e.key), d.message);
+  e.fallback = true;
+  e.diagnosis = std::move(d);
+  drop_exec(e);
+  body(stream_);  // the step still happens, once
+  ++counters_.eager_runs;
+}
+
+void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  SIMPROF_CUDA_CHECK(cudaStreamIsCapturing(stream_, &status));
+  if (status != cudaStreamCaptureStatusNone)
+    throw std::logic_error("simprof: GraphCache::run on a stream that is already capturing");
+
+  const auto t0 = std::chrono::steady_clock::now();
+  SIMPROF_CUDA_CHECK(cudaStreamBeginCapture(stream_, options_.mode));
+  // The capture stream is non-blocking, so work on the legacy stream (a kernel launched without a
+  // stream, a synchronous cudaMemcpy) would not touch the capture: it would run once, now, and be
+  // missing from every replay. Forking the capture into a *blocking* sentinel stream makes any such
+  // work depend on the capture, which CUDA refuses (cudaErrorStreamCaptureImplicit): the pitfall
+  // becomes an error we can name. The fork adds no node to the graph.
+  SIMPROF_CUDA_CHECK(cudaEventRecord(fork_, stream_));
+  SIMPROF_CUDA_CHECK(cudaStreamWaitEvent(sentinel_, fork_, 0));
+  cudaError_t code = cudaSuccess;
+  std::string call;
+  std::string other;
+  bool threw = false;
+  try {
+    body(stream_);
+  } catch (const CudaError& ce) {
+    threw = true;
+    code = ce.code();
+    call = ce.call();
+  } catch (const std::exception& ex) {
+    threw = true;
+    other = ex.what();
+  } catch (...) {
+    threw = true;
+    other = "an exception of unknown type";
+  }
+  // The first error the body met (a call that returned an error it did not check), before ending
+  // the capture overwrites it.
+  const cudaError_t body_error = cudaGetLastError();
+  // Join the sentinel back (an unjoined fork would fail the capture).
+  cudaEventRecord(join_, sentinel_);
+  cudaStreamWaitEvent(stream_, join_, 0);
+  cudaGraph_t graph = nullptr;
+  const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+  // Leave nothing behind: no stream still capturing, no graph, no pending non-sticky error.
+  if (cudaStreamIsCapturing(stream_, &status) == cudaSuccess &&
+      status != cudaStreamCaptureStatusNone) {
+    cudaGraph_t stray = nullptr;
+    if (cudaStreamEndCapture(stream_, &stray) == cudaSuccess && stray) cudaGraphDestroy(stray);
+  }
+  const cudaError_t after = cudaGetLastError();
+  if (threw || end != cudaSuccess || graph == nullptr) {
+    if (graph) cudaGraphDestroy(graph);
+    if (!threw) code = body_error != cudaSuccess ? body_error : (end != cudaSuccess ? end : after);
+    CaptureDiagnosis d;
+    if (!other.empty()) {
+      d.pitfall = CapturePitfall::kException;
+      d.code = end;
+      d.message = fmt::format("{}: {}", to_string(d.pitfall), other);
+    } else {
+      d = diagnose_capture(code == cudaSuccess ? cudaErrorStreamCaptureInvalidated : code, call);
+    }
+    fall_back(e, std::move(d), body);
+    return;
+  }
+  ColdStart cold;
+  cold.capture_s = seconds_since(t0);
+  ++counters_.captures;
+  counters_.capture_s += cold.capture_s;
+
+  // An executable to update: this key's own (recapture), or the least recently used one when full.
+  Entry* donor = nullptr;
+  if (in_place && e.exec)
+    donor = &e;
+  else if (size() >= options_.capacity)
+    donor = lru_with_exec(&e);
+  if (donor) {
+    cudaGraphExecUpdateResultInfo info{};
+    const auto t1 = std::chrono::steady_clock::now();
+    const cudaError_t ue = cudaGraphExecUpdate(donor->exec, graph, &info);
+    cold.update_s = seconds_since(t1);
+    counters_.update_s += cold.update_s;
+    if (ue == cudaSuccess) {
+      cold.updated = true;
+      ++counters_.updates;
+      if (donor != &e) {
+        e.exec = donor->exec;
+        donor->exec = nullptr;
+        ++counters_.evictions;
+      }
+    } else {
+      cudaGetLastError();
+      ++counters_.update_refusals;
+      if (donor == &e || size() >= options_.capacity) {
+        drop_exec(*donor);
+        if (donor != &e) ++counters_.evictions;
+      }
+    }
+  }
+  if (!cold.updated) {
+    const auto t2 = std::chrono::steady_clock::now();
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t ie = cudaGraphInstantiate(&exec, graph, 0);
+    if (ie != cudaSuccess) {
+      cudaGraphDestroy(graph);
+      throw_cuda_error(ie, "cudaGraphInstantiate(&exec, graph, 0)", __FILE__, __LINE__);
+    }
+    cold.instantiate_s = seconds_since(t2);
+    counters_.instantiate_s += cold.instantiate_s;
+    ++counters_.instantiations;
+    drop_exec(e);
+    e.exec = exec;
+  }
+  cudaGraphDestroy(graph);
+  e.cold = cold;
+  (logger_ ? logger_ : simprof::default_logger())
+      ->debug("simprof: graph for {}: captured in {:.1f} us, {} in {:.1f} us", key_text(e.key),
+              cold.capture_s * 1e6, cold.updated ? "updated" : "instantiated",
+              (cold.updated ? cold.update_s : cold.instantiate_s) * 1e6);
+  SIMPROF_CUDA_CHECK(cudaGraphLaunch(e.exec, stream_));
+  ++counters_.replays;
+}
+
+}  // namespace simprof::cuda

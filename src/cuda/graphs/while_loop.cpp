@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: MIT
+#include "simprof/cuda/graphs/while_loop.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include "simprof/cuda/error.hpp"
+
+namespace simprof::cuda {
+
+bool conditional_nodes_supported() noexcept {
+#if CUDART_VERSION >= 12040
+  int driver = 0;
+  return cudaDriverGetVersion(&driver) == cudaSuccess && driver >= 12040;
+#else
+  return false;
+#endif
+}
+
+WhileLoop::WhileLoop(int max_host_iterations) : max_host_iterations_(max_host_iterations) {
+  if (max_host_iterations < 1)
+    throw std::invalid_argument("WhileLoop: max_host_iterations = " +
+                                std::to_string(max_host_iterations) + " (expected >= 1)");
+  SIMPROF_CUDA_CHECK(cudaStreamCreateWithFlags(&body_stream_, cudaStreamNonBlocking));
+  SIMPROF_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&flag_), sizeof(unsigned)));
+  SIMPROF_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host_flag_), sizeof(unsigned)));
+}
+
+WhileLoop::~WhileLoop() {
+  cudaFreeHost(host_flag_);
+  cudaFree(flag_);
+  cudaStreamDestroy(body_stream_);
+}
+
+int WhileLoop::enqueue(cudaStream_t stream, const Body& body) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  SIMPROF_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+  if (status == cudaStreamCaptureStatusNone) {
+    // Host-driven: the host reads the condition after every iteration.
+    const LoopCondition c{0, flag_, 0};
+    int iterations = 0;
+    do {
+      if (iterations == max_host_iterations_)
+        throw std::runtime_error("WhileLoop: the host-driven loop ran " +
+                                 std::to_string(iterations) +
+                                 " iterations (max_host_iterations) and its condition is still "
+                                 "true: does the body call set_condition() with a bound?");
+      body(stream, c);
+      ++iterations;
+      SIMPROF_CUDA_CHECK(
+          cudaMemcpyAsync(host_flag_, flag_, sizeof(unsigned), cudaMemcpyDeviceToHost, stream));
+      SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream));
+    } while (*host_flag_ != 0);
+    ++counters_.host_driven;
+    counters_.host_iterations += static_cast<std::uint64_t>(iterations);
+    return iterations;
+  }
+  if (status != cudaStreamCaptureStatusActive)
+    throw CudaError(cudaErrorStreamCaptureInvalidated, "cudaStreamIsCapturing(stream)", __FILE__,
+                    __LINE__);
+#if CUDART_VERSION >= 12040
+  if (!conditional_nodes_supported())
+    throw std::runtime_error(
+        "WhileLoop: capturing a while loop needs conditional graph nodes (CUDA >= 12.4); the "
+        "driver is older: run this step eagerly");
+  cudaGraph_t graph = nullptr;
+  const cudaGraphNode_t* deps = nullptr;
+  const cudaGraphEdgeData* edges = nullptr;
+  std::size_t n_deps = 0;
+#if CUDART_VERSION >= 13000
+  SIMPROF_CUDA_CHECK(
+      cudaStreamGetCaptureInfo(stream, &status, nullptr, &graph, &deps, &edges, &n_deps));
+#else
+  SIMPROF_CUDA_CHECK(
+      cudaStreamGetCaptureInfo_v3(stream, &status, nullptr, &graph, &deps, &edges, &n_deps));
+#endif
+  cudaGraphConditionalHandle handle{};
+  // Default value 1 at every launch: the body runs at least once (do-while, like the host path).
+  SIMPROF_CUDA_CHECK(
+      cudaGraphConditionalHandleCreate(&handle, graph, 1, cudaGraphCondAssignDefault));
+  cudaGraphNodeParams params{};
+  params.type = cudaGraphNodeTypeConditional;
+  params.conditional.handle = handle;
+  params.conditional.type = cudaGraphCondTypeWhile;
+  params.conditional.size = 1;
+  cudaGraphNode_t node = nullptr;
+#if CUDART_VERSION >= 13000
+  SIMPROF_CUDA_CHECK(cudaGraphAddNode(&node, graph, deps, edges, n_deps, &params));
+#else
+  SIMPROF_CUDA_CHECK(cudaGraphAddNode_v2(&node, graph, deps, edges, n_deps, &params));
+#endif
+  cudaGraph_t body_graph = params.conditional.phGraph_out[0];
+  SIMPROF_CUDA_CHECK(cudaStreamBeginCaptureToGraph(body_stream_, body_graph, nullptr, nullptr, 0,
+                                                   cudaStreamCaptureModeThreadLocal));
+  const LoopCondition c{static_cast<unsigned long long>(handle), flag_, 1};
+  try {
+    body(body_stream_, c);
+  } catch (...) {
+    cudaGraph_t ignored = nullptr;
+    cudaStreamEndCapture(body_stream_, &ignored);  // owned by the conditional node
+    throw;
+  }
+  cudaGraph_t captured = nullptr;
+  SIMPROF_CUDA_CHECK(cudaStreamEndCapture(body_stream_, &captured));
+#if CUDART_VERSION >= 13000
+  SIMPROF_CUDA_CHECK(cudaStreamUpdateCaptureDependencies(stream, &node, nullptr, 1,
+                                                         cudaStreamSetCaptureDependencies));
+#else
+  SIMPROF_CUDA_CHECK(cudaStreamUpdateCaptureDependencies_v2(stream, &node, nullptr, 1,
+                                                            cudaStreamSetCaptureDependencies));
+#endif
+  ++counters_.captured;
+  return 0;
+#else
+  (void)body;
+  throw std::runtime_error(
+      "WhileLoop: capturing a while loop needs conditional graph nodes (CUDA >= 12.4); this "
+      "build's CUDA runtime is older: run this step eagerly");
+#endif
+}
+
+}  // namespace simprof::cuda

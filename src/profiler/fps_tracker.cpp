@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+#include "simprof/profiler/fps_tracker.hpp"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "simprof/base/log.hpp"
+
+namespace simprof {
+
+namespace {
+
+void check_alpha(double alpha) {
+  if (!(std::isfinite(alpha) && alpha >= 0.0 && alpha <= 1.0))
+    throw std::invalid_argument(
+        fmt::format("simprof: fps_tracker_alpha = {} (expected a finite value in [0, 1])", alpha));
+}
+
+// Appends `value` with `decimals` decimals and a comma every three integer digits. Writes into a
+// fmt buffer (inline storage), so a line per sample costs no heap allocation.
+template <class Buffer>
+void append_thousands(Buffer& out, double value, int decimals) {
+  fmt::basic_memory_buffer<char, 64> plain;
+  fmt::format_to(std::back_inserter(plain), "{:.{}f}", value, decimals);
+  std::string_view s(plain.data(), plain.size());
+  if (!std::isfinite(value)) {
+    out.append(s);
+    return;
+  }
+  std::size_t i = 0;
+  if (!s.empty() && s[0] == '-') {
+    out.push_back('-');
+    i = 1;
+  }
+  const std::size_t dot = s.find('.');
+  const std::size_t int_end = dot == std::string_view::npos ? s.size() : dot;
+  for (std::size_t k = i; k < int_end; ++k) {
+    out.push_back(s[k]);
+    const std::size_t left = int_end - k - 1;
+    if (left > 0 && left % 3 == 0) out.push_back(',');
+  }
+  out.append(s.substr(int_end));
+}
+
+template <class Buffer>
+void append_fps_line(Buffer& out, double fps_per_env, std::int64_t n_envs) {
+  out.append(std::string_view("Running at "));
+  if (n_envs > 0) {
+    append_thousands(out, fps_per_env * static_cast<double>(n_envs), 2);
+    out.append(std::string_view(" FPS ("));
+    append_thousands(out, fps_per_env, 2);
+    fmt::format_to(std::back_inserter(out), " FPS per env, {} envs).", n_envs);
+  } else {
+    append_thousands(out, fps_per_env, 2);
+    out.append(std::string_view(" FPS."));
+  }
+}
+
+}  // namespace
+
+std::string format_thousands(double value, int decimals) {
+  fmt::memory_buffer out;
+  append_thousands(out, value, decimals);
+  return fmt::to_string(out);
+}
+
+std::string format_fps_line(double fps_per_env, std::int64_t n_envs) {
+  fmt::memory_buffer out;
+  append_fps_line(out, fps_per_env, n_envs);
+  return fmt::to_string(out);
+}
+
+FpsTracker::FpsTracker(double alpha, std::chrono::nanoseconds interval, std::int64_t n_envs,
+                       Clock clock)
+    : clock_(clock),
+      alpha_(alpha),
+      interval_ticks_(0),
+      n_envs_(n_envs),
+      ema_(std::numeric_limits<double>::quiet_NaN()) {
+  check_alpha(alpha);
+  if (interval.count() <= 0)
+    throw std::invalid_argument(fmt::format(
+        "simprof: fps_sample_interval = {} ns (expected a duration > 0)", interval.count()));
+  if (n_envs < 0)
+    throw std::invalid_argument(
+        fmt::format("simprof: n_envs = {} (expected >= 0; 0 means no batch dimension)", n_envs));
+  interval_ticks_ =
+      std::max<std::int64_t>(1, clock_.ticks(static_cast<double>(interval.count()) * 1e-9));
+}
+
+void FpsTracker::set_alpha(double alpha) {
+  check_alpha(alpha);
+  alpha_ = alpha;
+}
+
+void FpsTracker::set_logger(std::shared_ptr<spdlog::logger> logger) { logger_ = std::move(logger); }
+
+double FpsTracker::total_fps() const noexcept {
+  return n_envs_ > 0 ? ema_ * static_cast<double>(n_envs_) : ema_;
+}
+
+void FpsTracker::complete_sample(std::int64_t now) {
+  const double duration = clock_.seconds(now - sample_start_);
+  const double sample = static_cast<double>(steps_) / duration;
+  ema_ = samples_ == 0 ? sample : alpha_ * ema_ + (1.0 - alpha_) * sample;
+  last_.index = samples_;
+  last_.steps = steps_;
+  last_.duration_s = duration;
+  last_.sample_fps_per_env = sample;
+  last_.fps_per_env = ema_;
+  last_.total_fps = total_fps();
+  last_.n_envs = n_envs_;
+  ++samples_;
+  sample_start_ = now;
+  steps_ = 0;
+  if (show()) {
+    if (!logger_) logger_ = default_logger();
+    fmt::basic_memory_buffer<char, 160> line;
+    append_fps_line(line, ema_, n_envs_);
+    logger_->info(std::string_view(line.data(), line.size()));
+  }
+  if (callback_) callback_(last_);
+}
+
+}  // namespace simprof

@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: MIT
+#include "simprof/profiler/step_profiler.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "simprof/base/log.hpp"
+
+namespace simprof {
+
+namespace {
+
+void check_stage_name(std::string_view name) {
+  auto bad = [&](std::string_view why) {
+    throw std::invalid_argument(fmt::format("simprof: stage name '{}' {}", name, why));
+  };
+  if (name.empty())
+    throw std::invalid_argument("simprof: stage name is empty (expected e.g. \"physics\")");
+  if (name == "step" || name == "period") bad("is reserved: the profiler publishes it itself");
+  if (name.front() == '/' || name.back() == '/') bad("starts or ends with '/' (expected \"a/b\")");
+  if (name.find("//") != std::string_view::npos) bad("has an empty component ('//')");
+}
+
+}  // namespace
+
+// --- views ----------------------------------------------------------------------------------
+
+namespace detail {
+StageId find_stage_of(const StepProfiler& prof, std::string_view name) noexcept {
+  return prof.find_stage(name);
+}
+std::string_view stage_name_of(const StepProfiler& prof, StageId id) noexcept {
+  return id < prof.num_stages() ? prof.stage_name(id) : std::string_view("?");
+}
+StageId stage_count_of(const StepProfiler& prof) noexcept {
+  return static_cast<StageId>(prof.num_stages());
+}
+void throw_missing_stage(std::string_view what, std::string_view present, bool registered) {
+  throw std::out_of_range(fmt::format(
+      "simprof: no timing for stage '{}' {} (present: {})", what,
+      registered ? "in the latest step" : "(that name was never registered)",
+      present.empty() ? std::string_view("none: no step has ended since the start or the last veto")
+                      : present));
+}
+}  // namespace detail
+
+bool StageTimings::empty() const noexcept { return owner_->published_serial_ == 0; }
+
+std::optional<double> StageTimings::find(StageId id) const noexcept {
+  if (id >= owner_->slots_.size()) return std::nullopt;
+  const double v = owner_->published_seconds(id);
+  if (v < 0) return std::nullopt;
+  return v;
+}
+
+// --- StepProfiler -----------------------------------------------------------------------------
+
+StepProfiler::StepProfiler(ProfilingOptions options, std::int64_t n_envs)
+    : StepProfiler((options.validate(), options), n_envs, Clock::from_source(options.clock)) {}
+
+StepProfiler::StepProfiler(ProfilingOptions options, std::int64_t n_envs, Clock clock)
+    : options_((options.validate(), options)),
+      n_envs_(n_envs),
+      clock_(clock),
+      timings_(this),
+      fps_(options.fps_tracker_alpha, options.fps_sample_interval, n_envs, clock) {
+  fps_.set_show(options_.show_fps);
+  tracking_ = options_.timings_window > 1 || options_.stats_window > 0;
+  register_stage("step", kNoStage);
+  register_stage("period", kNoStage);
+}
+
+StepProfiler::~StepProfiler() = default;
+
+StageId StepProfiler::register_stage(std::string_view name, StageId parent) {
+  const auto id = static_cast<StageId>(slots_.size());
+  names_.emplace_back(name);
+  lookup_.emplace(std::string_view(names_.back()), id);
+  Slot s;
+  s.parent = parent;
+  if (options_.timings_window > 1) s.window = detail::Ring<std::int64_t>(options_.timings_window);
+  s.history = detail::Ring<std::int64_t>(options_.stats_window);
+  slots_.push_back(std::move(s));
+  return id;
+}
+
+StageId StepProfiler::find_stage(std::string_view name) const noexcept {
+  const auto it = lookup_.find(name);
+  return it == lookup_.end() ? kNoStage : it->second;
+}
+
+StageId StepProfiler::stage_id(std::string_view name) {
+  if (const StageId id = find_stage(name); id != kNoStage && id >= kFirstUserStage) return id;
+  check_stage_name(name);
+  const std::size_t slash = name.rfind('/');
+  const StageId parent =
+      slash == std::string_view::npos ? kNoStage : stage_id(name.substr(0, slash));
+  return register_stage(name, parent);
+}
+
+std::string_view StepProfiler::stage_name(StageId id) const {
+  if (id >= names_.size())
+    throw std::out_of_range(fmt::format("simprof: stage id {} (expected < {})", id, names_.size()));
+  return names_[id];
+}
+
+StageId StepProfiler::stage_parent(StageId id) const {
+  if (id >= slots_.size())
+    throw std::out_of_range(fmt::format("simprof: stage id {} (expected < {})", id, slots_.size()));
+  return slots_[id].parent;
+}
+
+void StepProfiler::add_pre_step_callback(std::function<bool()> callback) {
+  if (!callback) throw std::invalid_argument("simprof: add_pre_step_callback: empty callback");
+  if (in_step_) throw std::logic_error("simprof: add_pre_step_callback inside a step");
+  pre_step_.push_back(std::move(callback));
+}
+
+void StepProfiler::add_listener(StepListener* listener) {
+  if (listener == nullptr) throw std::invalid_argument("simprof: add_listener: null listener");
+  if (in_step_) throw std::logic_error("simprof: add_listener inside a step");
+  listeners_.push_back(listener);
+}
+
+void StepProfiler::remove_listener(StepListener* listener) noexcept {
+  listeners_.erase(std::remove(listeners_.begin(), listeners_.end(), listener), listeners_.end());
+}
+
+void StepProfiler::set_error_handler(std::function<void(const std::string&)> handler) {
+  error_handler_ = std::move(handler);
+}
+
+void StepProfiler::report(const std::string& message) const noexcept {
+  try {
+    if (error_handler_)
+      error_handler_(message);
+    else
+      default_logger()->error("{}", message);
+  } catch (...) {
+    // An error handler must not take the simulation down.
+  }
+}
+
+bool StepProfiler::begin_step() {
+  if (in_step_)
+    throw std::logic_error(fmt::format(
+        "simprof: step inside a step: step {} is still open (end it before starting another)",
+        serial_ - 1));
+  const std::int64_t t = clock_.now();
+  in_step_ = true;
+  vetoed_ = false;
+  ++serial_;
+  step_start_ = t;
+  if (SIMPROF_UNLIKELY(!listeners_.empty()))
+    for (auto* l : listeners_) l->on_step_begin(serial_ - 1, t);
+  for (auto& cb : pre_step_) {
+    bool ok = false;
+    try {
+      ok = cb();
+    } catch (...) {
+      drop_step(clock_.now(), StepOutcome::kAborted);
+      throw;
+    }
+    if (!ok) {
+      vetoed_ = true;
+      break;
+    }
+  }
+  return !vetoed_;
+}
+
+void StepProfiler::veto_step() {
+  if (!in_step_) throw std::logic_error("simprof: veto_step() outside a step");
+  vetoed_ = true;
+}
+
+void StepProfiler::drop_step(std::int64_t t, StepOutcome outcome) noexcept {
+  depth_ = 0;
+  for (auto& s : slots_) {
+    s.open = false;
+    if (s.ran_in == serial_) s.ran_in = 0;  // the dropped step's times are never published
+  }
+  in_step_ = false;
+  published_serial_ = 0;
+  have_prev_ = false;
+  fps_.restart();
+  if (SIMPROF_UNLIKELY(!listeners_.empty()))
+    for (auto* l : listeners_) l->on_step_end(serial_ - 1, t, outcome);
+}
+
+bool StepProfiler::end_step() {
+  if (!in_step_) throw std::logic_error("simprof: end_step() outside a step");
+  if (depth_ != 0)
+    throw std::logic_error(
+        fmt::format("simprof: unbalanced scopes: stage '{}' is still open at the end of step {}",
+                    names_[stack_[depth_ - 1]], serial_ - 1));
+  const std::int64_t t = clock_.now();
+  if (vetoed_) {
+    drop_step(t, StepOutcome::kVetoed);
+    return false;
+  }
+  in_step_ = false;
+  add_time(slots_[kStepStage], t - step_start_);
+  if (have_prev_) add_time(slots_[kPeriodStage], step_start_ - prev_start_);
+
+  published_serial_ = serial_;
+  ++published_;
+  prev_start_ = step_start_;
+  have_prev_ = true;
+  fps_.tick(step_start_);
+  if (SIMPROF_UNLIKELY(!listeners_.empty()))
+    for (auto* l : listeners_) l->on_step_end(serial_ - 1, t, StepOutcome::kCompleted);
+  return true;
+}
+
+void StepProfiler::finish_step_noexcept(bool unwinding) noexcept {
+  if (!in_step_) return;  // already ended through the manual API
+  if (unwinding) {
+    drop_step(clock_.now(), StepOutcome::kAborted);
+    return;
+  }
+  if (depth_ != 0) {
+    report(fmt::format(
+        "simprof: unbalanced scopes: stage '{}' is still open at the end of step {}; the step is "
+        "dropped",
+        names_[stack_[depth_ - 1]], serial_ - 1));
+    drop_step(clock_.now(), StepOutcome::kAborted);
+    return;
+  }
+  try {
+    end_step();
+  } catch (const std::exception& e) {
+    report(e.what());  // a throwing FPS callback, say: report it, never throw from a destructor
+  }
+}
+
+void StepProfiler::end_stage_noexcept(StageId id) noexcept {
+  const std::int64_t t = clock_.now();
+  if (SIMPROF_UNLIKELY(depth_ == 0 || stack_[depth_ - 1] != id)) {
+    if (in_step_)  // after a dropped step there is nothing left to close
+      report(fmt::format("simprof: unbalanced scopes: stage '{}' ended while '{}' is innermost",
+                         id < names_.size() ? names_[id] : std::string("?"),
+                         depth_ ? names_[stack_[depth_ - 1]] : std::string("nothing")));
+    return;
+  }
+  close_stage(id, t);
+}
+
+void StepProfiler::throw_begin_error(StageId id) const {
+  if (id >= slots_.size() || id < kFirstUserStage)
+    throw std::invalid_argument(fmt::format(
+        "simprof: stage id {} is not a registered stage (expected an id from stage_id())", id));
+  if (!in_step_)
+    throw std::logic_error(fmt::format(
+        "simprof: stage '{}' begun outside a step (open a step with step() or begin_step() first)",
+        names_[id]));
+  if (slots_[id].open)
+    throw std::logic_error(fmt::format(
+        "simprof: stage '{}' begun while it is already open (stages do not recurse)", names_[id]));
+  throw std::logic_error(
+      fmt::format("simprof: stage '{}' nested deeper than {} levels", names_[id], kMaxDepth));
+}
+
+void StepProfiler::throw_end_error(StageId id) const {
+  const std::string name = id < names_.size() ? names_[id] : fmt::format("#{}", id);
+  if (depth_ == 0)
+    throw std::logic_error(
+        fmt::format("simprof: unbalanced scopes: end_stage('{}') with no open stage", name));
+  throw std::logic_error(fmt::format(
+      "simprof: unbalanced scopes: end_stage('{}') while '{}' is the innermost open stage", name,
+      names_[stack_[depth_ - 1]]));
+}
+
+double StepProfiler::published_seconds(StageId id) const noexcept {
+  const std::uint64_t p = published_serial_;
+  if (p == 0) return -1.0;
+  const Slot& s = slots_[id];
+  std::int64_t v = 0;
+  bool retired = false;
+  if (s.ran_in == p) {
+    v = s.accum;
+  } else if (s.prev_in == p) {
+    v = s.prev;
+    retired = true;  // already the newest value of the window ring
+  } else {
+    return -1.0;
+  }
+  if (!s.window.capacity()) return clock_.seconds(v);
+  // Window mean over the latest N totals that include the published one; integer sums are exact.
+  std::int64_t sum = s.window_sum;
+  std::size_t n = s.window.size();
+  if (!retired) {
+    if (s.window.full()) sum -= s.window.oldest();
+    sum += v;
+    n = std::min(n + 1, s.window.capacity());
+  }
+  return clock_.seconds(sum) / static_cast<double>(n);
+}
+
+std::vector<std::int64_t> StepProfiler::history_ticks(const Slot& s) const {
+  std::vector<std::int64_t> out = s.history.to_vector();
+  // The latest total is retired only when the stage runs again: add it while it is complete.
+  const bool pending = s.ran_in != 0 && !(in_step_ && s.ran_in == serial_);
+  if (pending) {
+    if (out.size() == s.history.capacity() && !out.empty()) out.erase(out.begin());
+    out.push_back(s.accum);
+  }
+  return out;
+}
+
+const StepProfiler::Slot& StepProfiler::slot_for(std::string_view stage, const char* what) const {
+  const StageId id = find_stage(stage);
+  if (id == kNoStage)
+    throw std::invalid_argument(fmt::format("simprof: {}('{}'): no such stage", what, stage));
+  if (options_.stats_window == 0)
+    throw std::invalid_argument(
+        fmt::format("simprof: {}('{}'): stats_window is 0, so no history is kept", what, stage));
+  return slots_[id];
+}
+
+std::vector<double> StepProfiler::history(std::string_view stage) const {
+  const auto ticks = history_ticks(slot_for(stage, "history"));
+  std::vector<double> out(ticks.size());
+  for (std::size_t i = 0; i < ticks.size(); ++i) out[i] = clock_.seconds(ticks[i]);
+  return out;
+}
+
+LatencyStats StepProfiler::stats(std::string_view stage) const { return summarize(history(stage)); }
+
+std::string StepProfiler::histogram(std::string_view stage, const HistogramOptions& options) const {
+  return text_histogram(history(stage), options);
+}
+
+}  // namespace simprof

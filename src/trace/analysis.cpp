@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+#include "simprof/trace/analysis.hpp"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "simprof/base/stats.hpp"
+
+namespace simprof {
+
+namespace {
+
+std::int64_t int_arg(const TraceEvent& e, const char* key, std::int64_t fallback) {
+  for (const auto& [k, v] : e.args)
+    if (k == key)
+      if (const auto* i = std::get_if<std::int64_t>(&v)) return *i;
+  return fallback;
+}
+
+}  // namespace
+
+TraceAnalysis analyze(const Trace& trace, double graph_node_us) {
+  TraceAnalysis out;
+  std::vector<const TraceEvent*> steps, apis, kernels;
+  for (const auto& e : trace.events) {
+    if (e.ph != 'X') continue;
+    if (e.cat == "user_annotation" && e.name.rfind("ProfilerStep#", 0) == 0)
+      steps.push_back(&e);
+    else if (e.cat == "cuda_runtime")
+      apis.push_back(&e);
+    else if (e.cat == "kernel")
+      kernels.push_back(&e);
+  }
+  std::sort(steps.begin(), steps.end(), [](auto* a, auto* b) { return a->ts_ns < b->ts_ns; });
+
+  // Kernel table.
+  std::map<std::string, KernelStat> by_name;
+  double all = 0;
+  for (const auto* k : kernels) {
+    KernelStat& s = by_name[k->name];
+    const double us = static_cast<double>(k->dur_ns) * 1e-3;
+    if (s.calls == 0) s.min_us = s.max_us = us;
+    s.name = k->name;
+    ++s.calls;
+    s.total_us += us;
+    s.min_us = std::min(s.min_us, us);
+    s.max_us = std::max(s.max_us, us);
+    all += us;
+  }
+  for (auto& [n, s] : by_name) {
+    s.mean_us = s.total_us / static_cast<double>(s.calls);
+    s.share = all > 0 ? s.total_us / all : 0;
+    out.kernels.push_back(s);
+  }
+  std::sort(out.kernels.begin(), out.kernels.end(),
+            [](const KernelStat& a, const KernelStat& b) { return a.total_us > b.total_us; });
+
+  // Kernels of each step, through the correlation of the runtime call that launched them.
+  std::unordered_multimap<std::int64_t, const TraceEvent*> by_corr;
+  for (const auto* k : kernels) by_corr.emplace(int_arg(*k, "correlation", -1), k);
+  std::size_t bound = 0;
+  for (const auto* st : steps) {
+    StepAnalysis a;
+    a.step = static_cast<std::uint64_t>(int_arg(*st, "step", 0));
+    a.host_us = static_cast<double>(st->dur_ns) * 1e-3;
+    std::vector<std::pair<std::int64_t, std::int64_t>> iv;
+    std::vector<double> latency;
+    for (const auto* api : apis) {
+      if (api->ts_ns < st->ts_ns || api->ts_ns > st->ts_ns + st->dur_ns) continue;
+      auto [b, e] = by_corr.equal_range(int_arg(*api, "correlation", -2));
+      for (auto it = b; it != e; ++it) {
+        iv.emplace_back(it->second->ts_ns, it->second->ts_ns + it->second->dur_ns);
+        latency.push_back(static_cast<double>(it->second->ts_ns - api->ts_ns) * 1e-3);
+      }
+    }
+    a.kernels = iv.size();
+    if (!iv.empty()) {
+      std::sort(iv.begin(), iv.end());
+      std::int64_t busy = 0, cur_b = iv[0].first, cur_e = iv[0].second, max_gap = 0;
+      for (std::size_t i = 1; i < iv.size(); ++i) {
+        if (iv[i].first > cur_e) {
+          busy += cur_e - cur_b;
+          max_gap = std::max(max_gap, iv[i].first - cur_e);
+          cur_b = iv[i].first;
+        }
+        cur_e = std::max(cur_e, iv[i].second);
+      }
+      busy += cur_e - cur_b;
+      a.gpu_span_us = static_cast<double>(cur_e - iv[0].first) * 1e-3;
+      a.gpu_busy_us = static_cast<double>(busy) * 1e-3;
+      a.idle_us = a.gpu_span_us - a.gpu_busy_us;
+      a.max_gap_us = static_cast<double>(max_gap) * 1e-3;
+      std::sort(latency.begin(), latency.end());
+      a.launch_latency_p50_us = percentile_sorted(latency, 0.50);
+      a.launch_latency_p99_us = percentile_sorted(latency, 0.99);
+      a.launch_bound = a.idle_us > 0.5 * a.gpu_span_us;
+      if (a.launch_bound)
+        a.predicted_graph_us = a.gpu_busy_us + static_cast<double>(a.kernels) * graph_node_us;
+    }
+    bound += a.launch_bound;
+    out.steps.push_back(a);
+  }
+
+  if (out.steps.empty() || kernels.empty()) {
+    out.verdict = "no kernels were traced in a profiled step: nothing to say about the GPU";
+    return out;
+  }
+  out.launch_bound = 2 * bound > out.steps.size();
+  const StepAnalysis& last = out.steps.back();
+  if (out.launch_bound) {
+    out.verdict = fmt::format(
+        "launch-bound: in {} of {} traced steps the GPU was idle more than half of the step's GPU "
+        "span (latest: busy {:.1f} us of {:.1f} us, {} kernels, launch latency p50 {:.1f} us). "
+        "Captured into a CUDA graph the step would take about {:.1f} us on the GPU; more envs per "
+        "step would also fill the gaps.",
+        bound, out.steps.size(), last.gpu_busy_us, last.gpu_span_us, last.kernels,
+        last.launch_latency_p50_us,
+        last.predicted_graph_us > 0 ? last.predicted_graph_us : last.gpu_busy_us);
+  } else {
+    std::string top;
+    for (std::size_t i = 0; i < std::min<std::size_t>(3, out.kernels.size()); ++i)
+      top += fmt::format("{}{} ({:.0f}%)", i ? ", " : "", out.kernels[i].name,
+                         100 * out.kernels[i].share);
+    out.verdict = fmt::format(
+        "GPU-bound: the GPU was busy {:.0f}% of the latest step's GPU span ({:.1f} of {:.1f} us); "
+        "the time is in the kernels: {}.",
+        last.gpu_span_us > 0 ? 100 * last.gpu_busy_us / last.gpu_span_us : 0.0, last.gpu_busy_us,
+        last.gpu_span_us, top);
+  }
+  return out;
+}
+
+std::string TraceAnalysis::report(std::size_t top_kernels) const {
+  fmt::memory_buffer out;
+  fmt::format_to(std::back_inserter(out),
+                 "{}\n\n{:>8} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}\n", verdict,
+                 "step", "kernels", "host us", "gpu span", "gpu busy", "idle us", "lat p50",
+                 "lat p99", "bound");
+  for (const auto& s : steps)
+    fmt::format_to(
+        std::back_inserter(out),
+        "{:>8} {:>8} {:>10.1f} {:>10.1f} {:>10.1f} {:>10.1f} {:>10.1f} {:>10.1f} {:>8}\n", s.step,
+        s.kernels, s.host_us, s.gpu_span_us, s.gpu_busy_us, s.idle_us, s.launch_latency_p50_us,
+        s.launch_latency_p99_us, s.launch_bound ? "launch" : "gpu");
+  fmt::format_to(std::back_inserter(out), "\n{:<40} {:>7} {:>11} {:>9} {:>9} {:>9} {:>7}\n",
+                 "kernel", "calls", "total us", "mean us", "min us", "max us", "share");
+  for (std::size_t i = 0; i < std::min(top_kernels, kernels.size()); ++i) {
+    const auto& k = kernels[i];
+    const std::string name = k.name.size() > 40 ? k.name.substr(0, 37) + "..." : k.name;
+    fmt::format_to(std::back_inserter(out),
+                   "{:<40} {:>7} {:>11.1f} {:>9.2f} {:>9.2f} {:>9.2f} {:>6.1f}%\n", name, k.calls,
+                   k.total_us, k.mean_us, k.min_us, k.max_us, 100 * k.share);
+  }
+  return fmt::to_string(out);
+}
+
+}  // namespace simprof
