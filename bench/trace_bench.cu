@@ -64,7 +64,7 @@ void BM_TracerOverhead(benchmark::State& state) {
   // and the collection untimed. The window's fixed cost (enable + collect) is reported on its own.
   cuda::Event e0, e1, e2, e3;
   double off = 0, on = 0, window_ms = 0;
-  std::vector<TraceEvent> sink;
+  std::vector<Span> sink;
   for (auto _ : state) {
     e0.record(stream);
     for (int i = 0; i < kSteps; ++i) step();

@@ -142,9 +142,9 @@ void trace_frames(const engine::Params& params, int n_envs, const Args& a) {
   std::size_t projected = 0;
   session.on_trace_ready([&](const Trace& t, std::uint64_t) {
     write_chrome_trace(t, a.trace);
-    for (const auto& e : t.events)
+    for (const Span& s : t.spans)
       projected +=
-          e.ph == 'X' && e.cat == "kernel" && e.name.find("project_kernel") != std::string::npos;
+          s.kind == SpanKind::kKernel && s.name.find("project_kernel") != std::string::npos;
   });
   for (int f = 0; f < kWait + 1 + kFrames; ++f) {
     auto step = prof.step();

@@ -83,8 +83,8 @@ void profiled_run(const engine::Params& params, int n_envs, bool graph, int warm
     trace->add_source(&*tracer);
     trace->on_trace_ready([&](const Trace& t, std::uint64_t) {
       write_chrome_trace(t, args.trace);
-      fmt::print("\nwrote {} ({} events, {} dropped): open it in https://ui.perfetto.dev\n{}\n",
-                 args.trace, t.events.size(), t.dropped, analyze(t).report(10));
+      fmt::print("\nwrote {} ({} spans, {} dropped): open it in https://ui.perfetto.dev\n{}\n",
+                 args.trace, t.spans.size(), t.dropped, analyze(t).report(10));
     });
   }
   cuda::GraphCache cache(stream);

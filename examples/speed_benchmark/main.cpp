@@ -110,8 +110,8 @@ int run_cpu(const Args& args) {
       trace.emplace(prof, TraceOptions{trace_schedule(steps)});
       trace->on_trace_ready([&](const Trace& t, std::uint64_t) {
         write_chrome_trace(t, args.trace);
-        fmt::print("wrote {} ({} events): open it in https://ui.perfetto.dev\n", args.trace,
-                   t.events.size());
+        fmt::print("wrote {} ({} spans): open it in https://ui.perfetto.dev\n", args.trace,
+                   t.spans.size());
       });
     }
     for (int i = 0; i < steps; ++i) {

@@ -136,8 +136,8 @@ int run(const Options& o) {
     trace.emplace(prof, TraceOptions{sched});
     trace->on_trace_ready([&](const Trace& t, std::uint64_t) {
       write_chrome_trace(t, o.trace);
-      fmt::print("wrote {} ({} events): open it in https://ui.perfetto.dev\n{}\n", o.trace,
-                 t.events.size(), analyze(t).report(8));
+      fmt::print("wrote {} ({} spans): open it in https://ui.perfetto.dev\n{}\n", o.trace,
+                 t.spans.size(), analyze(t).report(8));
     });
   }
 #if SIMPROF_EXAMPLES_CUDA

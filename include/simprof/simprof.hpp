@@ -30,5 +30,7 @@
 #include "simprof/timers/timer_view.hpp"
 #include "simprof/trace/analysis.hpp"
 #include "simprof/trace/chrome_json.hpp"
+#include "simprof/trace/span.hpp"
+#include "simprof/trace/time_base.hpp"
 #include "simprof/trace/schedule.hpp"
 #include "simprof/trace/session.hpp"

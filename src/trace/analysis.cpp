@@ -11,37 +11,26 @@
 
 namespace simprof {
 
-namespace {
-
-std::int64_t int_arg(const TraceEvent& e, const char* key, std::int64_t fallback) {
-  for (const auto& [k, v] : e.args)
-    if (k == key)
-      if (const auto* i = std::get_if<std::int64_t>(&v)) return *i;
-  return fallback;
-}
-
-}  // namespace
-
 TraceAnalysis analyze(const Trace& trace, double graph_node_us) {
   TraceAnalysis out;
-  std::vector<const TraceEvent*> steps, apis, kernels;
-  for (const auto& e : trace.events) {
-    if (e.ph != 'X') continue;
-    if (e.cat == "user_annotation" && e.name.rfind("ProfilerStep#", 0) == 0)
-      steps.push_back(&e);
-    else if (e.cat == "cuda_runtime")
-      apis.push_back(&e);
-    else if (e.cat == "kernel")
-      kernels.push_back(&e);
+  std::vector<const Span*> steps, launches, kernels;
+  for (const Span& s : trace.spans) {
+    if (s.is_step())
+      steps.push_back(&s);
+    else if (s.kind == SpanKind::kLaunch)
+      launches.push_back(&s);
+    else if (s.kind == SpanKind::kKernel)
+      kernels.push_back(&s);
   }
-  std::sort(steps.begin(), steps.end(), [](auto* a, auto* b) { return a->ts_ns < b->ts_ns; });
+  std::sort(steps.begin(), steps.end(),
+            [](auto* a, auto* b) { return a->begin_ns < b->begin_ns; });
 
   // Kernel table.
   std::map<std::string, KernelStat> by_name;
   double all = 0;
   for (const auto* k : kernels) {
     KernelStat& s = by_name[k->name];
-    const double us = static_cast<double>(k->dur_ns) * 1e-3;
+    const double us = static_cast<double>(k->duration_ns()) * 1e-3;
     if (s.calls == 0) s.min_us = s.max_us = us;
     s.name = k->name;
     ++s.calls;
@@ -59,21 +48,23 @@ TraceAnalysis analyze(const Trace& trace, double graph_node_us) {
             [](const KernelStat& a, const KernelStat& b) { return a.total_us > b.total_us; });
 
   // Kernels of each step, through the correlation of the runtime call that launched them.
-  std::unordered_multimap<std::int64_t, const TraceEvent*> by_corr;
-  for (const auto* k : kernels) by_corr.emplace(int_arg(*k, "correlation", -1), k);
+  std::unordered_multimap<std::uint64_t, const Span*> by_corr;
+  for (const auto* k : kernels)
+    if (k->correlation != 0) by_corr.emplace(k->correlation, k);
   std::size_t bound = 0;
   for (const auto* st : steps) {
     StepAnalysis a;
-    a.step = static_cast<std::uint64_t>(int_arg(*st, "step", 0));
-    a.host_us = static_cast<double>(st->dur_ns) * 1e-3;
+    a.step = st->step;
+    a.host_us = static_cast<double>(st->duration_ns()) * 1e-3;
     std::vector<std::pair<std::int64_t, std::int64_t>> iv;
     std::vector<double> latency;
-    for (const auto* api : apis) {
-      if (api->ts_ns < st->ts_ns || api->ts_ns > st->ts_ns + st->dur_ns) continue;
-      auto [b, e] = by_corr.equal_range(int_arg(*api, "correlation", -2));
+    for (const auto* launch : launches) {
+      if (launch->begin_ns < st->begin_ns || launch->begin_ns > st->end_ns) continue;
+      if (launch->correlation == 0) continue;
+      auto [b, e] = by_corr.equal_range(launch->correlation);
       for (auto it = b; it != e; ++it) {
-        iv.emplace_back(it->second->ts_ns, it->second->ts_ns + it->second->dur_ns);
-        latency.push_back(static_cast<double>(it->second->ts_ns - api->ts_ns) * 1e-3);
+        iv.emplace_back(it->second->begin_ns, it->second->end_ns);
+        latency.push_back(static_cast<double>(it->second->begin_ns - launch->begin_ns) * 1e-3);
       }
     }
     a.kernels = iv.size();

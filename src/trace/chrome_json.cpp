@@ -3,81 +3,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "simprof/base/io.hpp"
 
 namespace simprof {
-
-TraceEvent TraceEvent::complete(std::string name, std::string cat, std::int64_t ts_ns,
-                                std::int64_t dur_ns, std::int64_t pid, std::int64_t tid) {
-  TraceEvent e;
-  e.ph = 'X';
-  e.name = std::move(name);
-  e.cat = std::move(cat);
-  e.ts_ns = ts_ns;
-  e.dur_ns = dur_ns;
-  e.pid = pid;
-  e.tid = tid;
-  return e;
-}
-
-TraceEvent TraceEvent::counter(std::string name, std::int64_t ts_ns, std::int64_t pid,
-                               std::vector<std::pair<std::string, TraceValue>> values) {
-  TraceEvent e;
-  e.ph = 'C';
-  e.name = std::move(name);
-  e.ts_ns = ts_ns;
-  e.pid = pid;
-  e.args = std::move(values);
-  return e;
-}
-
-TraceEvent TraceEvent::instant(std::string name, std::string cat, std::int64_t ts_ns,
-                               std::int64_t pid, std::int64_t tid) {
-  TraceEvent e = complete(std::move(name), std::move(cat), ts_ns, 0, pid, tid);
-  e.ph = 'i';
-  return e;
-}
-
-namespace {
-
-// One end of a launch -> kernel flow arrow (Kineto's "ac2g" category).
-TraceEvent flow(char ph, std::uint64_t id, std::int64_t ts_ns, std::int64_t pid,
-                std::int64_t tid) {
-  TraceEvent e = TraceEvent::complete("launch", "ac2g", ts_ns, 0, pid, tid);
-  e.ph = ph;
-  e.id = id;
-  return e;
-}
-
-}  // namespace
-
-TraceEvent TraceEvent::flow_start(std::uint64_t id, std::int64_t ts_ns, std::int64_t pid,
-                                  std::int64_t tid) {
-  return flow('s', id, ts_ns, pid, tid);
-}
-
-TraceEvent TraceEvent::flow_end(std::uint64_t id, std::int64_t ts_ns, std::int64_t pid,
-                                std::int64_t tid) {
-  return flow('f', id, ts_ns, pid, tid);
-}
-
-TraceEvent TraceEvent::process_name(std::int64_t pid, std::string name) {
-  TraceEvent e = complete("process_name", "", 0, 0, pid, 0);
-  e.ph = 'M';
-  e.args.emplace_back("name", std::move(name));
-  return e;
-}
-
-TraceEvent TraceEvent::thread_name(std::int64_t pid, std::int64_t tid, std::string name) {
-  TraceEvent e = complete("thread_name", "", 0, 0, pid, tid);
-  e.ph = 'M';
-  e.args.emplace_back("name", std::move(name));
-  return e;
-}
 
 std::string json_escape(std::string_view s) {
   std::string out;
@@ -121,75 +56,216 @@ std::string json_escape(std::string_view s) {
 
 namespace {
 
+using Buffer = fmt::memory_buffer;
+
 // Microseconds with three decimals from integer nanoseconds, exactly.
-void append_us(fmt::memory_buffer& out, std::int64_t ns) {
+void append_us(Buffer& out, std::int64_t ns) {
   const bool neg = ns < 0;
   const std::uint64_t a =
       neg ? static_cast<std::uint64_t>(-(ns + 1)) + 1 : static_cast<std::uint64_t>(ns);
   fmt::format_to(std::back_inserter(out), "{}{}.{:03}", neg ? "-" : "", a / 1000, a % 1000);
 }
 
-void append_value(fmt::memory_buffer& out, const TraceValue& v) {
-  if (const auto* i = std::get_if<std::int64_t>(&v)) {
-    fmt::format_to(std::back_inserter(out), "{}", *i);
-  } else if (const auto* d = std::get_if<double>(&v)) {
-    if (std::isfinite(*d))
-      fmt::format_to(std::back_inserter(out), "{}", *d);
+// The args object of an event, written field by field.
+class Args {
+ public:
+  explicit Args(Buffer& out) : out_(out) {}
+  ~Args() {
+    if (open_) out_.push_back('}');
+  }
+  Args(const Args&) = delete;
+  Args& operator=(const Args&) = delete;
+
+  Args& integer(std::string_view key, std::int64_t v) {
+    fmt::format_to(std::back_inserter(key_(key)), "{}", v);
+    return *this;
+  }
+  Args& number(std::string_view key, double v) {
+    if (std::isfinite(v))
+      fmt::format_to(std::back_inserter(key_(key)), "{}", v);
     else
-      out.append(std::string_view("null"));  // JSON has no NaN or infinity
-  } else if (const auto* s = std::get_if<std::string>(&v)) {
-    fmt::format_to(std::back_inserter(out), "\"{}\"", json_escape(*s));
-  } else {
-    const auto& vec = std::get<std::vector<std::int64_t>>(v);
-    fmt::format_to(std::back_inserter(out), "[{}]", fmt::join(vec, ", "));
+      key_(key).append(std::string_view("null"));  // JSON has no NaN or infinity
+    return *this;
+  }
+  Args& dim3(std::string_view key, const Dim3& d) {
+    fmt::format_to(std::back_inserter(key_(key)), "[{}, {}, {}]", d.x, d.y, d.z);
+    return *this;
+  }
+
+ private:
+  Buffer& key_(std::string_view key) {
+    out_.append(std::string_view(open_ ? ", " : ", \"args\": {"));
+    open_ = true;
+    fmt::format_to(std::back_inserter(out_), "\"{}\": ", key);
+    return out_;
+  }
+  Buffer& out_;
+  bool open_ = false;
+};
+
+void write_args(Buffer& out, const Span& s) {
+  Args a(out);
+  switch (s.kind) {
+    case SpanKind::kCpuStage:
+      a.integer("step", static_cast<std::int64_t>(s.step));
+      break;
+    case SpanKind::kLaunch:
+      a.integer("correlation", static_cast<std::int64_t>(s.correlation))
+          .integer("cbid", s.cbid);
+      break;
+    case SpanKind::kKernel:
+      a.integer("device", s.device)
+          .integer("stream", s.stream)
+          .integer("correlation", static_cast<std::int64_t>(s.correlation));
+      if (s.grid.x > 0) a.dim3("grid", s.grid).dim3("block", s.block);
+      if (s.graph_id) a.integer("graph id", static_cast<std::int64_t>(s.graph_id));
+      if (s.graph_id && s.kernels == 0)
+        a.integer("graph node id", static_cast<std::int64_t>(s.graph_node_id));
+      if (s.kernels) a.integer("kernels", static_cast<std::int64_t>(s.kernels));
+      break;
+    case SpanKind::kMemcpy:
+    case SpanKind::kMemset:
+      a.integer("bytes", static_cast<std::int64_t>(s.bytes))
+          .integer("correlation", static_cast<std::int64_t>(s.correlation));
+      break;
+    case SpanKind::kSync:
+      a.integer("type", static_cast<std::int64_t>(s.sync)).integer("stream", s.stream);
+      break;
+    case SpanKind::kCounter:
+      a.number("value", s.value);
+      break;
+    case SpanKind::kOverhead:
+    case SpanKind::kFlow:
+      break;
   }
 }
 
-void append_event(fmt::memory_buffer& out, const TraceEvent& e) {
-  fmt::format_to(std::back_inserter(out), "{{\"ph\": \"{}\", \"name\": \"{}\"", e.ph,
-                 json_escape(e.name));
-  if (!e.cat.empty())
-    fmt::format_to(std::back_inserter(out), ", \"cat\": \"{}\"", json_escape(e.cat));
-  fmt::format_to(std::back_inserter(out), ", \"pid\": {}, \"tid\": {}", e.pid, e.tid);
-  if (e.ph != 'M') {
-    out.append(std::string_view(", \"ts\": "));
-    append_us(out, e.ts_ns);
+std::string_view category(const Span& s) {
+  switch (s.kind) {
+    case SpanKind::kCpuStage:
+      return s.is_step() ? "user_annotation" : "cpu_op";
+    case SpanKind::kLaunch:
+      return "cuda_runtime";
+    case SpanKind::kKernel:
+      return "kernel";
+    case SpanKind::kMemcpy:
+      return "gpu_memcpy";
+    case SpanKind::kMemset:
+      return "gpu_memset";
+    case SpanKind::kSync:
+      return "cuda_sync";
+    case SpanKind::kOverhead:
+      return "overhead";
+    case SpanKind::kFlow:
+      return "ac2g";
+    case SpanKind::kCounter:
+      break;
   }
-  if (e.ph == 'X') {
+  return {};
+}
+
+bool on_device_track(SpanKind k) {
+  return k == SpanKind::kKernel || k == SpanKind::kMemcpy || k == SpanKind::kMemset;
+}
+
+// One Chrome event: a span, one end of a flow, or a name.
+struct Record {
+  char ph;
+  std::int64_t ts;
+  const Span* span;  // null for names
+  std::int64_t pid, tid;
+  std::string label;  // names only
+};
+
+void append_header(Buffer& out, char ph, std::string_view name, std::string_view cat,
+                   std::int64_t pid, std::int64_t tid) {
+  fmt::format_to(std::back_inserter(out), "{{\"ph\": \"{}\", \"name\": \"{}\"", ph,
+                 json_escape(name));
+  if (!cat.empty()) fmt::format_to(std::back_inserter(out), ", \"cat\": \"{}\"", cat);
+  fmt::format_to(std::back_inserter(out), ", \"pid\": {}, \"tid\": {}", pid, tid);
+}
+
+void append_record(Buffer& out, const Record& r) {
+  if (r.span == nullptr) {  // a process or thread name
+    append_header(out, 'M', r.tid < 0 ? "process_name" : "thread_name", {}, r.pid,
+                  r.tid < 0 ? 0 : r.tid);
+    fmt::format_to(std::back_inserter(out), ", \"args\": {{\"name\": \"{}\"}}}}",
+                   json_escape(r.label));
+    return;
+  }
+  const Span& s = *r.span;
+  append_header(out, r.ph, s.name, category(s), r.pid, r.tid);
+  out.append(std::string_view(", \"ts\": "));
+  append_us(out, r.ts);
+  if (r.ph == 'X') {
     out.append(std::string_view(", \"dur\": "));
-    append_us(out, e.dur_ns);
+    append_us(out, s.duration_ns());
   }
-  if (e.ph == 's' || e.ph == 'f') fmt::format_to(std::back_inserter(out), ", \"id\": {}", e.id);
-  if (e.ph == 'f') out.append(std::string_view(", \"bp\": \"e\""));
-  if (e.ph == 'i') out.append(std::string_view(", \"s\": \"t\""));
-  if (!e.args.empty()) {
-    out.append(std::string_view(", \"args\": {"));
-    for (std::size_t i = 0; i < e.args.size(); ++i) {
-      fmt::format_to(std::back_inserter(out), "{}\"{}\": ", i ? ", " : "",
-                     json_escape(e.args[i].first));
-      append_value(out, e.args[i].second);
-    }
-    out.push_back('}');
-  }
+  if (r.ph == 's' || r.ph == 'f')
+    fmt::format_to(std::back_inserter(out), ", \"id\": {}", s.correlation);
+  if (r.ph == 'f') out.append(std::string_view(", \"bp\": \"e\""));
+  write_args(out, s);
   out.push_back('}');
+}
+
+// Process and thread names: the loop's host process and thread, one process per device with one
+// thread per stream, as Kineto lays them out.
+void add_names(const Trace& trace, std::vector<Record>& out) {
+  std::set<std::int64_t> hosts;
+  std::set<std::pair<std::int64_t, std::int64_t>> loops;
+  std::map<std::int32_t, std::set<std::int64_t>> devices;
+  for (const Span& s : trace.spans) {
+    if (s.kind == SpanKind::kCpuStage) {
+      hosts.insert(s.pid);
+      loops.emplace(s.pid, s.tid);
+    } else if (on_device_track(s.kind)) {
+      devices[s.device].insert(s.stream);
+    }
+  }
+  for (const auto pid : hosts) out.push_back(Record{'M', 0, nullptr, pid, -1, "simprof host"});
+  for (const auto& [pid, tid] : loops)
+    out.push_back(Record{'M', 0, nullptr, pid, tid, "step loop"});
+  for (const auto& [dev, streams] : devices) {
+    out.push_back(Record{'M', 0, nullptr, dev, -1, fmt::format("GPU {}", dev)});
+    for (const auto s : streams)
+      out.push_back(Record{'M', 0, nullptr, dev, s, fmt::format("stream {}", s)});
+  }
 }
 
 }  // namespace
 
 std::string to_chrome_json(const Trace& trace) {
-  std::vector<const TraceEvent*> order;
-  order.reserve(trace.events.size());
-  for (const auto& e : trace.events) order.push_back(&e);
-  std::stable_sort(order.begin(), order.end(), [](const TraceEvent* a, const TraceEvent* b) {
-    if ((a->ph == 'M') != (b->ph == 'M')) return a->ph == 'M';
-    return a->ts_ns < b->ts_ns;
-  });
-  fmt::memory_buffer out;
-  out.append(std::string_view("{\"traceEvents\": [\n"));
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    append_event(out, *order[i]);
-    out.append(std::string_view(i + 1 < order.size() ? ",\n" : "\n"));
+  std::vector<Record> names;
+  add_names(trace, names);
+  std::vector<Record> events;
+  events.reserve(trace.spans.size() + 16);
+  for (const Span& s : trace.spans) {
+    switch (s.kind) {
+      case SpanKind::kFlow:
+        events.push_back(Record{'s', s.begin_ns, &s, s.pid, s.tid, {}});
+        events.push_back(Record{'f', s.end_ns, &s, s.device, s.stream, {}});
+        break;
+      case SpanKind::kCounter:
+        events.push_back(Record{'C', s.begin_ns, &s, s.pid, s.tid, {}});
+        break;
+      default:
+        if (on_device_track(s.kind))
+          events.push_back(Record{'X', s.begin_ns, &s, s.device, s.stream, {}});
+        else
+          events.push_back(Record{'X', s.begin_ns, &s, s.pid, s.tid, {}});
+    }
   }
+  std::stable_sort(events.begin(), events.end(),
+                   [](const Record& a, const Record& b) { return a.ts < b.ts; });
+  Buffer out;
+  out.append(std::string_view("{\"traceEvents\": [\n"));
+  const std::size_t n = names.size() + events.size();
+  std::size_t i = 0;
+  for (const auto* list : {&names, &events})
+    for (const Record& r : *list) {
+      append_record(out, r);
+      out.append(std::string_view(++i < n ? ",\n" : "\n"));
+    }
   out.append(std::string_view("],\n\"displayTimeUnit\": \"ns\",\n\"otherData\": {"));
   fmt::format_to(std::back_inserter(out), "\"producer\": \"simprof\", \"dropped_events\": \"{}\"",
                  trace.dropped);

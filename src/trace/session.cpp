@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "simprof/trace/session.hpp"
 
-#include <cmath>
 #include <stdexcept>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "simprof/base/log.hpp"
+#include "simprof/trace/chrome_json.hpp"
 
 #if defined(__linux__)
 #include <sys/syscall.h>
@@ -37,11 +37,15 @@ bool recording(ScheduleAction a) {
 }  // namespace
 
 TraceSession::TraceSession(StepProfiler& prof, TraceOptions options)
-    : prof_(prof), options_(std::move(options)), pid_(this_pid()), tid_(this_tid()) {
+    : prof_(prof),
+      options_(std::move(options)),
+      time_base_(prof.clock()),
+      pid_(this_pid()),
+      tid_(this_tid()) {
   options_.schedule.validate();
   if (options_.max_cpu_events == 0)
     throw std::invalid_argument("simprof: TraceOptions.max_cpu_events = 0 (expected >= 1)");
-  spans_.reserve(options_.max_cpu_events);
+  recorded_.reserve(options_.max_cpu_events);
   open_.resize(prof.num_stages(), 0);
   action_ = options_.schedule.action(0);
   prof_.add_listener(this);
@@ -52,12 +56,8 @@ TraceSession::~TraceSession() { prof_.remove_listener(this); }
 void TraceSession::add_source(TraceSource* source) {
   if (source == nullptr)
     throw std::invalid_argument("simprof: TraceSession::add_source: null source");
+  source->bind(time_base_);
   sources_.push_back(source);
-}
-
-std::int64_t TraceSession::to_ns(std::int64_t ticks) const noexcept {
-  return static_cast<std::int64_t>(
-      std::llround(static_cast<double>(ticks) * 1e9 / prof_.clock().ticks_per_second()));
 }
 
 void TraceSession::on_step_begin(std::uint64_t, std::int64_t ticks) {
@@ -81,23 +81,23 @@ void TraceSession::on_stage_begin(StageId id, std::int64_t ticks) {
 
 void TraceSession::on_stage_end(StageId id, std::int64_t ticks) {
   if (!recording(action_) || id >= open_.size()) return;
-  if (spans_.size() < options_.max_cpu_events)
-    spans_.push_back(Span{id, static_cast<std::uint64_t>(index_), open_[id], ticks});
+  if (recorded_.size() < options_.max_cpu_events)
+    recorded_.push_back(Recorded{id, static_cast<std::uint64_t>(index_), open_[id], ticks});
   else
     ++dropped_;
 }
 
 void TraceSession::on_step_end(std::uint64_t, std::int64_t ticks, StepOutcome) {
   if (recording(action_)) {
-    if (spans_.size() < options_.max_cpu_events)
-      spans_.push_back(Span{kStepStage, static_cast<std::uint64_t>(index_), step_begin_, ticks});
+    if (recorded_.size() < options_.max_cpu_events)
+      recorded_.push_back(Recorded{kStepStage, static_cast<std::uint64_t>(index_), step_begin_, ticks});
     else
       ++dropped_;
     if (prof_.fps().num_samples() != fps_samples_seen_) {
       fps_samples_seen_ = prof_.fps().num_samples();
       fps_.emplace_back(ticks, prof_.fps().total_fps());
     }
-    if (action_ == ScheduleAction::kRecordAndSave) save(ticks);
+    if (action_ == ScheduleAction::kRecordAndSave) save();
   } else {
     fps_samples_seen_ = prof_.fps().num_samples();
   }
@@ -105,24 +105,19 @@ void TraceSession::on_step_end(std::uint64_t, std::int64_t ticks, StepOutcome) {
   action_ = options_.schedule.action(index_);
 }
 
-void TraceSession::save(std::int64_t) {
+void TraceSession::save() {
   Trace t;
-  t.events.reserve(spans_.size() + 16);
-  t.events.push_back(TraceEvent::process_name(pid_, "simprof host"));
-  t.events.push_back(TraceEvent::thread_name(pid_, tid_, "step loop"));
-  for (const Span& s : spans_) {
-    const bool step = s.id == kStepStage;
-    TraceEvent e = TraceEvent::complete(
-        step ? fmt::format("ProfilerStep#{}", s.step) : std::string(prof_.stage_name(s.id)),
-        step ? "user_annotation" : "cpu_op", to_ns(s.begin), to_ns(s.end) - to_ns(s.begin), pid_,
-        tid_);
-    e.args.emplace_back("step", static_cast<std::int64_t>(s.step));
-    t.events.push_back(std::move(e));
+  t.spans.reserve(recorded_.size() + fps_.size());
+  for (const Recorded& r : recorded_) {
+    const bool step = r.id == kStepStage;
+    t.spans.push_back(Span::cpu_stage(
+        step ? fmt::format("ProfilerStep#{}", r.step) : std::string(prof_.stage_name(r.id)), r.id,
+        r.step, to_ns(r.begin), to_ns(r.end), pid_, tid_));
   }
   for (const auto& [ticks, fps] : fps_)
-    t.events.push_back(TraceEvent::counter("FPS", to_ns(ticks), pid_, {{"total", fps}}));
+    t.spans.push_back(Span::counter("FPS", to_ns(ticks), pid_, fps));
   std::uint64_t dropped = dropped_;
-  for (auto* s : sources_) dropped += s->stop_and_collect(t.events);
+  for (auto* s : sources_) dropped += s->stop_and_collect(t.spans);
   sources_running_ = false;
   t.dropped = dropped;
   t.metadata["clock"] = std::string(to_string(prof_.clock().source()));
@@ -140,12 +135,12 @@ void TraceSession::save(std::int64_t) {
     try {
       write_chrome_trace(t, path);
       files_.push_back(path);
-      log->info("simprof: trace window {}: {} events -> {}", windows_, t.events.size(), path);
+      log->info("simprof: trace window {}: {} spans -> {}", windows_, t.spans.size(), path);
     } catch (const std::exception& e) {
       log->error("{}", e.what());  // a failed write must not stop the simulation
     }
   }
-  spans_.clear();
+  recorded_.clear();
   fps_.clear();
   dropped_ = 0;
   ++windows_;

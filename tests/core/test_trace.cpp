@@ -11,6 +11,8 @@
 #include "simprof/base/manual_clock.hpp"
 #include "simprof/trace/schedule.hpp"
 #include "simprof/trace/chrome_json.hpp"
+#include "simprof/trace/span.hpp"
+#include "simprof/trace/time_base.hpp"
 #include "simprof/trace/analysis.hpp"
 #include "simprof/trace/session.hpp"
 
@@ -68,63 +70,137 @@ TEST(ChromeTrace, EscapesEverythingJsonNeeds) {
   EXPECT_EQ(json_escape("caf\xc3\xa9 \xe6\xa8\xa1"), "caf\xc3\xa9 \xe6\xa8\xa1");  // UTF-8 passes
   EXPECT_EQ(json_escape("bad\xff"), "bad\xef\xbf\xbd");                            // U+FFFD
   Trace t;
-  t.events.push_back(
-      TraceEvent::complete("k<\"quoted\">\\\n\x02 caf\xc3\xa9", "kernel", 1000, 10, 0, 7));
+  t.spans.push_back(
+      Span::kernel("k<\"quoted\">\\\n\x02 caf\xc3\xa9", 1000, 1010, /*device=*/0, /*stream=*/7, 1));
   const json j = json::parse(to_chrome_json(t));
-  EXPECT_EQ(j["traceEvents"][0]["name"], "k<\"quoted\">\\\n\x02 caf\xc3\xa9");
+  const auto& ev = j["traceEvents"];
+  ASSERT_EQ(ev.size(), 3u);  // the device's and the stream's names, then the kernel
+  EXPECT_EQ(ev[2]["name"], "k<\"quoted\">\\\n\x02 caf\xc3\xa9");
 }
 
 TEST(ChromeTrace, FieldsOrderingAndExactMicroseconds) {
   Trace t;
-  TraceEvent k = TraceEvent::complete("axpb", "kernel", 2'001'234, 5'678, 0, 13);
-  k.args = {{"grid", std::vector<std::int64_t>{4, 1, 1}},
-            {"correlation", std::int64_t{42}},
-            {"occupancy", 0.5},
-            {"nan", std::nan("")},
-            {"stream", std::string("13")}};
-  t.events.push_back(k);
-  t.events.push_back(TraceEvent::complete("physics", "cpu_op", 1'000'000, 3'000'001, 100, 101));
-  t.events.push_back(TraceEvent::flow_start(42, 1'500'000, 100, 101));
-  t.events.push_back(TraceEvent::flow_end(42, 2'001'234, 0, 13));
-  t.events.push_back(TraceEvent::counter("FPS", 1'200'000, 100, {{"total", 1234.5}}));
-  t.events.push_back(TraceEvent::process_name(0, "GPU 0"));
-  t.events.push_back(TraceEvent::complete("early", "cpu_op", -1'500, 500, 100, 101));
+  Span k = Span::kernel("axpb", 2'001'234, 2'006'912, /*device=*/0, /*stream=*/13, 42);
+  k.grid = Dim3{4, 1, 1};
+  k.block = Dim3{256, 1, 1};
+  t.spans.push_back(k);
+  t.spans.push_back(Span::cpu_stage("physics", 2, 0, 1'000'000, 4'000'001, 100, 101));
+  t.spans.push_back(Span::flow(42, 1'500'000, 100, 101, 2'001'234, 0, 13));
+  t.spans.push_back(Span::counter("FPS", 1'200'000, 100, 1234.5));
+  t.spans.push_back(Span::counter("FPS", 1'300'000, 100, std::nan("")));
+  t.spans.push_back(Span::cpu_stage("early", 3, 0, -1'500, -1'000, 100, 101));
   t.metadata["clock"] = "tsc";
   t.dropped = 3;
   const json j = json::parse(to_chrome_json(t));
   const auto& ev = j["traceEvents"];
-  ASSERT_EQ(ev.size(), 7u);
-  EXPECT_EQ(ev[0]["ph"], "M");  // metadata first
-  EXPECT_EQ(ev[0]["args"]["name"], "GPU 0");
-  for (std::size_t i = 2; i < ev.size(); ++i)
+  // Names first: host process and the loop thread, GPU 0 and its stream; then 7 events by time
+  // (the flow is two: its start and its end).
+  ASSERT_EQ(ev.size(), 4u + 7u);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(ev[i]["ph"], "M") << i;
+  EXPECT_EQ(ev[0]["args"]["name"], "simprof host");
+  EXPECT_EQ(ev[1]["args"]["name"], "step loop");
+  EXPECT_EQ(ev[2]["args"]["name"], "GPU 0");
+  EXPECT_EQ(ev[3]["args"]["name"], "stream 13");
+  EXPECT_EQ(ev[3]["pid"], 0);
+  EXPECT_EQ(ev[3]["tid"], 13);
+  for (std::size_t i = 5; i < ev.size(); ++i)
     EXPECT_LE(ev[i - 1]["ts"].get<double>(), ev[i]["ts"].get<double>());
-  EXPECT_EQ(ev[1]["name"], "early");
-  EXPECT_DOUBLE_EQ(ev[1]["ts"].get<double>(), -1.5);
-  const auto& kernel = ev[5];  // equal times keep insertion order: the kernel, then its flow end
+  EXPECT_EQ(ev[4]["name"], "early");
+  EXPECT_DOUBLE_EQ(ev[4]["ts"].get<double>(), -1.5);
+  EXPECT_EQ(ev[5]["name"], "physics");
+  EXPECT_EQ(ev[5]["cat"], "cpu_op");
+  EXPECT_EQ(ev[5]["args"]["step"], 0);
+  EXPECT_EQ(ev[6]["ph"], "C");
+  EXPECT_EQ(ev[6]["args"]["value"], 1234.5);
+  EXPECT_TRUE(ev[7]["args"]["value"].is_null());  // JSON has no NaN
+  EXPECT_EQ(ev[8]["ph"], "s");
+  EXPECT_EQ(ev[8]["pid"], 100);
+  EXPECT_EQ(ev[8]["tid"], 101);
+  const auto& kernel = ev[9];  // equal times keep the spans' order: the kernel, then its flow end
   EXPECT_EQ(kernel["name"], "axpb");
   EXPECT_EQ(kernel["cat"], "kernel");
   EXPECT_DOUBLE_EQ(kernel["ts"].get<double>(), 2001.234);
   EXPECT_DOUBLE_EQ(kernel["dur"].get<double>(), 5.678);
   EXPECT_EQ(kernel["args"]["grid"], (json::array({4, 1, 1})));
+  EXPECT_EQ(kernel["args"]["block"], (json::array({256, 1, 1})));
   EXPECT_EQ(kernel["args"]["correlation"], 42);
-  EXPECT_TRUE(kernel["args"]["nan"].is_null());
+  EXPECT_EQ(kernel["args"]["device"], 0);
+  EXPECT_EQ(kernel["args"]["stream"], 13);
+  EXPECT_FALSE(kernel["args"].contains("graph id"));  // not a graph's kernel
   EXPECT_EQ(kernel["pid"], 0);
   EXPECT_EQ(kernel["tid"], 13);
   const std::string text = to_chrome_json(t);
   EXPECT_NE(text.find("\"ts\": 2001.234, \"dur\": 5.678"), std::string::npos);
   EXPECT_NE(text.find("\"ts\": 1000.000, \"dur\": 3000.001"), std::string::npos);
-  const auto& fin = ev[6];
+  const auto& fin = ev[10];
   EXPECT_EQ(fin["ph"], "f");
+  EXPECT_EQ(fin["cat"], "ac2g");
   EXPECT_EQ(fin["bp"], "e");
   EXPECT_EQ(fin["id"], 42);
+  EXPECT_EQ(fin["pid"], 0);
+  EXPECT_EQ(fin["tid"], 13);
   EXPECT_EQ(j["otherData"]["dropped_events"], "3");
   EXPECT_EQ(j["otherData"]["clock"], "tsc");
   EXPECT_EQ(j["displayTimeUnit"], "ns");
 }
 
+TEST(ChromeTrace, EachKindWritesItsTypedFields) {
+  Trace t;
+  Span g = Span::kernel("graph 7", 0, 100, 1, 5, 9);  // graph-launch mode: kernels merged
+  g.graph_id = 7;
+  g.kernels = 16;
+  t.spans.push_back(g);
+  Span n = Span::kernel("node", 200, 300, 1, 5, 10);
+  n.grid = Dim3{2, 1, 1};
+  n.block = Dim3{32, 1, 1};
+  n.graph_id = 7;
+  n.graph_node_id = 3;
+  t.spans.push_back(n);
+  t.spans.push_back(Span::memcpy(CopyKind::kDtoH, 4096, 400, 500, 1, 5, 11));
+  t.spans.push_back(Span::memset(64, 600, 700, 1, 5, 12));
+  Span l = Span::launch("cudaGraphLaunch", 50, 60, 100, 101, 9);
+  l.cbid = 311;
+  t.spans.push_back(l);
+  t.spans.push_back(Span::synchronization(SyncKind::kStream, 800, 900, 100, 0, 5));
+  t.spans.push_back(Span::overhead("CUPTI overhead", 950, 960, 100, 0));
+  const json ev = json::parse(to_chrome_json(t))["traceEvents"];
+  auto find = [&](const char* name) {
+    for (const auto& e : ev)
+      if (e["name"] == name && e["ph"] != "M") return e;
+    ADD_FAILURE() << "no event " << name;
+    return json();
+  };
+  const json graph = find("graph 7");
+  EXPECT_EQ(graph["args"]["graph id"], 7);
+  EXPECT_EQ(graph["args"]["kernels"], 16);
+  EXPECT_FALSE(graph["args"].contains("graph node id"));
+  EXPECT_FALSE(graph["args"].contains("grid"));
+  const json node = find("node");
+  EXPECT_EQ(node["args"]["graph node id"], 3);
+  EXPECT_EQ(node["args"]["grid"], (json::array({2, 1, 1})));
+  const json copy = find("Memcpy DtoH");
+  EXPECT_EQ(copy["cat"], "gpu_memcpy");
+  EXPECT_EQ(copy["args"]["bytes"], 4096);
+  EXPECT_EQ(copy["pid"], 1);
+  EXPECT_EQ(copy["tid"], 5);
+  const json memset = find("Memset");
+  EXPECT_EQ(memset["cat"], "gpu_memset");
+  EXPECT_EQ(memset["args"]["bytes"], 64);
+  const json launch = find("cudaGraphLaunch");
+  EXPECT_EQ(launch["cat"], "cuda_runtime");
+  EXPECT_EQ(launch["args"]["correlation"], 9);
+  EXPECT_EQ(launch["args"]["cbid"], 311);
+  EXPECT_EQ(launch["pid"], 100);
+  EXPECT_EQ(launch["tid"], 101);
+  const json sync = find("cuda synchronisation");
+  EXPECT_EQ(sync["cat"], "cuda_sync");
+  EXPECT_EQ(sync["args"]["type"], 3);  // CUPTI's STREAM_SYNCHRONIZE
+  EXPECT_EQ(find("CUPTI overhead")["cat"], "overhead");
+}
+
 TEST(ChromeTrace, AtomicWrite) {
   Trace t;
-  t.events.push_back(TraceEvent::complete("x", "cpu_op", 0, 1, 1, 1));
+  t.spans.push_back(Span::cpu_stage("x", 2, 0, 0, 1, 1, 1));
   const std::string dir = ::testing::TempDir() + "simprof_trace_test";
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/t.json";
@@ -140,11 +216,16 @@ namespace {
 // A source that logs its calls and contributes one event per active window.
 struct FakeSource : TraceSource {
   std::vector<std::string> calls;
+  const TimeBase* bound = nullptr;
+  void bind(const TimeBase& tb) override {
+    calls.push_back("bind");
+    bound = &tb;
+  }
   void start() override { calls.push_back("start"); }
   void discard() override { calls.push_back("discard"); }
-  std::uint64_t stop_and_collect(std::vector<TraceEvent>& out) override {
+  std::uint64_t stop_and_collect(std::vector<Span>& out) override {
     calls.push_back("collect");
-    out.push_back(TraceEvent::complete("gpu_kernel", "kernel", 0, 1, 0, 7));
+    out.push_back(Span::kernel("gpu_kernel", 0, 1, 0, 7, 1));
     return 2;  // it lost two
   }
 };
@@ -174,15 +255,20 @@ TEST(TraceSession, RecordsTheScheduledStepsOnly) {
   }
   ASSERT_EQ(traces.size(), 1u);
   EXPECT_EQ(session.windows(), 1u);
-  EXPECT_EQ(src.calls, (std::vector<std::string>{"start", "discard", "collect"}));
+  EXPECT_EQ(src.calls, (std::vector<std::string>{"bind", "start", "discard", "collect"}));
+  EXPECT_EQ(src.bound, &session.time_base());
   std::vector<std::string> names;
-  for (const auto& e : traces[0].events)
-    if (e.ph == 'X') names.push_back(e.name);
+  for (const auto& e : traces[0].spans)
+    if (e.kind != SpanKind::kCounter) names.push_back(e.name);
   EXPECT_EQ(names, (std::vector<std::string>{"physics", "ProfilerStep#2", "physics",
                                              "ProfilerStep#3", "gpu_kernel"}));
-  const TraceEvent& phys = traces[0].events[2];
-  EXPECT_EQ(phys.ts_ns, 2 * 3500 + 1000);  // step 2 starts at 7 us; physics 1 us later
-  EXPECT_EQ(phys.dur_ns, 2000);
+  const Span& phys = traces[0].spans[0];
+  EXPECT_EQ(phys.kind, SpanKind::kCpuStage);
+  EXPECT_EQ(phys.begin_ns, 2 * 3500 + 1000);  // step 2 starts at 7 us; physics 1 us later
+  EXPECT_EQ(phys.duration_ns(), 2000);
+  EXPECT_EQ(phys.step, 2u);
+  EXPECT_EQ(phys.stage, prof.find_stage("physics"));
+  EXPECT_TRUE(traces[0].spans[1].is_step());
   EXPECT_EQ(traces[0].dropped, 2u);
   EXPECT_EQ(session.dropped(), 2u);
 }
@@ -228,18 +314,13 @@ TEST(TraceSession, DefaultHandlerWritesOneFilePerWindow) {
 namespace {
 Trace synthetic(std::int64_t gap_ns, int n_kernels) {
   Trace t;
-  TraceEvent step = TraceEvent::complete("ProfilerStep#5", "user_annotation", 0, 1'000'000, 1, 1);
-  step.args.emplace_back("step", std::int64_t{5});
-  t.events.push_back(step);
+  t.spans.push_back(Span::cpu_stage("ProfilerStep#5", kStepStage, 5, 0, 1'000'000, 1, 1));
   std::int64_t ts = 20'000;
   for (int i = 0; i < n_kernels; ++i) {
-    TraceEvent api =
-        TraceEvent::complete("cudaLaunchKernel", "cuda_runtime", 1000 + i * 4000, 3000, 1, 1);
-    api.args.emplace_back("correlation", std::int64_t{i + 1});
-    t.events.push_back(api);
-    TraceEvent k = TraceEvent::complete(i % 2 ? "contacts" : "forces", "kernel", ts, 1000, 0, 7);
-    k.args.emplace_back("correlation", std::int64_t{i + 1});
-    t.events.push_back(k);
+    const auto corr = static_cast<std::uint64_t>(i + 1);
+    const std::int64_t at = 1000 + i * 4000;
+    t.spans.push_back(Span::launch("cudaLaunchKernel", at, at + 3000, 1, 1, corr));
+    t.spans.push_back(Span::kernel(i % 2 ? "contacts" : "forces", ts, ts + 1000, 0, 7, corr));
     ts += 1000 + gap_ns;
   }
   return t;
@@ -273,4 +354,18 @@ TEST(TraceAnalysis, GpuBoundStepNamesTheTopKernels) {
   EXPECT_EQ(a.verdict.rfind("GPU-bound", 0), 0u) << a.verdict;
   EXPECT_NE(a.verdict.find("forces (50%)"), std::string::npos) << a.verdict;
   EXPECT_EQ(analyze(Trace{}).verdict.rfind("no kernels", 0), 0u);
+}
+
+TEST(TimeBase, ConvertsTicksOfItsClockToNanoseconds) {
+  ManualClock mc;
+  const TimeBase ns_base(mc.clock());  // 1e9 ticks per second
+  mc.set_ns(1'234'567);
+  EXPECT_EQ(ns_base.now_ns(), 1'234'567);
+  static std::int64_t ticks = 0;
+  const Clock two_ghz = Clock::custom([](const void*) noexcept { return ticks; }, nullptr, 2e9);
+  const TimeBase tb(two_ghz);
+  ticks = 3'000'001;  // 1'500'000.5 ns: rounds to nearest
+  EXPECT_EQ(tb.now_ns(), 1'500'001);
+  EXPECT_EQ(tb.to_ns(-4), -2);
+  EXPECT_EQ(tb.clock().ticks_per_second(), 2e9);
 }

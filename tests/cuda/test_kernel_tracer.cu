@@ -23,16 +23,10 @@ using gt::quiet;
 
 namespace {
 
-std::int64_t arg(const TraceEvent& e, const char* key) {
-  for (const auto& [k, v] : e.args)
-    if (k == key) return std::get<std::int64_t>(v);
-  return -1;
-}
-
-std::vector<const TraceEvent*> of_cat(const Trace& t, const char* cat) {
-  std::vector<const TraceEvent*> out;
-  for (const auto& e : t.events)
-    if (e.ph == 'X' && e.cat == cat) out.push_back(&e);
+std::vector<const Span*> of_kind(const Trace& t, SpanKind kind) {
+  std::vector<const Span*> out;
+  for (const auto& s : t.spans)
+    if (s.kind == kind) out.push_back(&s);
   return out;
 }
 
@@ -64,13 +58,13 @@ TEST_F(GpuTest, EveryKernelLaunchedIsTracedEagerAndReplayed) {
     });
   }
   ASSERT_EQ(traces.size(), 2u);
-  EXPECT_EQ(of_cat(traces[0], "kernel").size(), 7u);
-  const auto replayed = of_cat(traces[1], "kernel");
+  EXPECT_EQ(of_kind(traces[0], SpanKind::kKernel).size(), 7u);
+  const auto replayed = of_kind(traces[1], SpanKind::kKernel);
   ASSERT_EQ(replayed.size(), 5u);
   std::set<std::int64_t> nodes;
   for (const auto* k : replayed) {
-    EXPECT_GT(arg(*k, "graph id"), 0) << "a replayed kernel carries its graph id";
-    nodes.insert(arg(*k, "graph node id"));
+    EXPECT_GT(k->graph_id, 0u) << "a replayed kernel carries its graph id";
+    nodes.insert(k->graph_node_id);
   }
   EXPECT_EQ(nodes.size(), 5u);
   EXPECT_EQ(traces[0].dropped + traces[1].dropped, 0u);
@@ -96,35 +90,39 @@ TEST_F(GpuTest, KernelDurationsAgreeWithEventsAndFlowsConnectLaunches) {
   }
   const double events_us = e1.elapsed_ms_since(e0) * 1e3;
   const Trace trace = kt.last();
-  std::vector<const TraceEvent*> kernels;  // the gate's wait kernel is traced too: keep the spin
-  for (const auto* k : of_cat(trace, "kernel"))
+  std::vector<const Span*> kernels;  // the gate's wait kernel is traced too: keep the spin
+  for (const auto* k : of_kind(trace, SpanKind::kKernel))
     if (k->name.find("spin_kernel") != std::string::npos) kernels.push_back(k);
   ASSERT_EQ(kernels.size(), 1u) << "the warm-up step's kernel was discarded";
-  EXPECT_NEAR(static_cast<double>(kernels[0]->dur_ns) * 1e-3, events_us, 0.05 * events_us + 5.0);
+  EXPECT_NEAR(static_cast<double>(kernels[0]->duration_ns()) * 1e-3, events_us, 0.05 * events_us + 5.0);
   // The launch call, on the host, correlates with the kernel through a flow start and end.
-  const auto corr = arg(*kernels[0], "correlation");
-  const TraceEvent* launch = nullptr;
-  for (const auto* a : of_cat(trace, "cuda_runtime"))
-    if (arg(*a, "correlation") == corr) launch = a;
+  const auto corr = kernels[0]->correlation;
+  const Span* launch = nullptr;
+  for (const auto* a : of_kind(trace, SpanKind::kLaunch))
+    if (a->correlation == corr) launch = a;
   ASSERT_NE(launch, nullptr);
   EXPECT_EQ(launch->name, "cudaLaunchKernel");
   int flows = 0;
-  for (const auto& e : trace.events)
-    if ((e.ph == 's' || e.ph == 'f') && e.id == static_cast<std::uint64_t>(corr)) {
+  for (const auto* f : of_kind(trace, SpanKind::kFlow))
+    if (f->correlation == corr) {
       ++flows;
-      EXPECT_EQ(e.ts_ns, e.ph == 's' ? launch->ts_ns : kernels[0]->ts_ns);
+      EXPECT_EQ(f->begin_ns, launch->begin_ns);
+      EXPECT_EQ(f->end_ns, kernels[0]->begin_ns);
+      EXPECT_EQ(f->tid, launch->tid);
+      EXPECT_EQ(f->device, kernels[0]->device);
+      EXPECT_EQ(f->stream, kernels[0]->stream);
     }
-  EXPECT_EQ(flows, 2);
+  EXPECT_EQ(flows, 1);  // one arrow: the launch (start) to the kernel (end)
   // One clock: the kernel starts after its launch call began, and within the step's host span
   // plus the time the GPU takes (no synchronisation aligned them).
-  EXPECT_GE(kernels[0]->ts_ns, launch->ts_ns);
-  const TraceEvent* step = nullptr;
-  for (const auto& e : trace.events)
-    if (e.name.rfind("ProfilerStep#", 0) == 0) step = &e;
+  EXPECT_GE(kernels[0]->begin_ns, launch->begin_ns);
+  const Span* step = nullptr;
+  for (const auto& s : trace.spans)
+    if (s.is_step()) step = &s;
   ASSERT_NE(step, nullptr);
-  EXPECT_GE(launch->ts_ns, step->ts_ns);
-  EXPECT_LE(launch->ts_ns, step->ts_ns + step->dur_ns);
-  EXPECT_LT(kernels[0]->ts_ns - launch->ts_ns, 1'000'000)
+  EXPECT_GE(launch->begin_ns, step->begin_ns);
+  EXPECT_LE(launch->begin_ns, step->end_ns);
+  EXPECT_LT(kernels[0]->begin_ns - launch->begin_ns, 1'000'000)
       << "kernel more than 1 ms after its launch";
 }
 
@@ -148,10 +146,10 @@ TEST_F(GpuTest, GraphLaunchModeWritesOneEventPerLaunch) {
     });
   }
   const Trace trace = kt.last();
-  const auto graphs = of_cat(trace, "kernel");
+  const auto graphs = of_kind(trace, SpanKind::kKernel);
   ASSERT_EQ(graphs.size(), 3u);
   for (const auto* g : graphs) {
-    EXPECT_EQ(arg(*g, "kernels"), 6);
+    EXPECT_EQ(g->kernels, 6u);
     EXPECT_EQ(g->name.rfind("graph ", 0), 0u);
   }
   const auto a = analyze(trace);
@@ -197,7 +195,9 @@ TEST_F(GpuTest, BusyCuptiDegradesGracefully) {
   }
   stream.synchronize();
   const Trace trace = kt.last();
-  EXPECT_EQ(of_cat(trace, "kernel").size(), 0u);
-  EXPECT_EQ(of_cat(trace, "cpu_op").size(), 1u);  // the CPU side is still traced
+  EXPECT_EQ(of_kind(trace, SpanKind::kKernel).size(), 0u);
+  std::size_t stages = 0;  // the CPU side is still traced
+  for (const auto* c : of_kind(trace, SpanKind::kCpuStage)) stages += !c->is_step();
+  EXPECT_EQ(stages, 1u);
   cuptiUnsubscribe(other);
 }

@@ -70,8 +70,8 @@ Solved solve(engine::LoopMode how, int frames) {
 
 std::size_t kernels_named(const Trace& t, const char* name) {
   return static_cast<std::size_t>(
-      std::count_if(t.events.begin(), t.events.end(), [&](const auto& e) {
-        return e.ph == 'X' && e.cat == "kernel" && e.name.find(name) != std::string::npos;
+      std::count_if(t.spans.begin(), t.spans.end(), [&](const Span& s) {
+        return s.kind == SpanKind::kKernel && s.name.find(name) != std::string::npos;
       }));
 }
 

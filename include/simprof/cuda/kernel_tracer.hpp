@@ -1,23 +1,27 @@
 // SPDX-License-Identifier: MIT
 // KernelTracer: every kernel, copy, memset, runtime call and synchronisation of the traced steps,
-// through CUPTI's activity API, as trace events next to the CPU stages.
+// through CUPTI's activity API, as typed spans next to the CPU stages.
 //
-//   simprof::TraceSession trace(prof, {.schedule = {80, 3, 1, 1}});
+/* clang-format off */
+//   simprof::TraceSession trace(prof, topt);           // see simprof/trace/session.hpp
 //   simprof::cuda::KernelTracer kernels(prof);
-//   trace.add_source(&kernels);
-//   trace.on_trace_ready([](const simprof::Trace& t, auto) {
+//   trace.add_source(&kernels);                        // binds the tracer to the session's TimeBase
+//   trace.on_trace_ready([](const simprof::Trace& t, std::uint64_t) {
 //     simprof::write_chrome_trace(t, "step.json");
 //     std::fputs(simprof::analyze(t).report().c_str(), stdout);   // launch-bound or GPU-bound?
 //   });
+/* clang-format on */
 //
-// One clock: the tracer registers CUPTI's timestamp callback with the profiler's clock, so kernels
-// and CPU stages line up in the trace without synchronising. Records come into a bounded pool of
-// buffers; records CUPTI could not store are counted and reported, never silently lost. If CUPTI
-// cannot be used (another profiler such as ncu holds it, or permissions), the tracer switches off
+// One clock: the tracer registers CUPTI's timestamp callback with the session's TimeBase (the
+// profiler's clock), so kernels and CPU stages line up in the trace without synchronising. CUPTI's
+// callbacks are plain functions, so they reach the one tracer of the process through a single
+// registration pointer; the clock itself is never copied into a global. Records come into a
+// bounded pool of buffers; records CUPTI could not store are counted and reported, never silently
+// lost. If CUPTI cannot be used (another profiler such as ncu holds it, or permissions), the tracer switches off
 // with one warning and the simulation runs on unaffected.
 //
 // Kernels of a replayed graph appear one by one, with their graph and node ids. Graph-launch mode
-// writes one event per graph launch instead (its kernels merged); CUPTI's own GRAPH_TRACE activity
+// writes one span per graph launch instead (its kernels merged); CUPTI's own GRAPH_TRACE activity
 // would record that more cheaply but crashes CUPTI 13.0 (see docs/tracing.md), so the CUPTI cost of
 // both modes is the same here; the trace is smaller.
 #pragma once
@@ -28,6 +32,8 @@
 
 #include "simprof/profiler/step_profiler.hpp"
 #include "simprof/trace/session.hpp"
+#include "simprof/trace/span.hpp"
+#include "simprof/trace/time_base.hpp"
 
 namespace simprof::cuda {
 
@@ -48,8 +54,9 @@ struct KernelTracerOptions {
 
 class KernelTracer : public TraceSource {
  public:
-  /// Aligns CUPTI's clock with `prof`'s. One tracer per process (CUPTI has one subscriber): a
-  /// second one throws std::logic_error. Never throws for CUPTI being unavailable: see enabled().
+  /// Timestamps on a TimeBase of `prof`'s clock until a session binds its own. One tracer per
+  /// process (CUPTI has one subscriber): a second one throws std::logic_error. Never throws for
+  /// CUPTI being unavailable: see enabled().
   explicit KernelTracer(const StepProfiler& prof, KernelTracerOptions options = {});
   ~KernelTracer() override;
   KernelTracer(const KernelTracer&) = delete;
@@ -61,10 +68,12 @@ class KernelTracer : public TraceSource {
   /// Records lost so far (CUPTI's dropped-record counts and pool exhaustion).
   std::uint64_t dropped() const noexcept;
 
+  /// Takes the session's timebase; std::logic_error inside a window.
+  void bind(const TimeBase& time_base) override;
   void start() override;
   void discard() override;
   /// Waits for the device (the window's work must be complete), flushes CUPTI and converts.
-  std::uint64_t stop_and_collect(std::vector<TraceEvent>& out) override;
+  std::uint64_t stop_and_collect(std::vector<Span>& out) override;
 
   struct Impl;
 

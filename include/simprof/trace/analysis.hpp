@@ -4,18 +4,21 @@
 // CUDA graph) or GPU-bound (with the kernels that dominate). Plus a kernel table like torch's
 // key_averages().
 //
+/* clang-format off */
 //   auto a = simprof::analyze(trace);
 //   std::fputs(a.report().c_str(), stdout);
+/* clang-format on */
 //
-// Steps are the "ProfilerStep#N" slices the TraceSession writes; a kernel belongs to the step whose
-// host span holds the runtime call (launch or graph launch) it is correlated with.
+// It reads the typed spans: steps are the session's step spans (Span::is_step()), and a kernel
+// belongs to the step whose host span holds the launch (kernel or graph launch) with the kernel's
+// correlation id.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "simprof/trace/chrome_json.hpp"
+#include "simprof/trace/span.hpp"
 
 namespace simprof {
 

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+#include "cupti_records.hpp"
+
+#include <cupti.h>
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <map>
+
+#include <fmt/format.h>
+
+namespace simprof::cuda::detail {
+
+int ActivityRecords::intern(const char* mangled) {
+  const std::string raw = mangled ? mangled : "?";
+  const auto it = name_ids_.find(raw);
+  if (it != name_ids_.end()) return it->second;
+  std::string shown = raw;  // demangled once per name, as Kineto writes them
+  if (raw.rfind("_Z", 0) == 0) {
+    int status = 0;
+    char* d = abi::__cxa_demangle(raw.c_str(), nullptr, nullptr, &status);
+    if (status == 0 && d) shown = d;
+    std::free(d);
+  }
+  names_.push_back(std::move(shown));
+  return name_ids_[raw] = static_cast<int>(names_.size() - 1);
+}
+
+void ActivityRecords::parse(std::uint8_t* buffer, std::size_t valid) {
+  CUpti_Activity* rec = nullptr;
+  while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    switch (rec->kind) {
+      case CUPTI_ACTIVITY_KIND_KERNEL:
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+        const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
+        kernels_.push_back(KernelRecord{k->start, k->end, k->deviceId, k->streamId,
+                                        k->correlationId, k->graphId, k->graphNodeId,
+                                        Dim3{k->gridX, k->gridY, k->gridZ},
+                                        Dim3{k->blockX, k->blockY, k->blockZ}, intern(k->name)});
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_RUNTIME: {
+        const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(rec);
+        launches_.push_back(LaunchRecord{a->start, a->end, a->cbid, a->correlationId, a->threadId});
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
+        const auto kind = m->copyKind <= CUPTI_ACTIVITY_MEMCPY_KIND_PTOP
+                              ? static_cast<CopyKind>(m->copyKind)
+                              : CopyKind::kUnknown;
+        copies_.push_back(CopyRecord{m->start, m->end, m->bytes, m->deviceId, m->streamId,
+                                     m->correlationId, false, kind});
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMSET: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
+        copies_.push_back(CopyRecord{m->start, m->end, m->bytes, m->deviceId, m->streamId,
+                                     m->correlationId, true, CopyKind::kUnknown});
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+        const auto* s = reinterpret_cast<const CUpti_ActivitySynchronization2*>(rec);
+        const auto kind = s->type <= CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE
+                              ? static_cast<SyncKind>(s->type)
+                              : SyncKind::kUnknown;
+        syncs_.push_back(SyncRecord{s->start, s->end, kind, s->streamId});
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_OVERHEAD: {
+        const auto* o = reinterpret_cast<const CUpti_ActivityOverhead3*>(rec);
+        overheads_.emplace_back(o->start, o->end);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+}
+
+void ActivityRecords::clear() noexcept {
+  kernels_.clear();
+  launches_.clear();
+  copies_.clear();
+  syncs_.clear();
+  overheads_.clear();
+}
+
+namespace {
+
+// "cudaLaunchKernel_v7000" -> "cudaLaunchKernel".
+std::string runtime_call_name(std::uint32_t cbid) {
+  const char* name = nullptr;
+  if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) != CUPTI_SUCCESS || !name)
+    return "cuda?";
+  std::string n = name;
+  if (const auto v = n.find("_v"); v != std::string::npos && v + 2 < n.size() &&
+                                   std::isdigit(static_cast<unsigned char>(n[v + 2])))
+    n.resize(v);
+  return n;
+}
+
+struct DeviceStart {
+  std::int64_t ts;
+  std::int32_t device;
+  std::int64_t stream;
+};
+
+}  // namespace
+
+void ActivityRecords::to_spans(TraceMode mode, std::int64_t offset_ns, std::int64_t pid,
+                               std::vector<Span>& out) const {
+  auto ns = [offset_ns](std::uint64_t t) { return static_cast<std::int64_t>(t) + offset_ns; };
+  // Where each correlation's device work starts: the end of its launch's flow arrow.
+  std::unordered_map<std::uint32_t, DeviceStart> first;
+  auto note = [&](std::uint32_t corr, std::int64_t ts, std::uint32_t dev, std::uint32_t stream) {
+    auto it = first.find(corr);
+    if (it == first.end() || ts < it->second.ts)
+      first[corr] = DeviceStart{ts, static_cast<std::int32_t>(dev), stream};
+  };
+  if (mode == TraceMode::kGraphLaunch) {
+    struct Launch {
+      std::int64_t begin, end;
+      std::uint32_t device, stream, graph;
+      std::uint64_t nodes;
+    };
+    std::map<std::uint32_t, Launch> launches;  // by correlation
+    for (const auto& k : kernels_) {
+      if (k.graph_id == 0) continue;
+      auto [it, fresh] = launches.try_emplace(
+          k.correlation, Launch{ns(k.start), ns(k.end), k.device, k.stream, k.graph_id, 0});
+      it->second.begin = std::min(it->second.begin, ns(k.start));
+      it->second.end = std::max(it->second.end, ns(k.end));
+      ++it->second.nodes;
+    }
+    for (const auto& [corr, l] : launches) {
+      Span s = Span::kernel(fmt::format("graph {}", l.graph), l.begin, l.end,
+                            static_cast<std::int32_t>(l.device), l.stream, corr);
+      s.graph_id = l.graph;
+      s.kernels = l.nodes;
+      out.push_back(std::move(s));
+      note(corr, l.begin, l.device, l.stream);
+    }
+  }
+  for (const auto& k : kernels_) {
+    if (mode == TraceMode::kGraphLaunch && k.graph_id != 0) continue;
+    Span s = Span::kernel(names_[static_cast<std::size_t>(k.name)], ns(k.start), ns(k.end),
+                          static_cast<std::int32_t>(k.device), k.stream, k.correlation);
+    s.grid = k.grid;
+    s.block = k.block;
+    s.graph_id = k.graph_id;
+    s.graph_node_id = k.graph_node;
+    out.push_back(std::move(s));
+    note(k.correlation, ns(k.start), k.device, k.stream);
+  }
+  for (const auto& c : copies_) {
+    const auto dev = static_cast<std::int32_t>(c.device);
+    out.push_back(c.memset
+                      ? Span::memset(c.bytes, ns(c.start), ns(c.end), dev, c.stream, c.correlation)
+                      : Span::memcpy(c.kind, c.bytes, ns(c.start), ns(c.end), dev, c.stream,
+                                     c.correlation));
+    note(c.correlation, ns(c.start), c.device, c.stream);
+  }
+  for (const auto& a : launches_) {
+    Span s = Span::launch(runtime_call_name(a.cbid), ns(a.start), ns(a.end), pid, a.tid,
+                          a.correlation);
+    s.cbid = a.cbid;
+    out.push_back(std::move(s));
+    if (auto it = first.find(a.correlation); it != first.end())
+      out.push_back(Span::flow(a.correlation, ns(a.start), pid, a.tid, it->second.ts,
+                               it->second.device, it->second.stream));
+  }
+  for (const auto& s : syncs_)
+    out.push_back(Span::synchronization(s.kind, ns(s.start), ns(s.end), pid, 0, s.stream));
+  for (const auto& [b, e] : overheads_)
+    out.push_back(Span::overhead("CUPTI overhead", ns(b), ns(e), pid, 0));
+}
+
+}  // namespace simprof::cuda::detail

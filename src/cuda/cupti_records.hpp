@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+// Private to the kernel tracer: CUPTI activity records kept as compact structs while a window is
+// open (parsed on CUPTI's thread, under the tracer's lock), and turned into typed spans when the
+// window is collected.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "simprof/cuda/kernel_tracer.hpp"
+#include "simprof/trace/span.hpp"
+
+namespace simprof::cuda::detail {
+
+struct KernelRecord {
+  std::uint64_t start, end;
+  std::uint32_t device, stream, correlation, graph_id;
+  std::uint64_t graph_node;
+  Dim3 grid, block;
+  int name;
+};
+struct LaunchRecord {
+  std::uint64_t start, end;
+  std::uint32_t cbid, correlation, tid;
+};
+struct CopyRecord {
+  std::uint64_t start, end, bytes;
+  std::uint32_t device, stream, correlation;
+  bool memset;
+  CopyKind kind;
+};
+struct SyncRecord {
+  std::uint64_t start, end;
+  SyncKind kind;
+  std::uint32_t stream;
+};
+
+class ActivityRecords {
+ public:
+  /// Appends the records of one completed CUPTI buffer.
+  void parse(std::uint8_t* buffer, std::size_t valid);
+  void clear() noexcept;
+  /// The window's spans: CUPTI timestamps plus `offset_ns`, host spans on process `pid`.
+  void to_spans(TraceMode mode, std::int64_t offset_ns, std::int64_t pid,
+                std::vector<Span>& out) const;
+
+ private:
+  int intern(const char* mangled);
+
+  std::vector<KernelRecord> kernels_;
+  std::vector<LaunchRecord> launches_;
+  std::vector<CopyRecord> copies_;
+  std::vector<SyncRecord> syncs_;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> overheads_;
+  std::vector<std::string> names_;  // demangled, kept across windows
+  std::unordered_map<std::string, int> name_ids_;
+};
+
+}  // namespace simprof::cuda::detail

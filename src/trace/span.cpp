@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+#include "simprof/trace/span.hpp"
+
+#include <utility>
+
+namespace simprof {
+
+std::string_view to_string(SpanKind kind) noexcept {
+  switch (kind) {
+    case SpanKind::kCpuStage:
+      return "cpu stage";
+    case SpanKind::kLaunch:
+      return "launch";
+    case SpanKind::kKernel:
+      return "kernel";
+    case SpanKind::kMemcpy:
+      return "memcpy";
+    case SpanKind::kMemset:
+      return "memset";
+    case SpanKind::kSync:
+      return "sync";
+    case SpanKind::kOverhead:
+      return "overhead";
+    case SpanKind::kFlow:
+      return "flow";
+    case SpanKind::kCounter:
+      return "counter";
+  }
+  return "?";
+}
+
+std::string_view to_string(CopyKind kind) noexcept {
+  switch (kind) {
+    case CopyKind::kHtoD:
+      return "Memcpy HtoD";
+    case CopyKind::kDtoH:
+      return "Memcpy DtoH";
+    case CopyKind::kHtoA:
+      return "Memcpy HtoA";
+    case CopyKind::kAtoH:
+      return "Memcpy AtoH";
+    case CopyKind::kAtoA:
+      return "Memcpy AtoA";
+    case CopyKind::kAtoD:
+      return "Memcpy AtoD";
+    case CopyKind::kDtoA:
+      return "Memcpy DtoA";
+    case CopyKind::kDtoD:
+      return "Memcpy DtoD";
+    case CopyKind::kHtoH:
+      return "Memcpy HtoH";
+    case CopyKind::kPtoP:
+      return "Memcpy PtoP";
+    case CopyKind::kUnknown:
+      break;
+  }
+  return "Memcpy ?";
+}
+
+namespace {
+
+Span on_host(SpanKind kind, std::string name, std::int64_t begin_ns, std::int64_t end_ns,
+             std::int64_t pid, std::int64_t tid) {
+  Span s;
+  s.kind = kind;
+  s.name = std::move(name);
+  s.begin_ns = begin_ns;
+  s.end_ns = end_ns;
+  s.pid = pid;
+  s.tid = tid;
+  return s;
+}
+
+Span on_device(SpanKind kind, std::string name, std::int64_t begin_ns, std::int64_t end_ns,
+               std::int32_t device, std::int64_t stream, std::uint64_t correlation) {
+  Span s;
+  s.kind = kind;
+  s.name = std::move(name);
+  s.begin_ns = begin_ns;
+  s.end_ns = end_ns;
+  s.device = device;
+  s.stream = stream;
+  s.correlation = correlation;
+  return s;
+}
+
+}  // namespace
+
+Span Span::cpu_stage(std::string name, StageId stage, std::uint64_t step, std::int64_t begin_ns,
+                     std::int64_t end_ns, std::int64_t pid, std::int64_t tid) {
+  Span s = on_host(SpanKind::kCpuStage, std::move(name), begin_ns, end_ns, pid, tid);
+  s.stage = stage;
+  s.step = step;
+  return s;
+}
+
+Span Span::launch(std::string name, std::int64_t begin_ns, std::int64_t end_ns, std::int64_t pid,
+                  std::int64_t tid, std::uint64_t correlation) {
+  Span s = on_host(SpanKind::kLaunch, std::move(name), begin_ns, end_ns, pid, tid);
+  s.correlation = correlation;
+  return s;
+}
+
+Span Span::kernel(std::string name, std::int64_t begin_ns, std::int64_t end_ns,
+                  std::int32_t device, std::int64_t stream, std::uint64_t correlation) {
+  return on_device(SpanKind::kKernel, std::move(name), begin_ns, end_ns, device, stream,
+                   correlation);
+}
+
+Span Span::memcpy(CopyKind copy, std::uint64_t bytes, std::int64_t begin_ns, std::int64_t end_ns,
+                  std::int32_t device, std::int64_t stream, std::uint64_t correlation) {
+  Span s = on_device(SpanKind::kMemcpy, std::string(to_string(copy)), begin_ns, end_ns, device,
+                     stream, correlation);
+  s.copy = copy;
+  s.bytes = bytes;
+  return s;
+}
+
+Span Span::memset(std::uint64_t bytes, std::int64_t begin_ns, std::int64_t end_ns,
+                  std::int32_t device, std::int64_t stream, std::uint64_t correlation) {
+  Span s =
+      on_device(SpanKind::kMemset, "Memset", begin_ns, end_ns, device, stream, correlation);
+  s.bytes = bytes;
+  return s;
+}
+
+Span Span::synchronization(SyncKind sync, std::int64_t begin_ns, std::int64_t end_ns,
+                           std::int64_t pid, std::int64_t tid, std::int64_t stream) {
+  Span s = on_host(SpanKind::kSync, "cuda synchronisation", begin_ns, end_ns, pid, tid);
+  s.sync = sync;
+  s.stream = stream;
+  return s;
+}
+
+Span Span::overhead(std::string name, std::int64_t begin_ns, std::int64_t end_ns,
+                    std::int64_t pid, std::int64_t tid) {
+  return on_host(SpanKind::kOverhead, std::move(name), begin_ns, end_ns, pid, tid);
+}
+
+Span Span::flow(std::uint64_t correlation, std::int64_t from_ns, std::int64_t pid,
+                std::int64_t tid, std::int64_t to_ns, std::int32_t device, std::int64_t stream) {
+  Span s = on_host(SpanKind::kFlow, "launch", from_ns, to_ns, pid, tid);
+  s.device = device;
+  s.stream = stream;
+  s.correlation = correlation;
+  return s;
+}
+
+Span Span::counter(std::string name, std::int64_t ts_ns, std::int64_t pid, double value) {
+  Span s = on_host(SpanKind::kCounter, std::move(name), ts_ns, ts_ns, pid, 0);
+  s.value = value;
+  return s;
+}
+
+}  // namespace simprof
