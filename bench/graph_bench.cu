@@ -17,6 +17,7 @@
 #include <string>
 
 #include "simprof/cuda/buffer.hpp"
+#include "simprof/cuda/handle.hpp"
 #include "simprof/cuda/stream.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/graphs/step_graph.hpp"
@@ -49,12 +50,19 @@ struct Fixture {
     for (int i = 0; i < k; ++i) axpb_kernel<<<blocks, 256, 0, s>>>(x.data(), n, 0.999f, 0.001f * i);
     SIMPROF_CUDA_CHECK_LAUNCH("axpb_kernel");
   }
-  cudaGraph_t capture() const {
-    cudaGraph_t g = nullptr;
+  GraphHandle capture() const {
+    GraphHandle g;
     SIMPROF_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     step(stream);
-    SIMPROF_CUDA_CHECK(cudaStreamEndCapture(stream, &g));
+    SIMPROF_CUDA_CHECK(cudaStreamEndCapture(stream, g.out()));
     return g;
+  }
+  // The hand-written baseline: the captured step instantiated by hand.
+  GraphExecHandle instantiate() const {
+    const GraphHandle g = capture();
+    GraphExecHandle exec;
+    SIMPROF_CUDA_CHECK(cudaGraphInstantiate(exec.out(), g.get(), 0));
+    return exec;
   }
 };
 
@@ -91,12 +99,8 @@ void BM_Eager(benchmark::State& state) {
 void BM_HandGraph(benchmark::State& state) {
   if (!have_gpu(state)) return;
   Fixture f(static_cast<int>(state.range(1)), static_cast<int>(state.range(0)));
-  cudaGraph_t g = f.capture();
-  cudaGraphExec_t exec = nullptr;
-  SIMPROF_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
-  timed(state, f.stream, [&] { SIMPROF_CUDA_CHECK(cudaGraphLaunch(exec, f.stream)); });
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(g);
+  const GraphExecHandle exec = f.instantiate();
+  timed(state, f.stream, [&] { SIMPROF_CUDA_CHECK(cudaGraphLaunch(exec.get(), f.stream)); });
 }
 
 void BM_StepGraph(benchmark::State& state) {
@@ -111,20 +115,18 @@ void BM_StepGraph(benchmark::State& state) {
 void BM_ReplayOverhead(benchmark::State& state) {
   if (!have_gpu(state)) return;
   Fixture f(static_cast<int>(state.range(1)), static_cast<int>(state.range(0)));
-  cudaGraph_t g = f.capture();
-  cudaGraphExec_t exec = nullptr;
-  SIMPROF_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+  const GraphExecHandle exec = f.instantiate();
   StepGraph graph(f.stream, [&](cudaStream_t s) { f.step(s); });
   for (int i = 0; i < 5; ++i) {
     graph.run();
-    SIMPROF_CUDA_CHECK(cudaGraphLaunch(exec, f.stream));
+    SIMPROF_CUDA_CHECK(cudaGraphLaunch(exec.get(), f.stream));
   }
   Event e0, e1, e2;
   double hand = 0, ours = 0;
   for (auto _ : state) {
     e0.record(f.stream);
     for (int i = 0; i < kStepsPerIteration; ++i)
-      SIMPROF_CUDA_CHECK(cudaGraphLaunch(exec, f.stream));
+      SIMPROF_CUDA_CHECK(cudaGraphLaunch(exec.get(), f.stream));
     e1.record(f.stream);
     for (int i = 0; i < kStepsPerIteration; ++i) graph.run();
     e2.record(f.stream);
@@ -135,8 +137,6 @@ void BM_ReplayOverhead(benchmark::State& state) {
     state.SetIterationTime((h + o) * 1e-3 / (2 * kStepsPerIteration));
   }
   state.counters["step_over_hand"] = ours / hand;
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(g);
 }
 
 void shapes(benchmark::internal::Benchmark* b) {
@@ -153,37 +153,32 @@ BENCHMARK(BM_ReplayOverhead)->Apply(shapes);
 void BM_Instantiate(benchmark::State& state) {
   if (!have_gpu(state)) return;
   Fixture f(1024, 100);
-  cudaGraph_t g = f.capture();
+  const GraphHandle g = f.capture();
   for (auto _ : state) {
-    cudaGraphExec_t exec = nullptr;
+    GraphExecHandle exec;
     const auto t0 = std::chrono::steady_clock::now();
-    SIMPROF_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+    SIMPROF_CUDA_CHECK(cudaGraphInstantiate(exec.out(), g.get(), 0));
     state.SetIterationTime(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    cudaGraphExecDestroy(exec);
   }
-  cudaGraphDestroy(g);
 }
 BENCHMARK(BM_Instantiate)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 void BM_ExecUpdate(benchmark::State& state) {
   if (!have_gpu(state)) return;
   Fixture a(1024, 100), b(30000, 100);
-  cudaGraph_t ga = a.capture(), gb = b.capture();
-  cudaGraphExec_t exec = nullptr;
-  SIMPROF_CUDA_CHECK(cudaGraphInstantiate(&exec, ga, 0));
+  const GraphHandle ga = a.capture(), gb = b.capture();
+  GraphExecHandle exec;
+  SIMPROF_CUDA_CHECK(cudaGraphInstantiate(exec.out(), ga.get(), 0));
   bool flip = false;
   for (auto _ : state) {
     cudaGraphExecUpdateResultInfo info{};
     const auto t0 = std::chrono::steady_clock::now();
-    SIMPROF_CUDA_CHECK(cudaGraphExecUpdate(exec, flip ? ga : gb, &info));
+    SIMPROF_CUDA_CHECK(cudaGraphExecUpdate(exec.get(), flip ? ga.get() : gb.get(), &info));
     state.SetIterationTime(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     flip = !flip;
   }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(ga);
-  cudaGraphDestroy(gb);
 }
 BENCHMARK(BM_ExecUpdate)->UseManualTime()->Unit(benchmark::kMicrosecond);
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "simprof/cuda/buffer.hpp"
+#include "simprof/cuda/handle.hpp"
 #include "simprof/cuda/stream.hpp"
 #include "simprof/base/stats.hpp"
 #include "simprof/timers/timer_view.hpp"
@@ -52,25 +53,21 @@ int main(int argc, char** argv) {
   }
   const int samples = argc > 1 ? std::atoi(argv[1]) : 300;
   cuda::Stream stream;
-  unsigned* flags_host = nullptr;
-  SIMPROF_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&flags_host), 2 * sizeof(unsigned),
-                                   cudaHostAllocMapped));
-  flags_host[0] = flags_host[1] = 0;
-  unsigned* flags_dev = nullptr;
-  SIMPROF_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&flags_dev), flags_host, 0));
+  const cuda::PinnedBuffer<unsigned> flags_host(2, cudaHostAllocMapped);  // zeroed
+  unsigned* flags_dev = flags_host.device_pointer();
   cuda::DeviceBuffer<unsigned> counter(1);
   counter.fill_zero(stream);
   // One replayed step: a single 50 us kernel, captured once.
-  cudaGraph_t g = nullptr;
-  cudaGraphExec_t exec = nullptr;
+  cuda::GraphHandle g;
+  cuda::GraphExecHandle exec;
   SIMPROF_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   marked_step<<<1, 1, 0, stream>>>(flags_dev, counter.data(), 50'000);
-  SIMPROF_CUDA_CHECK(cudaStreamEndCapture(stream, &g));
-  SIMPROF_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
-  for (int i = 0; i < 20; ++i) SIMPROF_CUDA_CHECK(cudaGraphLaunch(exec, stream));  // warm
+  SIMPROF_CUDA_CHECK(cudaStreamEndCapture(stream, g.out()));
+  SIMPROF_CUDA_CHECK(cudaGraphInstantiate(exec.out(), g.get(), 0));
+  for (int i = 0; i < 20; ++i) SIMPROF_CUDA_CHECK(cudaGraphLaunch(exec.get(), stream));  // warm
   stream.synchronize();
   unsigned expected = 20;
-  volatile unsigned* flags = flags_host;
+  volatile unsigned* flags = flags_host.data();
 
   std::printf(
       "sync_bench: one replayed 50 us step per sample, %d samples per row, host steady clock\n\n",
@@ -93,7 +90,7 @@ int main(int argc, char** argv) {
         seen = true;
       });
       const auto t0 = clk::now();
-      SIMPROF_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+      SIMPROF_CUDA_CHECK(cudaGraphLaunch(exec.get(), stream));
       const auto t1 = clk::now();
       while (flags[0] != expected) {
       }
@@ -112,8 +109,5 @@ int main(int argc, char** argv) {
                 a.p50, a.p99, b.p50, b.p99, c.p50, c.p99, d.p50, d.p99);
     std::fflush(stdout);
   }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(g);
-  cudaFreeHost(flags_host);
   return 0;
 }

@@ -7,15 +7,12 @@ namespace simprof::cuda {
 
 #if !defined(SIMPROF_NVTX_DISABLED)
 
-NvtxRanges::NvtxRanges(StepProfiler& prof, const char* domain) : prof_(prof) {
-  domain_ = nvtxDomainCreateA(domain);
+NvtxRanges::NvtxRanges(StepProfiler& prof, const char* domain)
+    : prof_(prof), domain_(nvtxDomainCreateA(domain)) {
   prof_.add_listener(this);
 }
 
-NvtxRanges::~NvtxRanges() {
-  prof_.remove_listener(this);
-  if (domain_) nvtxDomainDestroy(domain_);
-}
+NvtxRanges::~NvtxRanges() { prof_.remove_listener(this); }
 
 void NvtxRanges::push(StageId id) {
   if (id >=
@@ -25,7 +22,7 @@ void NvtxRanges::push(StageId id) {
     for (std::size_t i = old; i < names_.size(); ++i) {
       const std::string n(i == kStepStage ? std::string_view("step")
                                           : prof_.stage_name(static_cast<StageId>(i)));
-      names_[i] = nvtxDomainRegisterStringA(domain_, n.c_str());
+      names_[i] = nvtxDomainRegisterStringA(domain_.get(), n.c_str());
     }
   }
   nvtxEventAttributes_t a{};
@@ -33,14 +30,14 @@ void NvtxRanges::push(StageId id) {
   a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
   a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
   a.message.registered = names_[id];
-  nvtxDomainRangePushEx(domain_, &a);
+  nvtxDomainRangePushEx(domain_.get(), &a);
 }
 
 void NvtxRanges::on_step_begin(std::uint64_t, std::int64_t) { push(kStepStage); }
 void NvtxRanges::on_stage_begin(StageId id, std::int64_t) { push(id); }
-void NvtxRanges::on_stage_end(StageId, std::int64_t) { nvtxDomainRangePop(domain_); }
+void NvtxRanges::on_stage_end(StageId, std::int64_t) { nvtxDomainRangePop(domain_.get()); }
 void NvtxRanges::on_step_end(std::uint64_t, std::int64_t, StepOutcome) {
-  nvtxDomainRangePop(domain_);
+  nvtxDomainRangePop(domain_.get());
 }
 
 #else

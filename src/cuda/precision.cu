@@ -88,47 +88,40 @@ __global__ void error_sums_kernel(const float* ref, const void* var, Dtype t, st
 
 }  // namespace
 
-DeviceComparer::DeviceComparer() {
-  SIMPROF_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dev_), sizeof(Accumulator)));
-  SIMPROF_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host_), sizeof(Accumulator)));
-}
+DeviceComparer::DeviceComparer() : dev_(1), host_(1) {}
 
-DeviceComparer::~DeviceComparer() {
-  cudaFreeHost(host_);
-  cudaFree(dev_);
-}
+DeviceComparer::~DeviceComparer() = default;
 
 ErrorSums DeviceComparer::sums(const float* reference, const void* variant, Dtype dtype,
                                std::size_t n, cudaStream_t stream) {
   if (n > 0 && (reference == nullptr || variant == nullptr))
-    throw std::invalid_argument("DeviceComparer::sums: null buffer with n = " + std::to_string(n));
-  Accumulator init{};
-  init.first_bad_reference = ~0ull;
-  *host_ = init;
-  SIMPROF_CUDA_CHECK(
-      cudaMemcpyAsync(dev_, host_, sizeof(Accumulator), cudaMemcpyHostToDevice, stream));
+    throw std::invalid_argument("simprof: DeviceComparer::sums: null buffer with n = " +
+                                std::to_string(n));
+  Accumulator& acc = host_[0];
+  acc = Accumulator{};
+  acc.first_bad_reference = ~0ull;
+  dev_.copy_from_host(host_.data(), 1, stream);
   if (n > 0) {
     const std::size_t want = (n + kBlock - 1) / kBlock;
     const int blocks = static_cast<int>(want < 1024 ? want : 1024);
-    error_sums_kernel<<<blocks, kBlock, 0, stream>>>(reference, variant, dtype, n, dev_);
+    error_sums_kernel<<<blocks, kBlock, 0, stream>>>(reference, variant, dtype, n, dev_.data());
     SIMPROF_CUDA_CHECK_LAUNCH("error_sums_kernel");
   }
-  SIMPROF_CUDA_CHECK(
-      cudaMemcpyAsync(host_, dev_, sizeof(Accumulator), cudaMemcpyDeviceToHost, stream));
+  dev_.copy_to_host(host_.data(), 1, stream);
   SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream));
   ErrorSums s;
   s.count = n;
-  s.diff2 = host_->diff2;
-  s.ref2 = host_->ref2;
-  s.var2 = host_->var2;
+  s.diff2 = acc.diff2;
+  s.ref2 = acc.ref2;
+  s.var2 = acc.var2;
   double m = 0;
-  static_assert(sizeof(m) == sizeof(host_->max_abs_bits));
-  std::memcpy(&m, &host_->max_abs_bits, sizeof(m));
+  static_assert(sizeof(m) == sizeof(acc.max_abs_bits));
+  std::memcpy(&m, &acc.max_abs_bits, sizeof(m));
   s.max_abs = m;
-  s.nan = static_cast<std::size_t>(host_->count_nan);
-  s.inf = static_cast<std::size_t>(host_->count_inf);
-  s.bad_reference = static_cast<std::size_t>(host_->bad_reference);
-  if (s.bad_reference) s.first_bad_reference = static_cast<std::size_t>(host_->first_bad_reference);
+  s.nan = static_cast<std::size_t>(acc.count_nan);
+  s.inf = static_cast<std::size_t>(acc.count_inf);
+  s.bad_reference = static_cast<std::size_t>(acc.bad_reference);
+  if (s.bad_reference) s.first_bad_reference = static_cast<std::size_t>(acc.first_bad_reference);
   return s;
 }
 

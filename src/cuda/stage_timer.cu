@@ -102,40 +102,31 @@ DeviceStageTimer::DeviceStageTimer(StepProfiler& prof, cudaStream_t stream, std:
     : prof_(prof),
       stream_(stream),
       ring_(in_flight < 2 ? 2 : in_flight),
+      host_records_(ring_, cudaHostAllocMapped),
+      host_view_(host_records_.device_pointer()),
+      dev_records_(ring_),
+      dev_seq_(1),
       host_step_(ring_, 0),
       completed_(ring_, 0),
       latest_(prof),
       scratch_(prof) {
-  void* host = nullptr;
-  SIMPROF_CUDA_CHECK(cudaHostAlloc(&host, ring_ * sizeof(detail::StepRecord), cudaHostAllocMapped));
-  std::memset(host, 0, ring_ * sizeof(detail::StepRecord));
-  host_records_ = static_cast<detail::StepRecord*>(host);
-  void* dev = nullptr;
-  SIMPROF_CUDA_CHECK(cudaHostGetDevicePointer(&dev, host, 0));
-  host_view_ = static_cast<detail::StepRecord*>(dev);
-  SIMPROF_CUDA_CHECK(
-      cudaMalloc(reinterpret_cast<void**>(&dev_records_), ring_ * sizeof(detail::StepRecord)));
-  SIMPROF_CUDA_CHECK(cudaMemset(dev_records_, 0, ring_ * sizeof(detail::StepRecord)));
-  SIMPROF_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dev_seq_), sizeof(unsigned long long)));
-  SIMPROF_CUDA_CHECK(cudaMemset(dev_seq_, 0, sizeof(unsigned long long)));
-  prof_.add_listener(this);
+  SIMPROF_CUDA_CHECK(cudaMemset(dev_records_.data(), 0, dev_records_.bytes()));
+  SIMPROF_CUDA_CHECK(cudaMemset(dev_seq_.data(), 0, dev_seq_.bytes()));
+  prof_.add_listener(this);  // last: nothing below can throw once the profiler calls us
 }
 
 DeviceStageTimer::~DeviceStageTimer() {
   prof_.remove_listener(this);
   cudaStreamSynchronize(stream_);  // stamps may still be in flight; errors are not thrown here
-  cudaFreeHost(host_records_);
-  cudaFree(dev_records_);
-  cudaFree(dev_seq_);
 }
 
 void DeviceStageTimer::stamp(int op, StageId stage) noexcept {
   if (op == kEnd)
-    publish_kernel<<<1, kPublishThreads, 0, stream_>>>(dev_records_, host_view_, dev_seq_,
-                                                       static_cast<unsigned>(ring_));
+    publish_kernel<<<1, kPublishThreads, 0, stream_>>>(dev_records_.data(), host_view_,
+                                                       dev_seq_.data(), static_cast<unsigned>(ring_));
   else
-    stamp_kernel<<<1, 1, 0, stream_>>>(dev_records_, dev_seq_, static_cast<unsigned>(ring_), op,
-                                       static_cast<int>(stage));
+    stamp_kernel<<<1, 1, 0, stream_>>>(dev_records_.data(), dev_seq_.data(),
+                                       static_cast<unsigned>(ring_), op, static_cast<int>(stage));
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess && !reported_) {
     reported_ = true;

@@ -14,54 +14,52 @@ double clock_freq_hz(int device) {
   return static_cast<double>(khz) * 1e3;
 }
 
-DeviceTimerBuffer::DeviceTimerBuffer(std::vector<std::string> labels, int n_envs, TimerUnit unit,
-                                     int device)
-    : labels_(std::move(labels)), n_envs_(n_envs), unit_(unit) {
+namespace {
+
+int checked_envs(int n_envs) {
   if (n_envs < 1)
     throw std::invalid_argument(
         fmt::format("simprof: DeviceTimerBuffer n_envs = {} (expected >= 1)", n_envs));
-  ticks_per_second_ = unit == TimerUnit::kNanoseconds ? 1e9 : clock_freq_hz(device);
-  bytes_ = static_cast<std::size_t>(labels_.rows()) * static_cast<std::size_t>(n_envs) *
-           sizeof(std::uint64_t);
-  SIMPROF_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dev_), bytes_));
-  SIMPROF_CUDA_CHECK(cudaMemset(dev_, 0, bytes_));
-  for (int i = 0; i < 2; ++i) {
-    SIMPROF_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host_[i]), bytes_));
-    SIMPROF_CUDA_CHECK(cudaEventCreateWithFlags(&done_[i], cudaEventDisableTiming));
-  }
+  return n_envs;
+}
+
+}  // namespace
+
+DeviceTimerBuffer::DeviceTimerBuffer(std::vector<std::string> labels, int n_envs, TimerUnit unit,
+                                     int device)
+    : labels_(std::move(labels)),
+      n_envs_(checked_envs(n_envs)),
+      unit_(unit),
+      ticks_per_second_(unit == TimerUnit::kNanoseconds ? 1e9 : clock_freq_hz(device)),
+      dev_(static_cast<std::size_t>(labels_.rows()) * static_cast<std::size_t>(n_envs_)),
+      host_{PinnedBuffer<std::uint64_t>(dev_.size()), PinnedBuffer<std::uint64_t>(dev_.size())} {
+  SIMPROF_CUDA_CHECK(cudaMemset(dev_.data(), 0, dev_.bytes()));
 }
 
 DeviceTimerBuffer::~DeviceTimerBuffer() {
-  for (int i = 0; i < 2; ++i) {
-    if (done_[i]) {
-      cudaEventSynchronize(done_[i]);
-      cudaEventDestroy(done_[i]);
-    }
-    if (host_[i]) cudaFreeHost(host_[i]);
-  }
-  if (dev_) cudaFree(dev_);
+  // A copy into a host buffer may be in flight: it must land before the buffer is freed.
+  for (auto& e : done_) cudaEventSynchronize(e.get());
 }
 
-void DeviceTimerBuffer::reset(cudaStream_t stream) {
-  SIMPROF_CUDA_CHECK(cudaMemsetAsync(dev_, 0, bytes_, stream));
-}
+void DeviceTimerBuffer::reset(cudaStream_t stream) { dev_.fill_zero(stream); }
 
 void DeviceTimerBuffer::read_async(cudaStream_t stream) {
   const int i = static_cast<int>(reads_ % 2);
-  SIMPROF_CUDA_CHECK(cudaMemcpyAsync(host_[i], dev_, bytes_, cudaMemcpyDeviceToHost, stream));
-  SIMPROF_CUDA_CHECK(cudaEventRecord(done_[i], stream));
+  SIMPROF_CUDA_CHECK(cudaMemcpyAsync(host_[i].data(), dev_.data(), dev_.bytes(),
+                                     cudaMemcpyDeviceToHost, stream));
+  done_[i].record(stream);
   seq_[i] = ++reads_;
 }
 
 TimerFrame DeviceTimerBuffer::frame_of(int i) const noexcept {
-  return TimerFrame{&labels_, host_[i], labels_.rows(), n_envs_, unit_, ticks_per_second_};
+  return TimerFrame{&labels_, host_[i].data(), labels_.rows(), n_envs_, unit_, ticks_per_second_};
 }
 
 std::optional<TimerFrame> DeviceTimerBuffer::latest() {
   int best = -1;
   for (int i = 0; i < 2; ++i) {
     if (seq_[i] <= returned_) continue;
-    const cudaError_t q = cudaEventQuery(done_[i]);
+    const cudaError_t q = cudaEventQuery(done_[i].get());
     if (q == cudaErrorNotReady) continue;
     if (q != cudaSuccess) throw_cuda_error(q, "cudaEventQuery(done)", __FILE__, __LINE__);
     if (best < 0 || seq_[i] > seq_[best]) best = i;
@@ -74,7 +72,7 @@ std::optional<TimerFrame> DeviceTimerBuffer::latest() {
 TimerFrame DeviceTimerBuffer::read(cudaStream_t stream) {
   read_async(stream);
   const int i = static_cast<int>((reads_ - 1) % 2);
-  SIMPROF_CUDA_CHECK(cudaEventSynchronize(done_[i]));
+  done_[i].synchronize();
   returned_ = seq_[i];
   return frame_of(i);
 }

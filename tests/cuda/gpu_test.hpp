@@ -66,22 +66,18 @@ inline void spin_read(const unsigned long long* ns, cudaStream_t s) {
 // meanwhile (a spin of fixed length can end before a delayed host gets to look).
 class Gate {
  public:
-  Gate() {
-    SIMPROF_CUDA_CHECK(
-        cudaHostAlloc(reinterpret_cast<void**>(&flag_), sizeof(int), cudaHostAllocMapped));
-    *flag_ = 0;
-    SIMPROF_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev_), flag_, 0));
-  }
+  Gate() : flag_(1, cudaHostAllocMapped), dev_(flag_.device_pointer()) {}
   ~Gate() {
     open();
     cudaDeviceSynchronize();
-    cudaFreeHost(flag_);
   }
+  Gate(const Gate&) = delete;
+  Gate& operator=(const Gate&) = delete;
   void hold(cudaStream_t s);  // defined below: enqueues a kernel that waits for open()
-  void open() { *static_cast<volatile int*>(flag_) = 1; }
+  void open() { *static_cast<volatile int*>(flag_.data()) = 1; }
 
  private:
-  int* flag_ = nullptr;
+  PinnedBuffer<int> flag_;  // zeroed
   int* dev_ = nullptr;
 };
 

@@ -201,3 +201,18 @@ TEST_F(GpuTest, BusyCuptiDegradesGracefully) {
   EXPECT_EQ(stages, 1u);
   cuptiUnsubscribe(other);
 }
+
+// No GPU needed: the registration comes before CUPTI is asked for anything.
+TEST(KernelTracerRegistration, OnePerProcessAndFreedWithItsOwner) {
+  StepProfiler prof(quiet(), 0);
+  {
+    KernelTracer first(prof);
+    try {
+      KernelTracer second(prof);
+      ADD_FAILURE() << "a second tracer was accepted";
+    } catch (const std::logic_error& e) {
+      EXPECT_NE(std::string(e.what()).find("already exists"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(KernelTracer again(prof));  // the first one gave the registration back
+}

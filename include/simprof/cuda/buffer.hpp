@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Persistent device buffers and RAII streams/events.
+// Persistent device buffers and page-locked host buffers, freed with their owner.
 //
 // Why persistent buffers: a captured CUDA graph stores the raw device addresses its kernels were
 // captured with. Replaying it reads and writes exactly those addresses again, so every input and
@@ -7,14 +7,17 @@
 // once (DeviceBuffer), copy new inputs *into* them before a replay (copy_from_host) and results
 // *out of* them after it; never hand a replayed graph a freshly allocated tensor.
 //
+/* clang-format off */
 //   simprof::cuda::DeviceBuffer<float> pos(n);          // one cudaMalloc, address fixed
-//   pos.copy_from_host(host.data(), n, stream);           // staged into the same address
-//   cache.run(key, [&](cudaStream_t s) { step<<<g, b, 0, s>>>(pos.data()); });
+//   pos.copy_from_host(host.data(), n, stream);         // staged into the same address
+//   cache.run({n_envs}, [&](cudaStream_t s) { step<<<grid, block, 0, s>>>(pos.data()); });
+/* clang-format on */
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -22,12 +25,15 @@
 
 namespace simprof::cuda {
 
+[[noreturn]] void throw_buffer_size(std::size_t asked, std::size_t size);
+
 template <class T>
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t n) : n_(n) {
+  explicit DeviceBuffer(std::size_t n) {
     if (n) SIMPROF_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p_), n * sizeof(T)));
+    n_ = n;
   }
   ~DeviceBuffer() {
     if (p_) cudaFree(p_);  // never throws from a destructor
@@ -66,16 +72,57 @@ class DeviceBuffer {
   }
 
  private:
-  void check_size(std::size_t n) const;
+  void check_size(std::size_t n) const {
+    if (n > n_) throw_buffer_size(n, n_);
+  }
   T* p_ = nullptr;
   std::size_t n_ = 0;
 };
 
-[[noreturn]] void throw_buffer_size(std::size_t asked, std::size_t size);
-
+/// Page-locked host memory (cudaHostAlloc): the target of asynchronous copies, and with
+/// cudaHostAllocMapped memory the device reads and writes directly (device_pointer()).
+///
+///   simprof::cuda::PinnedBuffer<unsigned> flag(1, cudaHostAllocMapped);
+///   kernel<<<1, 1, 0, s>>>(flag.device_pointer());   // the host watches flag[0]
 template <class T>
-void DeviceBuffer<T>::check_size(std::size_t n) const {
-  if (n > n_) throw_buffer_size(n, n_);
-}
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  /// `n` elements, zeroed. `flags`: cudaHostAllocDefault, cudaHostAllocMapped, ...
+  explicit PinnedBuffer(std::size_t n, unsigned flags = cudaHostAllocDefault) {
+    if (n) {
+      SIMPROF_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&p_), n * sizeof(T), flags));
+      std::memset(static_cast<void*>(p_), 0, n * sizeof(T));
+    }
+    n_ = n;
+  }
+  ~PinnedBuffer() {
+    if (p_) cudaFreeHost(p_);  // never throws from a destructor
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  PinnedBuffer(PinnedBuffer&& o) noexcept
+      : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+    return *this;
+  }
+
+  T* data() const noexcept { return p_; }
+  T& operator[](std::size_t i) const noexcept { return p_[i]; }
+  std::size_t size() const noexcept { return n_; }
+  std::size_t bytes() const noexcept { return n_ * sizeof(T); }
+  /// The address kernels use for mapped memory (cudaHostAllocMapped); throws CudaError otherwise.
+  T* device_pointer() const {
+    void* d = nullptr;
+    SIMPROF_CUDA_CHECK(cudaHostGetDevicePointer(&d, static_cast<void*>(p_), 0));
+    return static_cast<T*>(d);
+  }
+
+ private:
+  T* p_ = nullptr;
+  std::size_t n_ = 0;
+};
 
 }  // namespace simprof::cuda

@@ -2,16 +2,18 @@
 // NvtxRanges: the profiler's steps and stages as NVTX push/pop ranges in their own domain, with
 // registered strings, for Nsight Systems and Nsight Compute.
 //
-//   simprof::cuda::NvtxRanges nvtx(prof);   // ranges "step", then each stage's name, in domain
-//   "simprof"
-//   // ncu --nvtx --nvtx-include "simprof@physics/" ./my_engine   -> only the physics stage's
-//   kernels
+/* clang-format off */
+//   simprof::cuda::NvtxRanges nvtx(prof);   // ranges "step", then each stage's name, in domain "simprof"
+//   // ncu --nvtx --nvtx-include "simprof@physics/" ./my_engine   -> only the physics stage's kernels
+/* clang-format on */
 //
 // Compiled out completely with -DSIMPROF_NVTX=OFF (SIMPROF_NVTX_DISABLED): the class stays, empty,
 // so user code builds unchanged. With no tool attached an NVTX call is a load and a branch.
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "simprof/profiler/step_profiler.hpp"
@@ -38,7 +40,10 @@ class NvtxRanges : public StepListener {
   StepProfiler& prof_;
 #if !defined(SIMPROF_NVTX_DISABLED)
   void push(StageId id);
-  nvtxDomainHandle_t domain_ = nullptr;
+  struct DomainDestroy {
+    void operator()(nvtxDomainHandle_t d) const noexcept { nvtxDomainDestroy(d); }
+  };
+  std::unique_ptr<std::remove_pointer_t<nvtxDomainHandle_t>, DomainDestroy> domain_;
   std::vector<nvtxStringHandle_t> names_;  // registered once per stage
 #endif
 };

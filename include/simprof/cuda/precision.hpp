@@ -16,7 +16,8 @@
 
 #include <cstddef>
 
-#include "simprof/precision/checker.hpp"
+#include "simprof/cuda/buffer.hpp"
+#include "simprof/precision/error_sums.hpp"
 
 namespace simprof::cuda {
 
@@ -26,7 +27,7 @@ enum class Dtype { kF32, kF16, kBF16 };
 class DeviceComparer {
  public:
   DeviceComparer();  ///< allocates the device accumulator and a pinned copy
-  ~DeviceComparer();
+  ~DeviceComparer();  // defined where Accumulator is complete
   DeviceComparer(const DeviceComparer&) = delete;
   DeviceComparer& operator=(const DeviceComparer&) = delete;
 
@@ -39,8 +40,8 @@ class DeviceComparer {
   struct Accumulator;  ///< the device-side sums (defined in the .cu)
 
  private:
-  Accumulator* dev_ = nullptr;
-  Accumulator* host_ = nullptr;
+  DeviceBuffer<Accumulator> dev_;
+  PinnedBuffer<Accumulator> host_;
 };
 
 }  // namespace simprof::cuda

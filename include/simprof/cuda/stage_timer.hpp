@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "simprof/cuda/buffer.hpp"
 #include "simprof/profiler/timings.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 
@@ -74,10 +75,10 @@ class DeviceStageTimer : public StepListener {
   StepProfiler& prof_;
   cudaStream_t stream_;
   std::size_t ring_;
-  detail::StepRecord* host_records_ = nullptr;  // page-locked, mapped
-  detail::StepRecord* host_view_ = nullptr;     // host_records_ as the device sees it
-  detail::StepRecord* dev_records_ = nullptr;   // where stamps are written (device memory)
-  unsigned long long* dev_seq_ = nullptr;       // device-side step counter
+  PinnedBuffer<detail::StepRecord> host_records_;  // page-locked, mapped, written by the device
+  detail::StepRecord* host_view_ = nullptr;        // host_records_ as the device sees it
+  DeviceBuffer<detail::StepRecord> dev_records_;   // where stamps are written (device memory)
+  DeviceBuffer<unsigned long long> dev_seq_;       // device-side step counter
   std::uint64_t launched_ = 0;                  // step records the host has launched
   std::uint64_t next_read_ = 0;
   std::vector<std::uint64_t> host_step_;  // step index of each in-flight record

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-// RAII streams and events.
+// RAII streams and events, movable, destroyed with their owner.
 //
 /* clang-format off */
 //   simprof::cuda::Stream stream;                 // non-blocking, as capture requires
 //   simprof::cuda::Event start, end;
-//   start.record(stream);  kernel<<<g, b, 0, stream>>>(...);  end.record(stream);
+//   start.record(stream);  my_kernel<<<grid, block, 0, stream>>>();  end.record(stream);
 //   end.synchronize();  float ms = end.elapsed_ms_since(start);
 /* clang-format on */
 #pragma once
@@ -12,49 +12,45 @@
 #include <cuda_runtime_api.h>
 
 #include "simprof/cuda/error.hpp"
+#include "simprof/cuda/handle.hpp"
 
 namespace simprof::cuda {
 
-/// A non-blocking stream (never synchronises with the legacy NULL stream), as capture requires.
 class Stream {
  public:
-  Stream() { SIMPROF_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
-  ~Stream() {
-    if (s_) cudaStreamDestroy(s_);
+  /// A non-blocking stream (never synchronises with the legacy NULL stream), as capture requires.
+  Stream() : Stream(cudaStreamNonBlocking) {}
+  /// A stream with `flags` (cudaStreamDefault: blocking) and `priority` (lower numbers are higher
+  /// priorities: see cudaDeviceGetStreamPriorityRange).
+  explicit Stream(unsigned flags, int priority = 0) {
+    SIMPROF_CUDA_CHECK(cudaStreamCreateWithPriority(s_.out(), flags, priority));
   }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  cudaStream_t get() const noexcept { return s_; }
-  operator cudaStream_t() const noexcept { return s_; }
-  void synchronize() const { SIMPROF_CUDA_CHECK(cudaStreamSynchronize(s_)); }
+  cudaStream_t get() const noexcept { return s_.get(); }
+  operator cudaStream_t() const noexcept { return s_.get(); }
+  void synchronize() const { SIMPROF_CUDA_CHECK(cudaStreamSynchronize(s_.get())); }
 
  private:
-  cudaStream_t s_ = nullptr;
+  StreamHandle s_;
 };
 
 class Event {
  public:
   explicit Event(unsigned flags = cudaEventDefault) {
-    SIMPROF_CUDA_CHECK(cudaEventCreateWithFlags(&e_, flags));
+    SIMPROF_CUDA_CHECK(cudaEventCreateWithFlags(e_.out(), flags));
   }
-  ~Event() {
-    if (e_) cudaEventDestroy(e_);
-  }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  cudaEvent_t get() const noexcept { return e_; }
-  operator cudaEvent_t() const noexcept { return e_; }
-  void record(cudaStream_t s) { SIMPROF_CUDA_CHECK(cudaEventRecord(e_, s)); }
-  void synchronize() const { SIMPROF_CUDA_CHECK(cudaEventSynchronize(e_)); }
+  cudaEvent_t get() const noexcept { return e_.get(); }
+  operator cudaEvent_t() const noexcept { return e_.get(); }
+  void record(cudaStream_t s) { SIMPROF_CUDA_CHECK(cudaEventRecord(e_.get(), s)); }
+  void synchronize() const { SIMPROF_CUDA_CHECK(cudaEventSynchronize(e_.get())); }
   /// Milliseconds from `start` to this event (both recorded and complete).
   float elapsed_ms_since(const Event& start) const {
     float ms = 0;
-    SIMPROF_CUDA_CHECK(cudaEventElapsedTime(&ms, start.e_, e_));
+    SIMPROF_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), e_.get()));
     return ms;
   }
 
  private:
-  cudaEvent_t e_ = nullptr;
+  EventHandle e_;
 };
 
 }  // namespace simprof::cuda

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "simprof/cuda/buffer.hpp"
+#include "simprof/cuda/stream.hpp"
 #include "simprof/timers/timer_buffer.hpp"
 
 namespace simprof::cuda {
@@ -36,7 +38,7 @@ class DeviceTimerBuffer {
   DeviceTimerBuffer& operator=(const DeviceTimerBuffer&) = delete;
 
   /// The device view for kernels; the address is fixed for the buffer's life (capturable).
-  TimerView view() const noexcept { return TimerView{dev_, labels_.rows(), n_envs_}; }
+  TimerView view() const noexcept { return TimerView{dev_.data(), labels_.rows(), n_envs_}; }
   /// Zeroes the buffer on `stream` (capturable).
   void reset(cudaStream_t stream);
   /// Copies the buffer into one of two page-locked host buffers on `stream`, without waiting. A
@@ -61,10 +63,9 @@ class DeviceTimerBuffer {
   int n_envs_;
   TimerUnit unit_;
   double ticks_per_second_;
-  std::size_t bytes_;
-  std::uint64_t* dev_ = nullptr;
-  std::uint64_t* host_[2] = {nullptr, nullptr};
-  cudaEvent_t done_[2] = {nullptr, nullptr};
+  DeviceBuffer<std::uint64_t> dev_;
+  PinnedBuffer<std::uint64_t> host_[2];
+  Event done_[2] = {Event(cudaEventDisableTiming), Event(cudaEventDisableTiming)};
   std::uint64_t seq_[2] = {0, 0};  // which read filled each host buffer (0: none)
   std::uint64_t reads_ = 0;
   std::uint64_t returned_ = 0;  // the newest read latest() has returned

@@ -33,9 +33,6 @@ GraphCache::GraphCache(cudaStream_t stream, GraphCacheOptions options)
         fmt::format("simprof: GraphCacheOptions.warmup = {} (expected >= 0)", options.warmup));
   if (options.capacity == 0)
     throw std::invalid_argument("simprof: GraphCacheOptions.capacity = 0 (expected >= 1)");
-  SIMPROF_CUDA_CHECK(cudaStreamCreateWithFlags(&sentinel_, cudaStreamDefault));
-  SIMPROF_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
-  SIMPROF_CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
 }
 
 GraphCache::~GraphCache() {
@@ -48,10 +45,6 @@ GraphCache::~GraphCache() {
             counters_.updates, counters_.update_refusals, counters_.replays, counters_.eager_runs,
             counters_.evictions);
   if (!entries_.empty()) cudaStreamSynchronize(stream_);  // executables may still be running
-  for (auto& e : entries_) drop_exec(*e);
-  cudaEventDestroy(fork_);
-  cudaEventDestroy(join_);
-  cudaStreamDestroy(sentinel_);
 }
 
 void GraphCache::set_logger(std::shared_ptr<spdlog::logger> logger) { logger_ = std::move(logger); }
@@ -85,12 +78,7 @@ std::optional<ColdStart> GraphCache::cold_start(const GraphKey& key) const {
 }
 std::size_t GraphCache::size() const noexcept {
   return static_cast<std::size_t>(std::count_if(entries_.begin(), entries_.end(),
-                                                [](const auto& e) { return e->exec != nullptr; }));
-}
-
-void GraphCache::drop_exec(Entry& e) noexcept {
-  if (e.exec) cudaGraphExecDestroy(e.exec);
-  e.exec = nullptr;
+                                                [](const auto& e) { return bool(e->exec); }));
 }
 
 GraphCache::Entry* GraphCache::lru_with_exec(const Entry* except) noexcept {
@@ -102,16 +90,15 @@ GraphCache::Entry* GraphCache::lru_with_exec(const Entry* except) noexcept {
 
 void GraphCache::clear() {
   SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  for (auto& e : entries_) drop_exec(*e);
   entries_.clear();
   last_ = nullptr;
 }
 
 void GraphCache::run(const GraphKey& key, const Body& body) {
   // The steady state: the same key as last time, already captured. A compare and one launch.
-  if (last_ != nullptr && last_->exec != nullptr && last_->key == key) {
+  if (last_ != nullptr && last_->exec && last_->key == key) {
     last_->last_use = ++tick_;
-    SIMPROF_CUDA_CHECK(cudaGraphLaunch(last_->exec, stream_));
+    SIMPROF_CUDA_CHECK(cudaGraphLaunch(last_->exec.get(), stream_));
     ++counters_.replays;
     return;
   }
@@ -121,10 +108,8 @@ void GraphCache::run(const GraphKey& key, const Body& body) {
     if (entries_.size() >= 4 * options_.capacity) {
       auto victim =
           std::min_element(entries_.begin(), entries_.end(), [](const auto& a, const auto& b) {
-            return (a->exec != nullptr) != (b->exec != nullptr) ? a->exec == nullptr
-                                                                : a->last_use < b->last_use;
+            return bool(a->exec) != bool(b->exec) ? !a->exec : a->last_use < b->last_use;
           });
-      drop_exec(**victim);
       entries_.erase(victim);
     }
     entries_.push_back(std::make_unique<Entry>());
@@ -134,7 +119,7 @@ void GraphCache::run(const GraphKey& key, const Body& body) {
   e->last_use = ++tick_;
   last_ = e;
   if (e->exec) {
-    SIMPROF_CUDA_CHECK(cudaGraphLaunch(e->exec, stream_));
+    SIMPROF_CUDA_CHECK(cudaGraphLaunch(e->exec.get(), stream_));
     ++counters_.replays;
     return;
   }
@@ -170,7 +155,7 @@ void GraphCache::fall_back(Entry& e, CaptureDiagnosis d, const Body& body) {
              key_text(e.key), d.message);
   e.fallback = true;
   e.diagnosis = std::move(d);
-  drop_exec(e);
+  e.exec.reset();
   body(stream_);  // the step still happens, once
   ++counters_.eager_runs;
 }
@@ -188,8 +173,8 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
   // missing from every replay. Forking the capture into a *blocking* sentinel stream makes any such
   // work depend on the capture, which CUDA refuses (cudaErrorStreamCaptureImplicit): the pitfall
   // becomes an error we can name. The fork adds no node to the graph.
-  SIMPROF_CUDA_CHECK(cudaEventRecord(fork_, stream_));
-  SIMPROF_CUDA_CHECK(cudaStreamWaitEvent(sentinel_, fork_, 0));
+  SIMPROF_CUDA_CHECK(cudaEventRecord(fork_.get(), stream_));
+  SIMPROF_CUDA_CHECK(cudaStreamWaitEvent(sentinel_.get(), fork_.get(), 0));
   cudaError_t code = cudaSuccess;
   std::string call;
   std::string other;
@@ -211,19 +196,19 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
   // the capture overwrites it.
   const cudaError_t body_error = cudaGetLastError();
   // Join the sentinel back (an unjoined fork would fail the capture).
-  cudaEventRecord(join_, sentinel_);
-  cudaStreamWaitEvent(stream_, join_, 0);
-  cudaGraph_t graph = nullptr;
-  const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+  cudaEventRecord(join_.get(), sentinel_.get());
+  cudaStreamWaitEvent(stream_, join_.get(), 0);
+  GraphHandle graph;  // destroyed on every way out of here, a throw included
+  const cudaError_t end = cudaStreamEndCapture(stream_, graph.out());
   // Leave nothing behind: no stream still capturing, no graph, no pending non-sticky error.
   if (cudaStreamIsCapturing(stream_, &status) == cudaSuccess &&
       status != cudaStreamCaptureStatusNone) {
-    cudaGraph_t stray = nullptr;
-    if (cudaStreamEndCapture(stream_, &stray) == cudaSuccess && stray) cudaGraphDestroy(stray);
+    GraphHandle stray;
+    cudaStreamEndCapture(stream_, stray.out());
   }
   const cudaError_t after = cudaGetLastError();
-  if (threw || end != cudaSuccess || graph == nullptr) {
-    if (graph) cudaGraphDestroy(graph);
+  if (threw || end != cudaSuccess || !graph) {
+    graph.reset();
     if (!threw) code = body_error != cudaSuccess ? body_error : (end != cudaSuccess ? end : after);
     CaptureDiagnosis d;
     if (!other.empty()) {
@@ -250,47 +235,41 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
   if (donor) {
     cudaGraphExecUpdateResultInfo info{};
     const auto t1 = std::chrono::steady_clock::now();
-    const cudaError_t ue = cudaGraphExecUpdate(donor->exec, graph, &info);
+    const cudaError_t ue = cudaGraphExecUpdate(donor->exec.get(), graph.get(), &info);
     cold.update_s = seconds_since(t1);
     counters_.update_s += cold.update_s;
     if (ue == cudaSuccess) {
       cold.updated = true;
       ++counters_.updates;
       if (donor != &e) {
-        e.exec = donor->exec;
-        donor->exec = nullptr;
+        e.exec = std::move(donor->exec);
         ++counters_.evictions;
       }
     } else {
       cudaGetLastError();
       ++counters_.update_refusals;
       if (donor == &e || size() >= options_.capacity) {
-        drop_exec(*donor);
+        donor->exec.reset();
         if (donor != &e) ++counters_.evictions;
       }
     }
   }
   if (!cold.updated) {
     const auto t2 = std::chrono::steady_clock::now();
-    cudaGraphExec_t exec = nullptr;
-    const cudaError_t ie = cudaGraphInstantiate(&exec, graph, 0);
-    if (ie != cudaSuccess) {
-      cudaGraphDestroy(graph);
-      throw_cuda_error(ie, "cudaGraphInstantiate(&exec, graph, 0)", __FILE__, __LINE__);
-    }
+    GraphExecHandle exec;
+    SIMPROF_CUDA_CHECK(cudaGraphInstantiate(exec.out(), graph.get(), 0));
     cold.instantiate_s = seconds_since(t2);
     counters_.instantiate_s += cold.instantiate_s;
     ++counters_.instantiations;
-    drop_exec(e);
-    e.exec = exec;
+    e.exec = std::move(exec);
   }
-  cudaGraphDestroy(graph);
+  graph.reset();
   e.cold = cold;
   (logger_ ? logger_ : simprof::default_logger())
       ->debug("simprof: graph for {}: captured in {:.1f} us, {} in {:.1f} us", key_text(e.key),
               cold.capture_s * 1e6, cold.updated ? "updated" : "instantiated",
               (cold.updated ? cold.update_s : cold.instantiate_s) * 1e6);
-  SIMPROF_CUDA_CHECK(cudaGraphLaunch(e.exec, stream_));
+  SIMPROF_CUDA_CHECK(cudaGraphLaunch(e.exec.get(), stream_));
   ++counters_.replays;
 }
 

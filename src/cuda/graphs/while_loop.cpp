@@ -17,40 +17,38 @@ bool conditional_nodes_supported() noexcept {
 #endif
 }
 
-WhileLoop::WhileLoop(int max_host_iterations) : max_host_iterations_(max_host_iterations) {
+namespace {
+
+int checked_bound(int max_host_iterations) {
   if (max_host_iterations < 1)
-    throw std::invalid_argument("WhileLoop: max_host_iterations = " +
+    throw std::invalid_argument("simprof: WhileLoop: max_host_iterations = " +
                                 std::to_string(max_host_iterations) + " (expected >= 1)");
-  SIMPROF_CUDA_CHECK(cudaStreamCreateWithFlags(&body_stream_, cudaStreamNonBlocking));
-  SIMPROF_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&flag_), sizeof(unsigned)));
-  SIMPROF_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host_flag_), sizeof(unsigned)));
+  return max_host_iterations;
 }
 
-WhileLoop::~WhileLoop() {
-  cudaFreeHost(host_flag_);
-  cudaFree(flag_);
-  cudaStreamDestroy(body_stream_);
-}
+}  // namespace
+
+WhileLoop::WhileLoop(int max_host_iterations)
+    : max_host_iterations_(checked_bound(max_host_iterations)), flag_(1), host_flag_(1) {}
 
 int WhileLoop::enqueue(cudaStream_t stream, const Body& body) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   SIMPROF_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
   if (status == cudaStreamCaptureStatusNone) {
     // Host-driven: the host reads the condition after every iteration.
-    const LoopCondition c{0, flag_, 0};
+    const LoopCondition c{0, flag_.data(), 0};
     int iterations = 0;
     do {
       if (iterations == max_host_iterations_)
-        throw std::runtime_error("WhileLoop: the host-driven loop ran " +
+        throw std::runtime_error("simprof: WhileLoop: the host-driven loop ran " +
                                  std::to_string(iterations) +
                                  " iterations (max_host_iterations) and its condition is still "
                                  "true: does the body call set_condition() with a bound?");
       body(stream, c);
       ++iterations;
-      SIMPROF_CUDA_CHECK(
-          cudaMemcpyAsync(host_flag_, flag_, sizeof(unsigned), cudaMemcpyDeviceToHost, stream));
+      flag_.copy_to_host(host_flag_.data(), 1, stream);
       SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream));
-    } while (*host_flag_ != 0);
+    } while (host_flag_[0] != 0);
     ++counters_.host_driven;
     counters_.host_iterations += static_cast<std::uint64_t>(iterations);
     return iterations;
@@ -61,8 +59,8 @@ int WhileLoop::enqueue(cudaStream_t stream, const Body& body) {
 #if CUDART_VERSION >= 12040
   if (!conditional_nodes_supported())
     throw std::runtime_error(
-        "WhileLoop: capturing a while loop needs conditional graph nodes (CUDA >= 12.4); the "
-        "driver is older: run this step eagerly");
+        "simprof: WhileLoop: capturing a while loop needs conditional graph nodes (CUDA >= "
+        "12.4); the driver is older: run this step eagerly");
   cudaGraph_t graph = nullptr;
   const cudaGraphNode_t* deps = nullptr;
   const cudaGraphEdgeData* edges = nullptr;
@@ -92,7 +90,7 @@ int WhileLoop::enqueue(cudaStream_t stream, const Body& body) {
   cudaGraph_t body_graph = params.conditional.phGraph_out[0];
   SIMPROF_CUDA_CHECK(cudaStreamBeginCaptureToGraph(body_stream_, body_graph, nullptr, nullptr, 0,
                                                    cudaStreamCaptureModeThreadLocal));
-  const LoopCondition c{static_cast<unsigned long long>(handle), flag_, 1};
+  const LoopCondition c{static_cast<unsigned long long>(handle), flag_.data(), 1};
   try {
     body(body_stream_, c);
   } catch (...) {
@@ -100,7 +98,7 @@ int WhileLoop::enqueue(cudaStream_t stream, const Body& body) {
     cudaStreamEndCapture(body_stream_, &ignored);  // owned by the conditional node
     throw;
   }
-  cudaGraph_t captured = nullptr;
+  cudaGraph_t captured = nullptr;  // the body graph again, owned by the conditional node
   SIMPROF_CUDA_CHECK(cudaStreamEndCapture(body_stream_, &captured));
 #if CUDART_VERSION >= 13000
   SIMPROF_CUDA_CHECK(cudaStreamUpdateCaptureDependencies(stream, &node, nullptr, 1,
@@ -114,8 +112,8 @@ int WhileLoop::enqueue(cudaStream_t stream, const Body& body) {
 #else
   (void)body;
   throw std::runtime_error(
-      "WhileLoop: capturing a while loop needs conditional graph nodes (CUDA >= 12.4); this "
-      "build's CUDA runtime is older: run this step eagerly");
+      "simprof: WhileLoop: capturing a while loop needs conditional graph nodes (CUDA >= 12.4); "
+      "this build's CUDA runtime is older: run this step eagerly");
 #endif
 }
 

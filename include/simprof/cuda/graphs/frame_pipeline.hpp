@@ -28,9 +28,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "simprof/cuda/graphs/graph_cache.hpp"
+#include "simprof/cuda/stream.hpp"
 
 namespace simprof::cuda {
 
@@ -69,20 +71,25 @@ class FramePipeline {
   void clear_latencies() noexcept { latencies_.clear(); }
 
   bool overlapped() const noexcept { return options_.overlap; }
-  cudaStream_t producer_stream() const noexcept { return producer_stream_; }
-  cudaStream_t consumer_stream() const noexcept { return consumer_stream_; }
-  const GraphCache& producer_graphs() const noexcept { return *producer_cache_; }
-  const GraphCache& consumer_graphs() const noexcept { return *consumer_cache_; }
+  cudaStream_t producer_stream() const noexcept { return producer_stream_.get(); }
+  cudaStream_t consumer_stream() const noexcept {
+    return consumer_stream_ ? consumer_stream_->get() : producer_stream_.get();
+  }
+  const GraphCache& producer_graphs() const noexcept { return producer_cache_; }
+  const GraphCache& consumer_graphs() const noexcept { return consumer_cache_; }
 
  private:
   void collect(std::size_t ring_index);
 
+  // Declared in the order they are made; destroyed in reverse (events, caches, then streams).
   Stage producer_, consumer_;
   FramePipelineOptions options_;
-  cudaStream_t producer_stream_ = nullptr, consumer_stream_ = nullptr;
-  std::unique_ptr<GraphCache> producer_cache_, consumer_cache_;
-  cudaEvent_t produced_[2] = {nullptr, nullptr}, released_[2] = {nullptr, nullptr};
-  std::vector<cudaEvent_t> start_, end_;  // ring of in_flight timing pairs
+  Stream producer_stream_;
+  std::optional<Stream> consumer_stream_;  // none when not overlapped: both run on the producer's
+  GraphCache producer_cache_, consumer_cache_;
+  Event produced_[2] = {Event(cudaEventDisableTiming), Event(cudaEventDisableTiming)};
+  Event released_[2] = {Event(cudaEventDisableTiming), Event(cudaEventDisableTiming)};
+  std::vector<Event> start_, end_;  // ring of in_flight timing pairs
   std::vector<char> pending_;
   std::vector<double> latencies_;
   std::uint64_t frames_ = 0, dropped_ = 0;

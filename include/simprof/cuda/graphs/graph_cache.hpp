@@ -39,6 +39,8 @@
 #include <vector>
 
 #include "simprof/cuda/graphs/capture.hpp"
+#include "simprof/cuda/handle.hpp"
+#include "simprof/cuda/stream.hpp"
 
 namespace spdlog {
 class logger;
@@ -119,7 +121,7 @@ class GraphCache {
  private:
   struct Entry {
     GraphKey key;
-    cudaGraphExec_t exec = nullptr;
+    GraphExecHandle exec;
     int runs = 0;  // runs so far (warm-up counting)
     std::uint64_t last_use = 0;
     bool fallback = false;
@@ -131,11 +133,10 @@ class GraphCache {
   void capture_and_launch(Entry& e, const Body& body, bool in_place);
   void fall_back(Entry& e, CaptureDiagnosis d, const Body& body);
   Entry* lru_with_exec(const Entry* except) noexcept;
-  void drop_exec(Entry& e) noexcept;
 
   cudaStream_t stream_;
-  cudaStream_t sentinel_ = nullptr;  // blocking: exposes legacy-stream work during capture
-  cudaEvent_t fork_ = nullptr, join_ = nullptr;
+  Stream sentinel_{cudaStreamDefault};  // blocking: exposes legacy-stream work during capture
+  Event fork_{cudaEventDisableTiming}, join_{cudaEventDisableTiming};
   Entry* last_ = nullptr;  // the entry run last: the replay fast path
   GraphCacheOptions options_;
   std::vector<std::unique_ptr<Entry>> entries_;

@@ -32,6 +32,9 @@
 #include <cstdint>
 #include <functional>
 
+#include "simprof/cuda/buffer.hpp"
+#include "simprof/cuda/stream.hpp"
+
 namespace simprof::cuda {
 
 /// Whether conditional while nodes can be used: the runtime and the driver are CUDA >= 12.4.
@@ -69,7 +72,6 @@ class WhileLoop {
   /// count): a safety net, the condition should bound the loop itself. Throws std::invalid_argument
   /// for a value < 1.
   explicit WhileLoop(int max_host_iterations = 1 << 20);
-  ~WhileLoop();
   WhileLoop(const WhileLoop&) = delete;
   WhileLoop& operator=(const WhileLoop&) = delete;
 
@@ -82,9 +84,9 @@ class WhileLoop {
 
  private:
   int max_host_iterations_;
-  cudaStream_t body_stream_ = nullptr;  // captures the body graph
-  unsigned* flag_ = nullptr;            // device
-  unsigned* host_flag_ = nullptr;       // pinned
+  Stream body_stream_;             // captures the body graph
+  DeviceBuffer<unsigned> flag_;    // the condition the body last set
+  PinnedBuffer<unsigned> host_flag_;  // where the host-driven loop reads it
   WhileLoopCounters counters_;
 };
 
