@@ -12,15 +12,15 @@
 
 #include <chrono>
 #include <cstdio>
-#include <map>
 #include <memory>
 #include <string>
 
+#include "ratio_reporter.hpp"
 #include "simprof/cuda/buffer.hpp"
-#include "simprof/cuda/handle.hpp"
-#include "simprof/cuda/stream.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/graphs/step_graph.hpp"
+#include "simprof/cuda/handle.hpp"
+#include "simprof/cuda/stream.hpp"
 
 namespace {
 
@@ -47,7 +47,8 @@ struct Fixture {
   }
   void step(cudaStream_t s) const {
     const int blocks = static_cast<int>((n + 255) / 256);
-    for (int i = 0; i < k; ++i) axpb_kernel<<<blocks, 256, 0, s>>>(x.data(), n, 0.999f, 0.001f * i);
+    for (int i = 0; i < k; ++i)
+      axpb_kernel<<<blocks, 256, 0, s>>>(x.data(), n, 0.999f, 0.001f * static_cast<float>(i));
     SIMPROF_CUDA_CHECK_LAUNCH("axpb_kernel");
   }
   GraphHandle capture() const {
@@ -213,34 +214,8 @@ void BM_ShapeSwitch(benchmark::State& state) {
 }
 BENCHMARK(BM_ShapeSwitch)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
-class RatioReporter : public benchmark::ConsoleReporter {
- public:
-  std::map<std::string, double> us;
-  std::map<std::string, double> overhead;  // StepGraph / hand-written, interleaved
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    // With --benchmark_repetitions, the median of the repetitions; else the single run.
-    for (const auto& r : runs) {
-      if (r.error_occurred) continue;
-      if (r.run_type == Run::RT_Aggregate && r.aggregate_name == "median") {
-        us[r.run_name.str()] = r.GetAdjustedRealTime();
-        if (auto c = r.counters.find("step_over_hand"); c != r.counters.end())
-          overhead[r.run_name.str()] = c->second;
-      } else if (r.run_type == Run::RT_Iteration && !overhead.count(r.run_name.str())) {
-        if (auto c = r.counters.find("step_over_hand"); c != r.counters.end())
-          overhead[r.run_name.str()] = c->second;
-      } else if (r.run_type == Run::RT_Iteration && !us.count(r.run_name.str()))
-        us[r.run_name.str()] = r.GetAdjustedRealTime();  // microseconds (the benchmarks' unit)
-    }
-  }
-};
-
-void print_ratios(const std::map<std::string, double>& us,
-                  const std::map<std::string, double>& overhead) {
-  auto get = [&](const std::string& k) {
-    auto it = us.find(k + "/manual_time");
-    return it == us.end() ? -1.0 : it->second;
-  };
+void print_ratios(const simprof::bench::RatioReporter& runs) {
+  auto get = [&](const std::string& k) { return runs.time(k + "/manual_time"); };
   std::printf("\n--- per step, us (CUDA events) and ratios ---\n");
   std::printf("%8s %4s %10s %10s %10s %12s %12s\n", "n_envs", "K", "eager", "hand graph",
               "StepGraph", "Step/hand*", "eager/Step");
@@ -251,8 +226,8 @@ void print_ratios(const std::map<std::string, double>& us,
       const double e = get("BM_Eager" + a), h = get("BM_HandGraph" + a),
                    s = get("BM_StepGraph" + a);
       if (e < 0 || h < 0 || s < 0) continue;
-      const auto o = overhead.find("BM_ReplayOverhead" + a + "/manual_time");
-      const double ratio = o == overhead.end() ? s / h : o->second;
+      const double o = runs.counter("BM_ReplayOverhead" + a + "/manual_time", "step_over_hand");
+      const double ratio = o < 0 ? s / h : o;
       std::printf("%8d %4d %10.1f %10.1f %10.1f %11.3fx %11.2fx\n", n, k, e, h, s, ratio, e / s);
       replay_ok = replay_ok && ratio <= 1.03;
     }
@@ -285,9 +260,9 @@ void print_ratios(const std::map<std::string, double>& us,
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  RatioReporter reporter;
+  simprof::bench::RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  print_ratios(reporter.us, reporter.overhead);
+  print_ratios(reporter);
   benchmark::Shutdown();
   return 0;
 }

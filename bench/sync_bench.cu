@@ -16,10 +16,10 @@
 #include <thread>
 #include <vector>
 
+#include "simprof/base/stats.hpp"
 #include "simprof/cuda/buffer.hpp"
 #include "simprof/cuda/handle.hpp"
 #include "simprof/cuda/stream.hpp"
-#include "simprof/base/stats.hpp"
 #include "simprof/timers/timer_view.hpp"
 
 namespace {

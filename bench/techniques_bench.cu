@@ -25,9 +25,9 @@
 #include "engine/mixed_engine.hpp"
 #include "engine/render_pipeline.hpp"
 #include "simprof/cuda/buffer.hpp"
-#include "simprof/cuda/stream.hpp"
-#include "simprof/cuda/precision.hpp"
 #include "simprof/cuda/graphs/while_loop.hpp"
+#include "simprof/cuda/precision.hpp"
+#include "simprof/cuda/stream.hpp"
 
 namespace {
 

@@ -13,9 +13,9 @@
 
 #include "engine/cuda_engine.hpp"
 #include "simprof/cuda/buffer.hpp"
-#include "simprof/cuda/stream.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/kernel_tracer.hpp"
+#include "simprof/cuda/stream.hpp"
 
 namespace {
 

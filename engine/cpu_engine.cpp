@@ -6,8 +6,6 @@
 
 namespace simprof::engine {
 
-using MaybeStage = OptionalStageScope;
-
 CpuEngine::CpuEngine(const Params& params, int n_envs, std::uint32_t seed)
     : params_(params), n_envs_(n_envs) {
   if (n_envs <= 0)
@@ -33,23 +31,23 @@ Sensors CpuEngine::sensors() {
   return Sensors{imu_prev_.data(), imu_.data(), depth_.data(), record_.data()};
 }
 
-void CpuEngine::attach(StepProfiler& prof) { stages_.attach(prof); }
+void CpuEngine::attach(StepProfiler& prof) { prof_ = &prof; }
 
 void CpuEngine::step() {
   const State s = state();
   {
-    MaybeStage physics(stages_.prof, stages_.physics);
+    SIMPROF_STAGE(prof_, "physics");
     for (int sub = 0; sub < params_.substeps; ++sub) {
       {
-        MaybeStage st(stages_.prof, stages_.forces);
+        SIMPROF_STAGE(prof_, "physics/forces");
         for (int e = 0; e < n_envs_; ++e) external_forces_env(e, params_, s);
       }
       {
-        MaybeStage st(stages_.prof, stages_.contacts);
+        SIMPROF_STAGE(prof_, "physics/contacts");
         for (int e = 0; e < n_envs_; ++e) contacts_env(e, params_, s);
       }
       {
-        MaybeStage st(stages_.prof, stages_.integrate);
+        SIMPROF_STAGE(prof_, "physics/integrate");
         for (int e = 0; e < n_envs_; ++e) integrate_env(e, params_, s);
       }
     }
@@ -61,15 +59,15 @@ void CpuEngine::sensors_step() {
   const State s = state();
   const Sensors out = sensors();
   {
-    MaybeStage st(stages_.prof, stages_.imu);
+    SIMPROF_STAGE(prof_, "sensors/Imu");
     for (int e = 0; e < n_envs_; ++e) imu_env(e, params_, s, out);
   }
   {
-    MaybeStage st(stages_.prof, stages_.rendering);
+    SIMPROF_STAGE(prof_, "rendering");
     for (int e = 0; e < n_envs_; ++e) render_env(e, params_, s, out);
   }
   {
-    MaybeStage st(stages_.prof, stages_.recorders);
+    SIMPROF_STAGE(prof_, "recorders");
     for (int e = 0; e < n_envs_; ++e) record_env(e, frame_, params_, s, out);
   }
   ++frame_;
@@ -79,7 +77,7 @@ void CpuEngine::step_solver(const TimerView* timers) {
   const State s = state();
   const float* target = params_.control_gain > 0.0f ? targets_.data() : nullptr;
   {
-    MaybeStage physics(stages_.prof, stages_.physics);
+    SIMPROF_STAGE(prof_, "physics");
     for (int e = 0; e < n_envs_; ++e) {
       if (timers) {
         TimerChain<> chain(*timers, e);

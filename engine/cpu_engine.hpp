@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "engine/physics.hpp"
+#include "simprof/profiler/macros.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 #include "simprof/timers/timer_view.hpp"
-#include "engine/stages.hpp"
 
 namespace simprof::engine {
 
@@ -23,7 +23,8 @@ class CpuEngine {
  public:
   CpuEngine(const Params& params, int n_envs, std::uint32_t seed = 1234);
 
-  /// Stage ids are looked up once here, so step() does no string work.
+  /// Profiles the stages of step() from now on: they are SIMPROF_STAGE call sites, which look
+  /// their ids up on the first pass, so a step does no string work after that.
   void attach(StepProfiler& prof);
   /// One step; instrumented when a profiler is attached.
   void step();
@@ -49,7 +50,7 @@ class CpuEngine {
   std::vector<float> imu_prev_, imu_, depth_, record_, targets_;
   void sensors_step();
   long long frame_ = 0;
-  EngineStages stages_;
+  StepProfiler* prof_ = nullptr;  // the stages are SIMPROF_STAGE call sites
 };
 
 }  // namespace simprof::engine

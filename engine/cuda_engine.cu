@@ -93,28 +93,27 @@ Sensors CudaEngine::sensors() const {
   return Sensors{imu_prev_.data(), imu_.data(), depth_.data(), record_.data()};
 }
 
-void CudaEngine::attach(StepProfiler& prof) { stages_.attach(prof); }
+void CudaEngine::attach(StepProfiler& prof) { prof_ = &prof; }
 
 void CudaEngine::enqueue_step(cudaStream_t stream) {
   const State s = state();
-  const Sensors out = sensors();
   const int n = n_envs_;
   const int blocks = blocks_for(n);
   {
-    OptionalStageScope physics(stages_.prof, stages_.physics);
+    SIMPROF_STAGE(prof_, "physics");
     for (int sub = 0; sub < params_.substeps; ++sub) {
       {
-        OptionalStageScope st(stages_.prof, stages_.forces);
+        SIMPROF_STAGE(prof_, "physics/forces");
         forces_kernel<<<blocks, kBlock, 0, stream>>>(n, params_, s);
         SIMPROF_CUDA_CHECK_LAUNCH("forces_kernel");
       }
       {
-        OptionalStageScope st(stages_.prof, stages_.contacts);
+        SIMPROF_STAGE(prof_, "physics/contacts");
         contacts_kernel<<<blocks, kBlock, 0, stream>>>(n, params_, s);
         SIMPROF_CUDA_CHECK_LAUNCH("contacts_kernel");
       }
       {
-        OptionalStageScope st(stages_.prof, stages_.integrate);
+        SIMPROF_STAGE(prof_, "physics/integrate");
         integrate_kernel<<<blocks, kBlock, 0, stream>>>(n, params_, s);
         SIMPROF_CUDA_CHECK_LAUNCH("integrate_kernel");
       }
@@ -129,18 +128,18 @@ void CudaEngine::enqueue_sensors(cudaStream_t stream) {
   const int n = n_envs_;
   const int blocks = blocks_for(n);
   {
-    OptionalStageScope st(stages_.prof, stages_.imu);
+    SIMPROF_STAGE(prof_, "sensors/Imu");
     imu_kernel<<<blocks, kBlock, 0, stream>>>(n, params_, s, out);
     SIMPROF_CUDA_CHECK_LAUNCH("imu_kernel");
   }
   {
-    OptionalStageScope st(stages_.prof, stages_.rendering);
+    SIMPROF_STAGE(prof_, "rendering");
     const long long pixels = static_cast<long long>(n) * params_.image_width * params_.image_height;
     render_kernel<<<blocks_for(pixels), kBlock, 0, stream>>>(pixels, params_, s, out);
     SIMPROF_CUDA_CHECK_LAUNCH("render_kernel");
   }
   {
-    OptionalStageScope st(stages_.prof, stages_.recorders);
+    SIMPROF_STAGE(prof_, "recorders");
     record_kernel<<<blocks, kBlock, 0, stream>>>(n, params_, s, out, frame_.data());
     SIMPROF_CUDA_CHECK_LAUNCH("record_kernel");
     advance_frame_kernel<<<1, 1, 0, stream>>>(frame_.data());
@@ -149,7 +148,7 @@ void CudaEngine::enqueue_sensors(cudaStream_t stream) {
 }
 
 void CudaEngine::enqueue_solver(cudaStream_t stream, const TimerView* timers) {
-  OptionalStageScope physics(stages_.prof, stages_.physics);
+  SIMPROF_STAGE(prof_, "physics");
   const float* target = params_.control_gain > 0.0f ? targets_.data() : nullptr;
   const int blocks = blocks_for(n_envs_);
   if (timers)
@@ -177,7 +176,7 @@ void CudaEngine::publish_positions(cudaStream_t stream, float* x, float* y, floa
 
 void CudaEngine::enqueue_render_from(cudaStream_t stream, const float* x, const float* y,
                                      const float* z) {
-  OptionalStageScope st(stages_.prof, stages_.rendering);
+  SIMPROF_STAGE(prof_, "rendering");
   State s{};
   s.px = const_cast<float*>(x);  // depth_pixel() only reads positions
   s.py = const_cast<float*>(y);

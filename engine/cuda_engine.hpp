@@ -17,9 +17,9 @@
 
 #include "engine/physics.hpp"
 #include "simprof/cuda/buffer.hpp"
+#include "simprof/profiler/macros.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 #include "simprof/timers/timer_view.hpp"
-#include "engine/stages.hpp"
 
 namespace simprof::engine {
 
@@ -67,7 +67,7 @@ class CudaEngine {
   cuda::DeviceBuffer<float> imu_prev_, imu_, depth_, record_;
   cuda::DeviceBuffer<long long> frame_;
   cuda::DeviceBuffer<float> targets_;
-  EngineStages stages_;
+  StepProfiler* prof_ = nullptr;  // the stages are SIMPROF_STAGE call sites
 };
 
 }  // namespace simprof::engine

@@ -16,11 +16,11 @@
 
 #include "cli.hpp"
 #include "engine/cuda_engine.hpp"
-#include "gpu.hpp"
 #include "engine/render_pipeline.hpp"
+#include "gpu.hpp"
+#include "simprof/base/stats.hpp"
 #include "simprof/cuda/buffer.hpp"
 #include "simprof/cuda/stream.hpp"
-#include "simprof/base/stats.hpp"
 
 namespace {
 

@@ -19,12 +19,12 @@
 
 #include "cli.hpp"
 #include "engine/cuda_engine.hpp"
-#include "gpu.hpp"
 #include "engine/mixed_engine.hpp"
+#include "gpu.hpp"
 #include "simprof/cuda/buffer.hpp"
-#include "simprof/cuda/stream.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/precision.hpp"
+#include "simprof/cuda/stream.hpp"
 #include "simprof/precision/checker.hpp"
 
 namespace {
@@ -167,8 +167,8 @@ int main(int argc, char** argv) try {
       "{} storage {:.1f} us ({:.2f}x the FP32-storage kernel); state {:.1f} MB vs {:.1f} MB; one "
       "validation {:.0f} us ({})\n",
       ref_us, fp32_us, engine::to_string(a.storage), var_us, fp32_us / var_us,
-      fp32.state_bytes() / 1e6, var.state_bytes() / 1e6, checks ? validate_us / checks : 0.0,
-      a.on_device ? "reduced on the GPU" : "through the host");
+      static_cast<double>(fp32.state_bytes()) / 1e6, static_cast<double>(var.state_bytes()) / 1e6,
+      checks ? validate_us / checks : 0.0, a.on_device ? "reduced on the GPU" : "through the host");
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "mixed_precision: %s\n", e.what());

@@ -12,11 +12,11 @@
 
 #include "engine/cuda_engine.hpp"
 #include "simprof/cuda/buffer.hpp"
-#include "simprof/cuda/stream.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/kernel_tracer.hpp"
 #include "simprof/cuda/nvtx.hpp"
 #include "simprof/cuda/stage_timer.hpp"
+#include "simprof/cuda/stream.hpp"
 #include "simprof/simprof.hpp"
 
 namespace simprof::examples {

@@ -157,15 +157,15 @@ void ActivityRecords::to_spans(TraceMode mode, std::int64_t offset_ns, std::int6
   }
   for (const auto& c : copies_) {
     const auto dev = static_cast<std::int32_t>(c.device);
-    out.push_back(c.memset
-                      ? Span::memset(c.bytes, ns(c.start), ns(c.end), dev, c.stream, c.correlation)
-                      : Span::memcpy(c.kind, c.bytes, ns(c.start), ns(c.end), dev, c.stream,
-                                     c.correlation));
+    out.push_back(
+        c.memset
+            ? Span::memset(c.bytes, ns(c.start), ns(c.end), dev, c.stream, c.correlation)
+            : Span::memcpy(c.kind, c.bytes, ns(c.start), ns(c.end), dev, c.stream, c.correlation));
     note(c.correlation, ns(c.start), c.device, c.stream);
   }
   for (const auto& a : launches_) {
-    Span s = Span::launch(runtime_call_name(a.cbid), ns(a.start), ns(a.end), pid, a.tid,
-                          a.correlation);
+    Span s =
+        Span::launch(runtime_call_name(a.cbid), ns(a.start), ns(a.end), pid, a.tid, a.correlation);
     s.cbid = a.cbid;
     out.push_back(std::move(s));
     if (auto it = first.find(a.correlation); it != first.end())

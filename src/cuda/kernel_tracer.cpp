@@ -235,8 +235,8 @@ std::uint64_t KernelTracer::stop_and_collect(std::vector<Span>& out) {
   for (auto k : impl_->kinds()) cuptiActivityDisable(k);
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->running = false;
-  impl_->records.to_spans(impl_->options.mode, impl_->offset,
-                          static_cast<std::int64_t>(::getpid()), out);
+  impl_->records.to_spans(impl_->options.mode, impl_->offset, static_cast<std::int64_t>(::getpid()),
+                          out);
   impl_->records.clear();
   const std::uint64_t lost = impl_->dropped;
   impl_->dropped = 0;

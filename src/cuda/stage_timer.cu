@@ -9,9 +9,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "simprof/base/log.hpp"
 #include "simprof/cuda/device_clock.cuh"
 #include "simprof/cuda/error.hpp"
-#include "simprof/base/log.hpp"
 #include "simprof/profiler/report.hpp"
 
 namespace simprof::cuda {
@@ -122,8 +122,8 @@ DeviceStageTimer::~DeviceStageTimer() {
 
 void DeviceStageTimer::stamp(int op, StageId stage) noexcept {
   if (op == kEnd)
-    publish_kernel<<<1, kPublishThreads, 0, stream_>>>(dev_records_.data(), host_view_,
-                                                       dev_seq_.data(), static_cast<unsigned>(ring_));
+    publish_kernel<<<1, kPublishThreads, 0, stream_>>>(
+        dev_records_.data(), host_view_, dev_seq_.data(), static_cast<unsigned>(ring_));
   else
     stamp_kernel<<<1, 1, 0, stream_>>>(dev_records_.data(), dev_seq_.data(),
                                        static_cast<unsigned>(ring_), op, static_cast<int>(stage));

@@ -45,8 +45,8 @@ void DeviceTimerBuffer::reset(cudaStream_t stream) { dev_.fill_zero(stream); }
 
 void DeviceTimerBuffer::read_async(cudaStream_t stream) {
   const int i = static_cast<int>(reads_ % 2);
-  SIMPROF_CUDA_CHECK(cudaMemcpyAsync(host_[i].data(), dev_.data(), dev_.bytes(),
-                                     cudaMemcpyDeviceToHost, stream));
+  SIMPROF_CUDA_CHECK(
+      cudaMemcpyAsync(host_[i].data(), dev_.data(), dev_.bytes(), cudaMemcpyDeviceToHost, stream));
   done_[i].record(stream);
   seq_[i] = ++reads_;
 }

@@ -43,7 +43,6 @@ const Tolerance& PrecisionChecker::tolerance(QuantityClass cls) const noexcept {
   return tol_[static_cast<int>(cls)];
 }
 
-
 const PrecisionResult& PrecisionChecker::compare(std::string name, QuantityClass cls,
                                                  const float* reference, const float* variant,
                                                  std::size_t n) {

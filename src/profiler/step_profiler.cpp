@@ -2,6 +2,7 @@
 #include "simprof/profiler/step_profiler.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -22,6 +23,15 @@ void check_stage_name(std::string_view name) {
   if (name == "step" || name == "period") bad("is reserved: the profiler publishes it itself");
   if (name.front() == '/' || name.back() == '/') bad("starts or ends with '/' (expected \"a/b\")");
   if (name.find("//") != std::string_view::npos) bad("has an empty component ('//')");
+}
+
+// Profiler instance ids, from 1 (0 marks a call site that has seen none). After 2^32 profilers
+// they wrap around, skipping 0.
+std::uint32_t next_instance() noexcept {
+  static std::atomic<std::uint32_t> counter{0};
+  std::uint32_t id = counter.fetch_add(1, std::memory_order_relaxed) + 1;
+  while (id == 0) id = counter.fetch_add(1, std::memory_order_relaxed) + 1;
+  return id;
 }
 
 }  // namespace
@@ -45,6 +55,12 @@ void throw_missing_stage(std::string_view what, std::string_view present, bool r
       present.empty() ? std::string_view("none: no step has ended since the start or the last veto")
                       : present));
 }
+
+StageId StageSite::refresh(StepProfiler& prof) {
+  const StageId id = prof.stage_id(name_);
+  key_.store(static_cast<std::uint64_t>(prof.instance_id()) << 32 | id, std::memory_order_relaxed);
+  return id;
+}
 }  // namespace detail
 
 bool StageTimings::empty() const noexcept { return owner_->published_serial_ == 0; }
@@ -64,6 +80,7 @@ StepProfiler::StepProfiler(ProfilingOptions options, std::int64_t n_envs)
 StepProfiler::StepProfiler(ProfilingOptions options, std::int64_t n_envs, Clock clock)
     : options_((options.validate(), options)),
       n_envs_(n_envs),
+      instance_(next_instance()),
       clock_(clock),
       timings_(this),
       fps_(options.fps_tracker_alpha, options.fps_sample_interval, n_envs, clock) {

@@ -22,8 +22,7 @@ TraceAnalysis analyze(const Trace& trace, double graph_node_us) {
     else if (s.kind == SpanKind::kKernel)
       kernels.push_back(&s);
   }
-  std::sort(steps.begin(), steps.end(),
-            [](auto* a, auto* b) { return a->begin_ns < b->begin_ns; });
+  std::sort(steps.begin(), steps.end(), [](auto* a, auto* b) { return a->begin_ns < b->begin_ns; });
 
   // Kernel table.
   std::map<std::string, KernelStat> by_name;

@@ -110,8 +110,7 @@ void write_args(Buffer& out, const Span& s) {
       a.integer("step", static_cast<std::int64_t>(s.step));
       break;
     case SpanKind::kLaunch:
-      a.integer("correlation", static_cast<std::int64_t>(s.correlation))
-          .integer("cbid", s.cbid);
+      a.integer("correlation", static_cast<std::int64_t>(s.correlation)).integer("cbid", s.cbid);
       break;
     case SpanKind::kKernel:
       a.integer("device", s.device)

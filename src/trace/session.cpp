@@ -90,7 +90,8 @@ void TraceSession::on_stage_end(StageId id, std::int64_t ticks) {
 void TraceSession::on_step_end(std::uint64_t, std::int64_t ticks, StepOutcome) {
   if (recording(action_)) {
     if (recorded_.size() < options_.max_cpu_events)
-      recorded_.push_back(Recorded{kStepStage, static_cast<std::uint64_t>(index_), step_begin_, ticks});
+      recorded_.push_back(
+          Recorded{kStepStage, static_cast<std::uint64_t>(index_), step_begin_, ticks});
     else
       ++dropped_;
     if (prof_.fps().num_samples() != fps_samples_seen_) {

@@ -101,8 +101,8 @@ Span Span::launch(std::string name, std::int64_t begin_ns, std::int64_t end_ns, 
   return s;
 }
 
-Span Span::kernel(std::string name, std::int64_t begin_ns, std::int64_t end_ns,
-                  std::int32_t device, std::int64_t stream, std::uint64_t correlation) {
+Span Span::kernel(std::string name, std::int64_t begin_ns, std::int64_t end_ns, std::int32_t device,
+                  std::int64_t stream, std::uint64_t correlation) {
   return on_device(SpanKind::kKernel, std::move(name), begin_ns, end_ns, device, stream,
                    correlation);
 }
@@ -118,8 +118,7 @@ Span Span::memcpy(CopyKind copy, std::uint64_t bytes, std::int64_t begin_ns, std
 
 Span Span::memset(std::uint64_t bytes, std::int64_t begin_ns, std::int64_t end_ns,
                   std::int32_t device, std::int64_t stream, std::uint64_t correlation) {
-  Span s =
-      on_device(SpanKind::kMemset, "Memset", begin_ns, end_ns, device, stream, correlation);
+  Span s = on_device(SpanKind::kMemset, "Memset", begin_ns, end_ns, device, stream, correlation);
   s.bytes = bytes;
   return s;
 }
@@ -132,13 +131,13 @@ Span Span::synchronization(SyncKind sync, std::int64_t begin_ns, std::int64_t en
   return s;
 }
 
-Span Span::overhead(std::string name, std::int64_t begin_ns, std::int64_t end_ns,
-                    std::int64_t pid, std::int64_t tid) {
+Span Span::overhead(std::string name, std::int64_t begin_ns, std::int64_t end_ns, std::int64_t pid,
+                    std::int64_t tid) {
   return on_host(SpanKind::kOverhead, std::move(name), begin_ns, end_ns, pid, tid);
 }
 
-Span Span::flow(std::uint64_t correlation, std::int64_t from_ns, std::int64_t pid,
-                std::int64_t tid, std::int64_t to_ns, std::int32_t device, std::int64_t stream) {
+Span Span::flow(std::uint64_t correlation, std::int64_t from_ns, std::int64_t pid, std::int64_t tid,
+                std::int64_t to_ns, std::int32_t device, std::int64_t stream) {
   Span s = on_host(SpanKind::kFlow, "launch", from_ns, to_ns, pid, tid);
   s.device = device;
   s.stream = stream;

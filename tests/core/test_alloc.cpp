@@ -16,6 +16,7 @@
 
 #include "simprof/base/manual_clock.hpp"
 #include "simprof/base/running_mean.hpp"
+#include "simprof/profiler/macros.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 
 namespace {
@@ -119,6 +120,27 @@ TEST(Allocations, SteadyStateStepAllocatesNothing) {
             0);
   EXPECT_GT(sum, 0.0);
   EXPECT_GT(e.prof.fps().num_samples(), 10u);  // samples completed during the counted loop
+}
+
+TEST(Allocations, MacroInstrumentedStepAllocatesNothing) {
+  simprof::ProfilingOptions o;
+  o.show_fps = false;
+  Engine e(o);
+  auto step = [&] {
+    SIMPROF_STEP(e.prof);
+    {
+      SIMPROF_STAGE(e.prof, "physics");
+      e.mc.advance(0.001);
+    }
+    SIMPROF_STAGE(e.prof, "video/encode");  // registered on the first pass
+    e.mc.advance(0.0002);
+  };
+  step();
+  EXPECT_EQ(allocations_during([&] {
+              for (int i = 0; i < 1000; ++i) step();
+            }),
+            0);
+  EXPECT_NEAR(e.prof.timings().at("video"), 0.0002, 1e-12);
 }
 
 TEST(Allocations, PrintingTheFpsLineAllocatesNothing) {

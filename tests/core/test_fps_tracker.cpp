@@ -10,8 +10,8 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "simprof/profiler/fps_tracker.hpp"
 #include "simprof/base/manual_clock.hpp"
+#include "simprof/profiler/fps_tracker.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 
 using namespace std::chrono_literals;

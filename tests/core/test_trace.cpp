@@ -9,12 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "simprof/base/manual_clock.hpp"
-#include "simprof/trace/schedule.hpp"
+#include "simprof/trace/analysis.hpp"
 #include "simprof/trace/chrome_json.hpp"
+#include "simprof/trace/schedule.hpp"
+#include "simprof/trace/session.hpp"
 #include "simprof/trace/span.hpp"
 #include "simprof/trace/time_base.hpp"
-#include "simprof/trace/analysis.hpp"
-#include "simprof/trace/session.hpp"
 
 using namespace simprof;
 using json = nlohmann::json;

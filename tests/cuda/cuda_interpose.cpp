@@ -18,8 +18,8 @@ namespace simprof::cuda::leaktest {
 
 namespace {
 
-const char* const kKindNames[kKinds] = {"device allocations", "pinned allocations", "streams",
-                                        "events", "graphs", "graph executables"};
+const char* const kKindNames[kKinds] = {
+    "device allocations", "pinned allocations", "streams", "events", "graphs", "graph executables"};
 
 std::atomic<long> g_live[kKinds];
 std::atomic<long> g_fail_at{0};  // the call that fails, counted from arm(); 0: none
@@ -189,7 +189,8 @@ extern "C" cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t s, cudaGraph_t
                                                      const cudaGraphNode_t* deps,
                                                      const cudaGraphEdgeData* edges, size_t n,
                                                      cudaStreamCaptureMode mode) {
-  SIMPROF_REAL(cudaStreamBeginCaptureToGraph, cudaStream_t, cudaGraph_t, const cudaGraphNode_t*, const cudaGraphEdgeData*, size_t, cudaStreamCaptureMode);
+  SIMPROF_REAL(cudaStreamBeginCaptureToGraph, cudaStream_t, cudaGraph_t, const cudaGraphNode_t*,
+               const cudaGraphEdgeData*, size_t, cudaStreamCaptureMode);
   Depth d;
   const cudaError_t e = real_fn(s, g, deps, edges, n, mode);
   if (e == cudaSuccess) {
@@ -273,4 +274,3 @@ extern "C" cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int dev)
   if (inject()) return cudaErrorInvalidValue;
   return real_fn(v, a, dev);
 }
-

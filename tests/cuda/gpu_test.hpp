@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "simprof/cuda/buffer.hpp"
-#include "simprof/cuda/stream.hpp"
 #include "simprof/cuda/device_clock.cuh"
 #include "simprof/cuda/error.hpp"
+#include "simprof/cuda/stream.hpp"
 
 namespace simprof::cuda::gputest {
 

@@ -31,7 +31,8 @@ class GraphCacheTest : public GpuTest {
   // A step of `k` kernels over n floats.
   static GraphCache::Body body(float* x, int n, int k) {
     return [=](cudaStream_t s) {
-      for (int i = 0; i < k; ++i) simprof::cuda::gputest::axpb(x, n, 0.5f + i, s);
+      for (int i = 0; i < k; ++i)
+        simprof::cuda::gputest::axpb(x, n, 0.5f + static_cast<float>(i), s);
     };
   }
   bool capturing(cudaStream_t s) {

@@ -94,7 +94,8 @@ TEST_F(GpuTest, KernelDurationsAgreeWithEventsAndFlowsConnectLaunches) {
   for (const auto* k : of_kind(trace, SpanKind::kKernel))
     if (k->name.find("spin_kernel") != std::string::npos) kernels.push_back(k);
   ASSERT_EQ(kernels.size(), 1u) << "the warm-up step's kernel was discarded";
-  EXPECT_NEAR(static_cast<double>(kernels[0]->duration_ns()) * 1e-3, events_us, 0.05 * events_us + 5.0);
+  EXPECT_NEAR(static_cast<double>(kernels[0]->duration_ns()) * 1e-3, events_us,
+              0.05 * events_us + 5.0);
   // The launch call, on the host, correlates with the kernel through a flow start and end.
   const auto corr = kernels[0]->correlation;
   const Span* launch = nullptr;

@@ -102,11 +102,11 @@ TEST_F(Leaks, GraphOwnersReleaseEverythingWhenConstructionFails) {
     FramePipelineOptions o;
     o.overlap = overlap;
     o.in_flight = 4;
-    const long calls = sweep(overlap ? "FramePipeline (overlapped)" : "FramePipeline (serial)",
-                             [&] {
-                               FramePipeline p([&](cudaStream_t s, int) { body(s); },
-                                               [&](cudaStream_t s, int) { body(s); }, o);
-                             });
+    const long calls =
+        sweep(overlap ? "FramePipeline (overlapped)" : "FramePipeline (serial)", [&] {
+          FramePipeline p([&](cudaStream_t s, int) { body(s); },
+                          [&](cudaStream_t s, int) { body(s); }, o);
+        });
     EXPECT_GE(calls, 2 * 3 + 4 + 2 * 4) << "streams, two caches, four events, the timing ring";
   }
   EXPECT_GE(sweep("WhileLoop", [] { WhileLoop loop; }), 3);
@@ -140,7 +140,9 @@ TEST_F(Leaks, MeasuringToolsReleaseEverythingWhenConstructionFails) {
                   }),
             5);
   EXPECT_GE(sweep("DeviceTimerBuffer (cycles)",
-                  [] { DeviceTimerBuffer t({"a", "b"}, 64, TimerUnit::kCycles); }),
+                  [] {
+                    DeviceTimerBuffer t({"a", "b"}, 64, TimerUnit::kCycles);
+                  }),
             5);
   EXPECT_GE(sweep("DeviceComparer", [] { DeviceComparer c; }), 2);
 }
@@ -150,9 +152,7 @@ TEST_F(Leaks, DemoEngineReleasesEverythingWhenConstructionFails) {
   const engine::Params params;
   EXPECT_GE(sweep("CudaEngine", [&] { engine::CudaEngine e(params, 64, stream); }), 14);
   EXPECT_GE(sweep("MixedEngine",
-                  [&] {
-                    engine::MixedEngine e(params, 64, engine::Storage::kFp16, stream);
-                  }),
+                  [&] { engine::MixedEngine e(params, 64, engine::Storage::kFp16, stream); }),
             14 + 6);
   engine::CudaEngine eng(params, 64, stream);
   EXPECT_GE(sweep("ContactSolver", [&] { engine::ContactSolver s(eng, 8, 1e-4f); }), 4);

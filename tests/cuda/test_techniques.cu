@@ -10,15 +10,15 @@
 
 #include "engine/contact_solver.hpp"
 #include "engine/cuda_engine.hpp"
-#include "gpu_test.hpp"
 #include "engine/mixed_engine.hpp"
 #include "engine/render_pipeline.hpp"
+#include "gpu_test.hpp"
 #include "simprof/cuda/graphs/frame_pipeline.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
+#include "simprof/cuda/graphs/while_loop.hpp"
 #include "simprof/cuda/kernel_tracer.hpp"
 #include "simprof/cuda/precision.hpp"
 #include "simprof/cuda/timer_buffer.hpp"
-#include "simprof/cuda/graphs/while_loop.hpp"
 #include "simprof/precision/checker.hpp"
 #include "simprof/trace/session.hpp"
 #include "trace_test.hpp"
@@ -69,10 +69,9 @@ Solved solve(engine::LoopMode how, int frames) {
 }
 
 std::size_t kernels_named(const Trace& t, const char* name) {
-  return static_cast<std::size_t>(
-      std::count_if(t.spans.begin(), t.spans.end(), [&](const Span& s) {
-        return s.kind == SpanKind::kKernel && s.name.find(name) != std::string::npos;
-      }));
+  return static_cast<std::size_t>(std::count_if(t.spans.begin(), t.spans.end(), [&](const Span& s) {
+    return s.kind == SpanKind::kKernel && s.name.find(name) != std::string::npos;
+  }));
 }
 
 }  // namespace

@@ -3,8 +3,10 @@
 // steady clock, cycles for the TSC); they are converted to seconds only off the hot path, when a
 // step is published, so a stage scope costs two counter reads and a few adds (the Tracy habit).
 //
+/* clang-format off */
 //   simprof::Clock clock = simprof::Clock::steady();
 //   auto t0 = clock.now();  /* work */  double s = clock.seconds(clock.now() - t0);
+/* clang-format on */
 //
 // Tests inject a ManualClock (see manual_clock.hpp) and never depend on wall time.
 #pragma once

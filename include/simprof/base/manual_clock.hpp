@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // ManualClock: a clock that only moves when told to, for deterministic tests of timing logic.
 //
+/* clang-format off */
 //   simprof::ManualClock mc;
 //   simprof::StepProfiler prof(options, 0, mc.clock());
 //   mc.advance(0.010);  // 10 ms pass
+/* clang-format on */
 #pragma once
 
 #include <cmath>

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // RunningMean: smooths a value read every step, like Genesis's genesis.utils.tools.RunningMean.
 //
-//   simprof::RunningMean physics_time(100);      // mean of the latest 100 values, NaN until 100
-//   arrived physics_time.update(prof.timings().at("physics")); double physics_fps = 1.0 /
-//   physics_time.value();
+/* clang-format off */
+//   simprof::RunningMean physics_time(100);   // mean of the latest 100 values, NaN until 100 arrived
+//   physics_time.update(prof.timings().at("physics"));
+//   double physics_fps = 1.0 / physics_time.value();
+/* clang-format on */
 //
 // Window mode keeps a ring of N values and a compensated running sum, so an update is O(1),
 // allocates nothing after construction and does not drift over millions of updates. EMA mode keeps

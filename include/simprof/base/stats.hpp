@@ -2,9 +2,11 @@
 // Latency statistics over a window of samples: mean, standard deviation, min, max, percentiles and
 // a text histogram. Computed on demand, off the hot path.
 //
+/* clang-format off */
 //   auto s = prof.stats("physics");              // LatencyStats over the latest stats_window steps
 //   fmt::print("p99 {:.1f} us\n", s.p99 * 1e6);
 //   fmt::print("{}", prof.histogram("physics")); // text histogram for the terminal
+/* clang-format on */
 #pragma once
 
 #include <cstddef>

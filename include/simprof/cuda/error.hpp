@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // CUDA error checking: every failure names the call, the CUDA error name and string, and file:line.
 //
+/* clang-format off */
 //   SIMPROF_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, stream));
 //   my_kernel<<<grid, block, 0, stream>>>(...);
 //   SIMPROF_CUDA_CHECK_LAUNCH("my_kernel");
+/* clang-format on */
 //
 // A sticky error (an illegal address inside a kernel) is reported by the next call that observes
 // it, typically the next synchronisation, as a CudaError: it never hangs the step loop.

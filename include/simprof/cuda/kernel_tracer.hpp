@@ -17,8 +17,8 @@
 // callbacks are plain functions, so they reach the one tracer of the process through a single
 // registration pointer; the clock itself is never copied into a global. Records come into a
 // bounded pool of buffers; records CUPTI could not store are counted and reported, never silently
-// lost. If CUPTI cannot be used (another profiler such as ncu holds it, or permissions), the tracer switches off
-// with one warning and the simulation runs on unaffected.
+// lost. If CUPTI cannot be used (another profiler such as ncu holds it, or permissions), the tracer
+// switches off with one warning and the simulation runs on unaffected.
 //
 // Kernels of a replayed graph appear one by one, with their graph and node ids. Graph-launch mode
 // writes one span per graph launch instead (its kernels merged); CUPTI's own GRAPH_TRACE activity

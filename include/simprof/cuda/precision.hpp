@@ -3,10 +3,12 @@
 // validation then copies one small struct back instead of the whole state (which, for 30,000 envs,
 // took about 18 ms per check through the host).
 //
+/* clang-format off */
 //   simprof::cuda::DeviceComparer cmp;
 //   simprof::ErrorSums pos = cmp.sums(ref.px, var.px, simprof::cuda::Dtype::kF16, n, stream);
 //   pos += cmp.sums(ref.py, var.py, simprof::cuda::Dtype::kF16, n, stream);
 //   checker.record("positions", simprof::QuantityClass::kState, pos);
+/* clang-format on */
 //
 // The sums are those of simprof::error_sums() (differences in double), up to the order of the
 // additions.
@@ -26,7 +28,7 @@ enum class Dtype { kF32, kF16, kBF16 };
 
 class DeviceComparer {
  public:
-  DeviceComparer();  ///< allocates the device accumulator and a pinned copy
+  DeviceComparer();   ///< allocates the device accumulator and a pinned copy
   ~DeviceComparer();  // defined where Accumulator is complete
   DeviceComparer(const DeviceComparer&) = delete;
   DeviceComparer& operator=(const DeviceComparer&) = delete;

@@ -10,10 +10,12 @@
 // readings to the step that produced them when it finds them complete (at each step end, or in
 // poll()): it never waits for the GPU unless synchronize() is called.
 //
+/* clang-format off */
 //   simprof::cuda::DeviceStageTimer dev(prof, stream);
 //   for (;;) { auto step = prof.step(); engine.enqueue_step(stream); }
 //   dev.synchronize();
 //   dev.device_timings().at("physics");   // seconds on the GPU; same keys as prof.timings()
+/* clang-format on */
 //
 // Cost: one tiny kernel per boundary (in a graph about a microsecond of device time each; eagerly
 // one launch of host time each). A stage's device time includes one timestamp kernel. Off unless
@@ -27,8 +29,8 @@
 #include <vector>
 
 #include "simprof/cuda/buffer.hpp"
-#include "simprof/profiler/timings.hpp"
 #include "simprof/profiler/step_profiler.hpp"
+#include "simprof/profiler/timings.hpp"
 
 namespace simprof::cuda {
 
@@ -79,7 +81,7 @@ class DeviceStageTimer : public StepListener {
   detail::StepRecord* host_view_ = nullptr;        // host_records_ as the device sees it
   DeviceBuffer<detail::StepRecord> dev_records_;   // where stamps are written (device memory)
   DeviceBuffer<unsigned long long> dev_seq_;       // device-side step counter
-  std::uint64_t launched_ = 0;                  // step records the host has launched
+  std::uint64_t launched_ = 0;                     // step records the host has launched
   std::uint64_t next_read_ = 0;
   std::vector<std::uint64_t> host_step_;  // step index of each in-flight record
   std::vector<std::uint8_t> completed_;   // host outcome of each in-flight record

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 // DeviceTimerBuffer: the owner of a (rows, n_envs) timer buffer on the GPU.
 //
+/* clang-format off */
 //   simprof::cuda::DeviceTimerBuffer timers({"solve", "contacts"}, n_envs);
 //   solver<<<grid, block, 0, stream>>>(..., timers.view());   // kernels call TimerChain::lap
 //   timers.read_async(stream);                                // copy out, without waiting
 //   if (auto f = timers.latest()) stats.update(*f);           // the newest finished copy, if any
+/* clang-format on */
 //
 // Readings taken by kernels inside a captured graph are taken again at every replay: call
 // read_async() after each replay to see them.

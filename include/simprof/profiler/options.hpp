@@ -2,11 +2,12 @@
 // ProfilingOptions: what a StepProfiler measures and prints; the counterpart of Genesis's
 // gs.options.ProfilingOptions, with validation.
 //
+/* clang-format off */
 //   simprof::ProfilingOptions opt;
 //   opt.fps_tracker_alpha = 0.9;
 //   opt = simprof::ProfilingOptions::from_env(opt);  // SIMPROF_* variables override, validated
-//   opt.validate();                                   // throws std::invalid_argument naming the
-//   field
+//   opt.validate();                                   // std::invalid_argument naming the field
+/* clang-format on */
 #pragma once
 
 #include <chrono>

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Text reports of a StepProfiler, for the end of a run.
 //
+/* clang-format off */
 //   fmt::print("{}", simprof::stage_table(prof));
 //   // stage            mean us    sd us   p50 us   p95 us   p99 us   share   steps
 //   // physics            812.4     31.0    801.0    903.2    951.7   61.2%     200
 //   //   physics/contacts       402.1 ...
+/* clang-format on */
 #pragma once
 
 #include <string>

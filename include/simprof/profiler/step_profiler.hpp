@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // StepProfiler: the live step rate and the per-step breakdown of a simulation loop.
 //
+/* clang-format off */
 //   simprof::StepProfiler prof(simprof::ProfilingOptions{}, /*n_envs=*/4096);
 //   const auto physics = prof.stage_id("physics");          // hot call sites: look names up once
 //   for (int i = 0; i < n; ++i) {
@@ -10,6 +11,7 @@
 //     { auto s = prof.stage("sensors/Imu");  imu.update(); }  // also counted into "sensors"
 //   }
 //   prof.timings().at("physics");  // seconds in the latest step; also "step", "period", "sensors"
+/* clang-format on */
 //
 // Semantics (those of Genesis's scene.timings):
 //   * "step" is the whole step scope, pre-step callbacks included; "period" runs from the previous
@@ -31,6 +33,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <exception>
@@ -43,12 +46,12 @@
 
 #include "simprof/base/clock.hpp"
 #include "simprof/base/config.hpp"
+#include "simprof/base/stats.hpp"
 #include "simprof/detail/ring.hpp"
 #include "simprof/profiler/fps_tracker.hpp"
 #include "simprof/profiler/listener.hpp"
 #include "simprof/profiler/options.hpp"
 #include "simprof/profiler/timings.hpp"
-#include "simprof/base/stats.hpp"
 
 namespace simprof {
 
@@ -70,6 +73,28 @@ class StageScope {
   StageId id_;
 };
 
+namespace detail {
+
+/// One SIMPROF_STAGE call site (profiler/macros.hpp): its stage name, and the id that name has in
+/// the profiler that ran the site last, keyed by that profiler's instance id. Constant-initialised,
+/// so a function-local static of it needs no guard; the key is one atomic word, so a site that
+/// threads with profilers of their own share stays correct (a different key: the name is looked up
+/// again).
+class StageSite {
+ public:
+  explicit constexpr StageSite(const char* name) noexcept : name_(name) {}
+  /// The id of this site's name in `prof`: a load and a compare once the site has seen `prof`.
+  StageId id(StepProfiler& prof);
+  const char* name() const noexcept { return name_; }
+
+ private:
+  StageId refresh(StepProfiler& prof);
+  const char* name_;
+  std::atomic<std::uint64_t> key_{0};  // instance id << 32 | stage id; 0: none yet
+};
+
+}  // namespace detail
+
 /// A stage scope that does nothing when `prof` is null: for engines that run with or without a
 /// profiler attached. One branch more than StageScope.
 ///
@@ -77,6 +102,8 @@ class StageScope {
 class OptionalStageScope {
  public:
   OptionalStageScope(StepProfiler* prof, StageId id);
+  /// The stage of a call site (SIMPROF_STAGE), its id cached there.
+  OptionalStageScope(StepProfiler* prof, detail::StageSite& site);
   ~OptionalStageScope();
   OptionalStageScope(const OptionalStageScope&) = delete;
   OptionalStageScope& operator=(const OptionalStageScope&) = delete;
@@ -87,6 +114,21 @@ class OptionalStageScope {
  private:
   StepProfiler* prof_;
   StageId id_;
+};
+
+/// A step scope that does nothing when `prof` is null (SIMPROF_STEP's scope).
+class OptionalStepScope {
+ public:
+  explicit OptionalStepScope(StepProfiler* prof);
+  ~OptionalStepScope();
+  OptionalStepScope(const OptionalStepScope&) = delete;
+  OptionalStepScope& operator=(const OptionalStepScope&) = delete;
+  OptionalStepScope(OptionalStepScope&&) = delete;
+  OptionalStepScope& operator=(OptionalStepScope&&) = delete;
+  void* operator new(std::size_t) = delete;
+
+ private:
+  StepProfiler* prof_;
 };
 
 /// RAII step: begins (and runs the pre-step callbacks) in the constructor, ends in the destructor.
@@ -191,6 +233,8 @@ class StepProfiler {
   /// Steps begun, vetoed or not: the index the next step will have.
   std::uint64_t step_index() const noexcept { return serial_; }
   std::int64_t n_envs() const noexcept { return n_envs_; }
+  /// Unique among the profilers of the process (they are numbered as they are made, from 1).
+  std::uint32_t instance_id() const noexcept { return instance_; }
   const ProfilingOptions& options() const noexcept { return options_; }
   const Clock& clock() const noexcept { return clock_; }
 
@@ -215,6 +259,7 @@ class StepProfiler {
   friend class StageScope;
   friend class StageTimings;
   friend class OptionalStageScope;
+  friend class OptionalStepScope;
   static constexpr StageId kFirstUserStage = 2;
 
   // Publication is lazy: ending a step only records its serial in published_. A slot keeps the
@@ -281,6 +326,7 @@ class StepProfiler {
 
   ProfilingOptions options_;
   std::int64_t n_envs_;
+  std::uint32_t instance_;
   Clock clock_;
   std::deque<std::string> names_;  // deque: string_views into it stay valid as it grows
   std::unordered_map<std::string_view, StageId> lookup_;
@@ -312,8 +358,29 @@ inline OptionalStageScope::OptionalStageScope(StepProfiler* prof, StageId id)
     : prof_(prof), id_(id) {
   if (prof_) prof_->begin_stage(id);
 }
+inline OptionalStageScope::OptionalStageScope(StepProfiler* prof, detail::StageSite& site)
+    : prof_(prof), id_(kNoStage) {
+  if (prof_) {
+    id_ = site.id(*prof_);
+    prof_->begin_stage(id_);
+  }
+}
 inline OptionalStageScope::~OptionalStageScope() {
   if (prof_) prof_->end_stage_noexcept(id_);
+}
+
+SIMPROF_FORCE_INLINE StageId detail::StageSite::id(StepProfiler& prof) {
+  const std::uint64_t k = key_.load(std::memory_order_relaxed);
+  if (SIMPROF_LIKELY(static_cast<std::uint32_t>(k >> 32) == prof.instance_id()))
+    return static_cast<StageId>(k);
+  return refresh(prof);
+}
+
+inline OptionalStepScope::OptionalStepScope(StepProfiler* prof) : prof_(prof) {
+  if (prof_) prof_->begin_step();
+}
+inline OptionalStepScope::~OptionalStepScope() {
+  if (prof_) prof_->finish_step_noexcept(std::uncaught_exceptions() > 0);
 }
 
 inline StepScope::StepScope(StepProfiler& prof) : prof_(prof) { prof_.begin_step(); }

@@ -3,9 +3,11 @@
 // scene.timings) and TimingsSnapshot (a copied breakdown, e.g. device-side stage times). Both
 // answer the same questions through TimingsView.
 //
+/* clang-format off */
 //   const simprof::StageTimings& t = prof.timings();
 //   if (auto p = t.find("physics")) fmt::print("physics {:.1f} us\n", *p * 1e6);
 //   t.for_each([](std::string_view name, double s) { fmt::print("{} {}\n", name, s); });
+/* clang-format on */
 #pragma once
 
 #include <cstddef>

@@ -3,6 +3,7 @@
 // timer, one column per environment. The same header compiles with nvcc and with a plain C++
 // compiler: clock_counter() reads the SM's cycle counter on the device and the TSC on the host.
 //
+/* clang-format off */
 //   __global__ void solve(int n, simprof::TimerView timers, ...) {
 //     const int e = blockIdx.x * blockDim.x + threadIdx.x;
 //     if (e >= n) return;
@@ -10,6 +11,7 @@
 //     line_search(e);     t.lap(kLineSearch);       // the end of one block starts the next
 //     update_gradient(e); t.lap(kUpdateGradient);
 //   }
+/* clang-format on */
 //
 // Readings are raw ticks: SM cycles (clock_counter) or nanoseconds (global_timer_ns, with
 // TimerChain<GlobalTimerNs>). Compare cycles with each other; convert them to time only

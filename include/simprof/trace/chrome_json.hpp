@@ -6,11 +6,11 @@
 //   simprof::write_chrome_trace(trace, "step.json");   // atomic: a temporary file, then rename
 /* clang-format on */
 //
-// Each span kind has its Kineto category (cpu_op, user_annotation, cuda_runtime, kernel, gpu_memcpy,
-// gpu_memset, cuda_sync, overhead, ac2g flows) and its typed fields as args. Host spans go on
-// (pid, tid); device spans on pid = device, tid = stream. Process and thread names are derived from
-// the spans. Times are printed as microseconds with three decimals, exactly (integer arithmetic),
-// as Kineto does.
+// Each span kind has its Kineto category (cpu_op, user_annotation, cuda_runtime, kernel,
+// gpu_memcpy, gpu_memset, cuda_sync, overhead, ac2g flows) and its typed fields as args. Host spans
+// go on (pid, tid); device spans on pid = device, tid = stream. Process and thread names are
+// derived from the spans. Times are printed as microseconds with three decimals, exactly (integer
+// arithmetic), as Kineto does.
 #pragma once
 
 #include <string>

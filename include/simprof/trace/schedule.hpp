@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // A trace schedule with torch.profiler.schedule's semantics, advanced once per step.
 //
+/* clang-format off */
 //   simprof::Schedule s{/*wait=*/80, /*warmup=*/3, /*active=*/1, /*repeat=*/1};
 //   s.action(step)   // kNone, kWarmup, kRecord, kRecordAndSave
+/* clang-format on */
 //
 // After skip_first steps, cycles of wait + warmup + active steps repeat `repeat` times (0:
 // forever). During warm-up the tracer runs but its results are discarded; the last active step of a

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "simprof/trace/schedule.hpp"
 #include "simprof/profiler/step_profiler.hpp"
+#include "simprof/trace/schedule.hpp"
 #include "simprof/trace/span.hpp"
 #include "simprof/trace/time_base.hpp"
 
@@ -98,7 +98,7 @@ class TraceSession : public StepListener {
   std::int64_t index_ = 0;  // schedule steps seen
   ScheduleAction action_ = ScheduleAction::kNone;
   bool sources_running_ = false;
-  std::vector<Recorded> recorded_;     // preallocated
+  std::vector<Recorded> recorded_;  // preallocated
   std::vector<std::int64_t> open_;  // begin ticks of open stages, by id
   std::int64_t step_begin_ = 0;
   std::uint64_t dropped_ = 0, dropped_total_ = 0;

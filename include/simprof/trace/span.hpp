@@ -39,7 +39,17 @@ std::string_view to_string(SpanKind kind) noexcept;
 
 /// Direction of a copy (CUPTI's copy kinds: H host, D device, A array, P peer).
 enum class CopyKind : std::uint8_t {
-  kUnknown, kHtoD, kDtoH, kHtoA, kAtoH, kAtoA, kAtoD, kDtoA, kDtoD, kHtoH, kPtoP
+  kUnknown,
+  kHtoD,
+  kDtoH,
+  kHtoA,
+  kAtoH,
+  kAtoA,
+  kAtoD,
+  kDtoA,
+  kDtoD,
+  kHtoH,
+  kPtoP
 };
 /// "Memcpy HtoD", ... as Kineto names copies.
 std::string_view to_string(CopyKind kind) noexcept;
@@ -83,13 +93,12 @@ struct Span {
 
   static Span cpu_stage(std::string name, StageId stage, std::uint64_t step, std::int64_t begin_ns,
                         std::int64_t end_ns, std::int64_t pid, std::int64_t tid);
-  static Span launch(std::string name, std::int64_t begin_ns, std::int64_t end_ns,
-                     std::int64_t pid, std::int64_t tid, std::uint64_t correlation);
+  static Span launch(std::string name, std::int64_t begin_ns, std::int64_t end_ns, std::int64_t pid,
+                     std::int64_t tid, std::uint64_t correlation);
   static Span kernel(std::string name, std::int64_t begin_ns, std::int64_t end_ns,
                      std::int32_t device, std::int64_t stream, std::uint64_t correlation);
-  static Span memcpy(CopyKind copy, std::uint64_t bytes, std::int64_t begin_ns,
-                     std::int64_t end_ns, std::int32_t device, std::int64_t stream,
-                     std::uint64_t correlation);
+  static Span memcpy(CopyKind copy, std::uint64_t bytes, std::int64_t begin_ns, std::int64_t end_ns,
+                     std::int32_t device, std::int64_t stream, std::uint64_t correlation);
   static Span memset(std::uint64_t bytes, std::int64_t begin_ns, std::int64_t end_ns,
                      std::int32_t device, std::int64_t stream, std::uint64_t correlation);
   static Span synchronization(SyncKind sync, std::int64_t begin_ns, std::int64_t end_ns,

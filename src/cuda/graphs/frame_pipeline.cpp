@@ -18,8 +18,8 @@ const FramePipelineOptions& validated(const FramePipeline::Stage& producer,
     throw std::invalid_argument(
         "simprof: FramePipeline: the producer and the consumer must be callable");
   if (o.in_flight < 2)
-    throw std::invalid_argument("simprof: FramePipeline: in_flight = " +
-                                std::to_string(o.in_flight) + " (expected >= 2)");
+    throw std::invalid_argument(
+        "simprof: FramePipeline: in_flight = " + std::to_string(o.in_flight) + " (expected >= 2)");
   if (o.warmup < 0)
     throw std::invalid_argument("simprof: FramePipeline: warmup = " + std::to_string(o.warmup) +
                                 " (expected >= 0)");

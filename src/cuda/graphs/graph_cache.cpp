@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "simprof/cuda/error.hpp"
 #include "simprof/base/log.hpp"
+#include "simprof/cuda/error.hpp"
 
 namespace simprof::cuda {
 
@@ -77,8 +77,8 @@ std::optional<ColdStart> GraphCache::cold_start(const GraphKey& key) const {
   return e ? e->cold : std::nullopt;
 }
 std::size_t GraphCache::size() const noexcept {
-  return static_cast<std::size_t>(std::count_if(entries_.begin(), entries_.end(),
-                                                [](const auto& e) { return bool(e->exec); }));
+  return static_cast<std::size_t>(
+      std::count_if(entries_.begin(), entries_.end(), [](const auto& e) { return bool(e->exec); }));
 }
 
 GraphCache::Entry* GraphCache::lru_with_exec(const Entry* except) noexcept {

@@ -2,6 +2,7 @@
 // FramePipeline: a producer graph (physics) and a consumer graph (rendering) on two streams, joined
 // by events so that the consumer of frame k overlaps the producer of frame k + 1.
 //
+/* clang-format off */
 //   simprof::cuda::FramePipeline pipe(
 //       [&](cudaStream_t s, int slot) { engine.enqueue_solver(s, nullptr);
 //                                       publish_positions(s, snapshot[slot]); },
@@ -9,6 +10,7 @@
 //   for (int k = 0; k < frames; ++k) pipe.submit();
 //   pipe.drain();
 //   auto lat = simprof::summarize(pipe.latencies());   // seconds per frame: mean, sigma, p95, ...
+/* clang-format on */
 //
 // The producer must publish what the consumer reads into a slot of its own (two slots,
 // double-buffered): the producer keeps updating its state for frame k + 1 while the consumer reads

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 // GraphCache: capture a step's kernels into CUDA graphs, one executable per shape, and replay them.
 //
+/* clang-format off */
 //   simprof::cuda::Stream stream;                            // non-blocking, as capture requires
 //   simprof::cuda::GraphCache cache(stream);
 //   for (;;) {
 //     cache.run({n_envs}, [&](cudaStream_t s) { engine.enqueue_step(s); });
 //   }
+/* clang-format on */
 //
 // Each run() executes exactly one step, so a simulation advances the same with or without graphs:
 //   * the first `warmup` runs of a key execute the body eagerly on the stream (first-touch costs,

@@ -3,14 +3,15 @@
 // whether the loop goes on. A convergence loop (a contact solver iterating until the residual is
 // small) then needs no round trip to the host.
 //
+/* clang-format off */
 //   simprof::cuda::WhileLoop loop;
 //   cache.run({n_envs}, [&](cudaStream_t s) {
 //     loop.enqueue(s, [&](cudaStream_t body, const simprof::cuda::LoopCondition& c) {
 //       iterate_kernel<<<blocks, 256, 0, body>>>(...);
-//       check_kernel<<<1, 1, 0, body>>>(residual, tol, c);  // calls set_condition(c, residual >
-//       tol)
+//       check_kernel<<<1, 1, 0, body>>>(residual, tol, c);  // set_condition(c, residual > tol)
 //     });
 //   });
+/* clang-format on */
 //
 // How it runs depends on the stream:
 //   * capturing (inside GraphCache/StepGraph or any stream capture): the body is captured once into
@@ -84,8 +85,8 @@ class WhileLoop {
 
  private:
   int max_host_iterations_;
-  Stream body_stream_;             // captures the body graph
-  DeviceBuffer<unsigned> flag_;    // the condition the body last set
+  Stream body_stream_;                // captures the body graph
+  DeviceBuffer<unsigned> flag_;       // the condition the body last set
   PinnedBuffer<unsigned> host_flag_;  // where the host-driven loop reads it
   WhileLoopCounters counters_;
 };
