@@ -34,10 +34,8 @@
 #endif
 #endif
 
-#if SIMPROF_TIMER_CHECKS
-#include <cstdio>
+#include <cstdio>  // the bounds checks' message (timer_bounds_failed is defined either way)
 #include <cstdlib>
-#endif
 
 namespace simprof {
 

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Extracts the C++ snippets of README.md and docs/*.md for ctest to compile (label docs).
+
+Every ```cpp (or ```cuda) block is compiled unless the line before its fence marks it:
+
+    <!-- snippet: fragment -->        an intentional fragment, not compiled (say why in the text)
+    <!-- snippet: file -->            compiled at file scope (it defines kernels, types, ...)
+    <!-- snippet: cuda -->            compiled with nvcc (needs the CUDA backend)
+    <!-- snippet: prelude=kernel -->  with tests/docs/prelude_kernel.hpp instead of prelude.hpp
+
+(words combine: "<!-- snippet: file cuda prelude=kernel -->"). A snippet is otherwise the body of a
+function; its leading #include lines move to file scope; the prelude declares the stand-ins the
+docs take from the reader's engine (engine, prof, stream, n_envs, ...). A #line directive makes a
+compile error point at the markdown file and line.
+
+usage: extract_snippets.py OUT_DIR ROOT FILE.md...   writes OUT_DIR/<id>.cpp|.cu and
+OUT_DIR/snippets.cmake (one simprof_doc_snippet(id source nvcc backend markdown line) call each;
+backend: the snippet uses the CUDA backend's API, so it needs it built).
+"""
+import os
+import re
+import sys
+
+FENCE = re.compile(r"^```(cpp|c\+\+|cuda|cu)\s*$")
+MARK = re.compile(r"^<!--\s*snippet:\s*(.*?)\s*-->\s*$")
+
+
+def snippets(path):
+    lines = open(path, encoding="utf-8").read().split("\n")
+    i = 0
+    while i < len(lines):
+        m = FENCE.match(lines[i].strip())
+        if not m:
+            i += 1
+            continue
+        words = []
+        if i > 0:
+            mark = MARK.match(lines[i - 1].strip())
+            if mark:
+                words = mark.group(1).split()
+        j = i + 1
+        while j < len(lines) and lines[j].strip() != "```":
+            j += 1
+        if j == len(lines):
+            sys.exit(f"{path}:{i + 1}: code block never closed")
+        yield i + 2, lines[i + 1:j], words, m.group(1) in ("cuda", "cu")
+        i = j + 1
+
+
+def main():
+    out, root, docs = sys.argv[1], sys.argv[2], sys.argv[3:]
+    os.makedirs(out, exist_ok=True)
+    calls = []
+    for doc in docs:
+        rel = os.path.relpath(doc, root)
+        for first, body, words, cuda_fence in snippets(doc):
+            unknown = [w for w in words if w not in ("fragment", "file", "body", "cuda")
+                       and not w.startswith("prelude=")]
+            if unknown:
+                sys.exit(f"{rel}:{first - 1}: unknown snippet mark {' '.join(unknown)}")
+            if "fragment" in words:
+                continue
+            cuda = cuda_fence or "cuda" in words
+            prelude = "prelude.hpp"
+            for w in words:
+                if w.startswith("prelude="):
+                    prelude = f"prelude_{w[len('prelude='):]}.hpp"
+            start = first  # the snippet's first line: its name
+            ident = re.sub(r"[^A-Za-z0-9]", "_", rel) + f"_{start}"
+            includes = []
+            while body and (body[0].startswith("#include") or not body[0].strip()):
+                if body[0].strip():
+                    includes.append(body[0])
+                body = body[1:]
+                first += 1
+            text = [f"// Generated from {rel}:{first} by tests/docs/extract_snippets.py.",
+                    f'#include "{prelude}"'] + includes
+            text.append(f'#line {first} "{rel}"')
+            if "file" in words:
+                text += body
+            else:
+                text += [f"void {ident}() {{"] + body + ["}"]
+            source = os.path.join(out, ident + (".cu" if cuda else ".cpp"))
+            new = "\n".join(text) + "\n"
+            if not os.path.exists(source) or open(source, encoding="utf-8").read() != new:
+                open(source, "w", encoding="utf-8").write(new)
+            backend = cuda or any("simprof::cuda" in l or "simprof/cuda" in l
+                                  for l in includes + body)
+            calls.append(f'simprof_doc_snippet({ident} "{source}" {"ON" if cuda else "OFF"} '
+                         f'{"ON" if backend else "OFF"} "{rel}" {start})')
+    open(os.path.join(out, "snippets.cmake"), "w", encoding="utf-8").write("\n".join(calls) + "\n")
+
+
+if __name__ == "__main__":
+    main()
