@@ -25,9 +25,6 @@
 namespace {
 
 using namespace simprof;
-using simprof::examples::flag_value;
-using simprof::examples::parse_int;
-using simprof::examples::parse_int_list;
 
 struct Args {
   std::vector<int> n_envs = {4096, 30000};
@@ -41,19 +38,12 @@ constexpr const char* kUsage =
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string f = argv[i];
-    if (f == "--n-envs")
-      a.n_envs = parse_int_list(f, flag_value(i, argc, argv), 1);
-    else if (f == "--image")
-      a.image = parse_int(f, flag_value(i, argc, argv), 1, 256);
-    else if (f == "--frames")
-      a.frames = parse_int(f, flag_value(i, argc, argv), 1);
-    else if (f == "--warmup")
-      a.warmup = parse_int(f, flag_value(i, argc, argv), 4);
-    else
-      simprof::examples::help_or_unknown_flag(f, kUsage);
-  }
+  examples::Flags(kUsage)
+      .ints("--n-envs", a.n_envs, 1)
+      .integer("--image", a.image, 1, 256)
+      .integer("--frames", a.frames, 1)
+      .integer("--warmup", a.warmup, 4)
+      .parse(argc, argv);
   return a;
 }
 

@@ -30,9 +30,6 @@
 namespace {
 
 using namespace simprof;
-using simprof::examples::flag_value;
-using simprof::examples::parse_double;
-using simprof::examples::parse_int;
 
 struct Args {
   engine::Storage storage = engine::Storage::kFp16;
@@ -51,29 +48,17 @@ constexpr const char* kUsage =
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string f = argv[i];
-    if (f == "--storage")
-      a.storage = engine::parse_storage(flag_value(i, argc, argv));
-    else if (f == "--n-envs")
-      a.n_envs = parse_int(f, flag_value(i, argc, argv), 1);
-    else if (f == "--replays")
-      a.replays = parse_int(f, flag_value(i, argc, argv), 1);
-    else if (f == "--validate-every")
-      a.every = parse_int(f, flag_value(i, argc, argv), 1);
-    else if (f == "--no-resync")
-      a.resync = false;
-    else if (f == "--host-check")
-      a.on_device = false;
-    else if (f == "--state-tol")
-      a.state_tol = parse_double(f, flag_value(i, argc, argv), 0, 1e30);
-    else if (f == "--norm-tol")
-      a.norm_tol = parse_double(f, flag_value(i, argc, argv), 0, 1e30);
-    else if (f == "--scalar-tol")
-      a.scalar_tol = parse_double(f, flag_value(i, argc, argv), 0, 1e30);
-    else
-      simprof::examples::help_or_unknown_flag(f, kUsage);
-  }
+  examples::Flags(kUsage)
+      .custom("--storage", [&](const std::string& v) { a.storage = engine::parse_storage(v); })
+      .integer("--n-envs", a.n_envs, 1)
+      .integer("--replays", a.replays, 1)
+      .integer("--validate-every", a.every, 1)
+      .flag("--no-resync", a.resync, false)
+      .flag("--host-check", a.on_device, false)
+      .real("--state-tol", a.state_tol, 0, 1e30)
+      .real("--norm-tol", a.norm_tol, 0, 1e30)
+      .real("--scalar-tol", a.scalar_tol, 0, 1e30)
+      .parse(argc, argv);
   return a;
 }
 

@@ -39,10 +39,6 @@
 namespace {
 
 using namespace simprof;
-using simprof::examples::flag_value;
-using simprof::examples::parse_double;
-using simprof::examples::parse_int;
-using simprof::examples::parse_int_list;
 
 struct Args {
   std::vector<int> n_envs = {1024, 30000};
@@ -60,25 +56,15 @@ constexpr const char* kUsage =
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string f = argv[i];
-    if (f == "--n-envs")
-      a.n_envs = parse_int_list(f, flag_value(i, argc, argv), 1);
-    else if (f == "--frames")
-      a.frames = parse_int(f, flag_value(i, argc, argv), 1);
-    else if (f == "--max-iterations")
-      a.max_iterations = parse_int(f, flag_value(i, argc, argv), 1, 4096);
-    else if (f == "--tolerance")
-      a.tolerance = parse_double(f, flag_value(i, argc, argv), 1e-9, 1.0);
-    else if (f == "--spheres")
-      a.spheres = parse_int(f, flag_value(i, argc, argv), 1, 27);
-    else if (f == "--timers")
-      a.timers = true;
-    else if (f == "--trace")
-      a.trace = flag_value(i, argc, argv);
-    else
-      simprof::examples::help_or_unknown_flag(f, kUsage);
-  }
+  examples::Flags(kUsage)
+      .ints("--n-envs", a.n_envs, 1)
+      .integer("--frames", a.frames, 1)
+      .integer("--max-iterations", a.max_iterations, 1, 4096)
+      .real("--tolerance", a.tolerance, 1e-9, 1.0)
+      .integer("--spheres", a.spheres, 1, 27)
+      .flag("--timers", a.timers)
+      .text("--trace", a.trace)
+      .parse(argc, argv);
   return a;
 }
 

@@ -41,42 +41,23 @@ Schedule trace_schedule(int steps) {
 
 Args parse_args(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string f = argv[i];
-    auto value = [&] { return flag_value(i, argc, argv); };
-    if (f == "--backend") {
-      a.backend = value();
-      if (a.backend != "auto" && a.backend != "cpu" && a.backend != "cuda")
-        throw std::invalid_argument(
-            fmt::format("--backend {} (expected auto, cpu or cuda)", a.backend));
-    } else if (f == "--n-envs") {
-      const std::vector<int> more = parse_int_list(f, value(), 1);
-      a.n_envs.insert(a.n_envs.end(), more.begin(), more.end());
-    } else if (f == "--steps") {
-      a.steps = parse_int(f, value(), 1);
-    } else if (f == "--warmup") {
-      a.warmup = parse_int(f, value(), 0);
-    } else if (f == "--quiet") {
-      a.quiet = true;
-    } else if (f == "--eager") {
-      a.eager = true;
-    } else if (f == "--sweep") {
-      a.sweep = true;
-    } else if (f == "--trace") {
-      a.trace = value();
-    } else if (f == "--trace-mode") {
-      a.trace_mode = value();
-      if (a.trace_mode != "kernel" && a.trace_mode != "graph")
-        throw std::invalid_argument(
-            fmt::format("--trace-mode {} (expected kernel or graph)", a.trace_mode));
-    } else if (f == "--nvtx") {
-      a.nvtx = true;
-    } else if (f == "--sync") {
-      a.sync = true;
-    } else {
-      help_or_unknown_flag(f, usage().c_str());
-    }
-  }
+  Flags(usage())
+      .choice("--backend", a.backend, {"auto", "cpu", "cuda"})
+      .custom("--n-envs",
+              [&](const std::string& v) {  // given twice, the lists add up
+                const std::vector<int> more = parse_int_list("--n-envs", v, 1);
+                a.n_envs.insert(a.n_envs.end(), more.begin(), more.end());
+              })
+      .integer("--steps", a.steps, 1)
+      .integer("--warmup", a.warmup, 0)
+      .flag("--quiet", a.quiet)
+      .flag("--eager", a.eager)
+      .flag("--sweep", a.sweep)
+      .text("--trace", a.trace)
+      .choice("--trace-mode", a.trace_mode, {"kernel", "graph"})
+      .flag("--nvtx", a.nvtx)
+      .flag("--sync", a.sync)
+      .parse(argc, argv);
   return a;
 }
 

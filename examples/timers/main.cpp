@@ -44,36 +44,20 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string f = argv[i];
-    auto val = [&] { return flag_value(i, argc, argv); };
-    if (f == "--backend") {
-      o.backend = val();
-      if (o.backend != "auto" && o.backend != "cpu" && o.backend != "cuda")
-        throw std::invalid_argument("--backend " + o.backend + " (expected auto, cpu or cuda)");
-    } else if (f == "--n-envs")
-      o.n_envs = parse_int(f, val(), 1, 1 << 24);
-    else if (f == "--steps")
-      o.steps = parse_int(f, val(), 1, 1 << 30);
-    else if (f == "--mode")
-      o.mode = parse_int(f, val(), 0, 2);
-    else if (f == "--plot-every")
-      o.plot_every = parse_int(f, val(), 0, 1 << 30);
-    else if (f == "--row")
-      o.row = val();
-    else if (f == "--svg")
-      o.svg = val();
-    else if (f == "--profiling")
-      o.profiling = true;
-    else if (f == "--trace")
-      o.trace = val();
-    else
-      help_or_unknown_flag(
-          f,
-          "usage: timers [--backend auto|cpu|cuda] [--n-envs N] [--steps N] [--mode 0|1|2]\n"
-          "              [--plot-every N] [--row solve|forces|contacts|integrate] [--svg FILE]\n"
-          "              [--profiling [--trace FILE]]\n");
-  }
+  Flags(
+      "usage: timers [--backend auto|cpu|cuda] [--n-envs N] [--steps N] [--mode 0|1|2]\n"
+      "              [--plot-every N] [--row solve|forces|contacts|integrate] [--svg FILE]\n"
+      "              [--profiling [--trace FILE]]\n")
+      .choice("--backend", o.backend, {"auto", "cpu", "cuda"})
+      .integer("--n-envs", o.n_envs, 1, 1 << 24)
+      .integer("--steps", o.steps, 1, 1 << 30)
+      .integer("--mode", o.mode, 0, 2)
+      .integer("--plot-every", o.plot_every, 0, 1 << 30)
+      .text("--row", o.row)
+      .text("--svg", o.svg)
+      .flag("--profiling", o.profiling)
+      .text("--trace", o.trace)
+      .parse(argc, argv);
   return o;
 }
 
@@ -89,10 +73,10 @@ class CpuRun final : public TimerRun {
     engine_.step_solver(&v);
     fresh_ = true;
   }
-  std::optional<TimerFrame> frame() override {
+  std::optional<TimerFrame> latest() override {
     if (!fresh_) return std::nullopt;
     fresh_ = false;
-    return timers_.frame();
+    return timers_.read();
   }
   const char* unit() const override { return "TSC cycles / calibrated frequency"; }
 
@@ -172,12 +156,12 @@ int run(const Options& o) {
       backend->set_targets(targets);
       backend->step();
     }
-    if (auto f = backend->frame()) stats.update(*f);
+    if (auto f = backend->latest()) stats.update(*f);
     if (o.plot_every && (s + 1) % o.plot_every == 0 && stats.frames())
       std::fputs(terminal_plot(stats, row).c_str(), stdout);
   }
   backend->finish();
-  if (auto f = backend->frame()) stats.update(*f);
+  if (auto f = backend->latest()) stats.update(*f);
   std::fputs(terminal_plot(stats, row).c_str(), stdout);
   fmt::print("\n{:<10} {:>10} {:>10} {:>10} {:>10} {:>10}   slowest envs (mean over {} frames)\n",
              "timer", "mean us", "p50 us", "p95 us", "p99 us", "max us", stats.frames());

@@ -20,7 +20,7 @@ class TimerRun {
   /// One step: the instrumented solver, then the sensors.
   virtual void step() = 0;
   /// The newest frame of timer readings not seen before (CUDA: without waiting), or nullopt.
-  virtual std::optional<TimerFrame> frame() = 0;
+  virtual std::optional<TimerFrame> latest() = 0;
   /// Waits for outstanding work (end of run).
   virtual void finish() {}
   virtual const char* unit() const = 0;

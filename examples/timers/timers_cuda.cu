@@ -23,7 +23,7 @@ class CudaRun final : public TimerRun {
     engine_.enqueue_sensors(stream_);
     timers_.read_async(stream_);  // copied out behind the step; read when it has finished
   }
-  std::optional<TimerFrame> frame() override { return timers_.latest(); }
+  std::optional<TimerFrame> latest() override { return timers_.latest(); }
   void finish() override { stream_.synchronize(); }
   const char* unit() const override { return "SM cycles / nominal clock"; }
 

@@ -59,7 +59,7 @@ TimerBuffer::TimerBuffer(std::vector<std::string> labels, int n_envs, TimerUnit 
 
 void TimerBuffer::reset() noexcept { std::fill(data_.begin(), data_.end(), 0); }
 
-TimerFrame TimerBuffer::frame() const noexcept {
+TimerFrame TimerBuffer::read() const noexcept {
   return TimerFrame{&labels_, data_.data(), labels_.rows(), n_envs_, unit_, ticks_per_second_};
 }
 

@@ -113,7 +113,7 @@ TEST(Engine, FusedSolverMatchesStagedStepAndTimingDoesNotChangePhysics) {
   }
   EXPECT_EQ(staged.snapshot(), fused.snapshot());
   EXPECT_EQ(fused.snapshot(), timed.snapshot());
-  const simprof::TimerFrame f = timers.frame();
+  const simprof::TimerFrame f = timers.read();
   for (int e = 0; e < 8; ++e)
     EXPECT_EQ(f.ticks(simprof::engine::kSolve, e), f.ticks(simprof::engine::kForces, e) +
                                                        f.ticks(simprof::engine::kContacts, e) +

@@ -405,3 +405,17 @@ TEST(StepProfiler, RealClockSmoke) {
   EXPECT_GE(prof.timings().at("physics"), 0.0);
   EXPECT_GE(prof.timings().at("period"), prof.timings().at("physics"));
 }
+
+TEST(StepProfiler, OptionsFollowTheFpsSwitch) {
+  ManualClock mc;
+  ProfilingOptions o = quiet();
+  o.show_fps = true;
+  StepProfiler prof(o, 0, mc.clock());
+  EXPECT_TRUE(prof.options().show_fps);
+  prof.set_show_fps(false);
+  EXPECT_FALSE(prof.options().show_fps);
+  EXPECT_FALSE(prof.fps().show());
+  prof.set_show_fps(true);
+  EXPECT_TRUE(prof.options().show_fps);
+  EXPECT_EQ(prof.options().timings_window, o.timings_window);  // the rest as given
+}

@@ -48,16 +48,21 @@ TEST(TimerBuffer, LayoutAndRangeChecks) {
   EXPECT_EQ(v.n_envs, 3);
   v.record(1, 2, 42);
   v.add(1, 2, 8);
-  EXPECT_EQ(b.frame().ticks(1, 2), 50u);
+  EXPECT_EQ(b.read().ticks(1, 2), 50u);
   EXPECT_EQ(v.data[1 * 3 + 2], 50u);  // row-major: consecutive envs are adjacent
-  EXPECT_NE(error_of<std::out_of_range>([&] { b.frame().ticks(2, 0); }).find("row 2"),
+  EXPECT_NE(error_of<std::out_of_range>([&] { b.read().ticks(2, 0); }).find("row 2"),
             std::string::npos);
-  EXPECT_NE(error_of<std::out_of_range>([&] { b.frame().ticks(0, 3); }).find("env 3"),
+  EXPECT_NE(error_of<std::out_of_range>([&] { b.read().ticks(0, 3); }).find("env 3"),
             std::string::npos);
   b.reset();
-  EXPECT_EQ(b.frame().ticks(1, 2), 0u);
+  EXPECT_EQ(b.read().ticks(1, 2), 0u);
   EXPECT_THROW(TimerBuffer({"a"}, 0), std::invalid_argument);
-  EXPECT_GT(b.clock_freq_hz(), 0.0);
+  EXPECT_GT(b.ticks_per_second(), 0.0);
+  EXPECT_EQ(b.unit(), simprof::TimerUnit::kCycles);
+  EXPECT_EQ(b.read().ticks_per_second, b.ticks_per_second());
+  const TimerBuffer ns({"a"}, 1, simprof::TimerUnit::kNanoseconds);
+  EXPECT_EQ(ns.ticks_per_second(), 1e9);
+  EXPECT_EQ(ns.unit(), simprof::TimerUnit::kNanoseconds);
 }
 
 #if SIMPROF_TIMER_CHECKS
@@ -81,7 +86,7 @@ TEST(TimerChain, LapsChainAndTheTotalIsTheirExactSum) {
     }
     c.total(0);
   }
-  const TimerFrame f = b.frame();
+  const TimerFrame f = b.read();
   for (int e = 0; e < 4; ++e) {
     EXPECT_EQ(f.ticks(0, e), f.ticks(1, e) + f.ticks(2, e)) << e;
     EXPECT_GT(f.ticks(1, e), 0u) << e;

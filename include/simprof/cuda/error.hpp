@@ -39,7 +39,8 @@ std::string describe(cudaError_t code);
 
 [[noreturn]] void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line);
 
-/// Throws CudaError when no CUDA device can be used; `why` (if given) receives the reason.
+/// Whether a CUDA device can be used; when not, false, and `why` (if given) receives the reason.
+/// Never throws.
 bool device_available(std::string* why = nullptr) noexcept;
 
 }  // namespace simprof::cuda

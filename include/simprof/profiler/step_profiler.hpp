@@ -235,7 +235,12 @@ class StepProfiler {
   std::int64_t n_envs() const noexcept { return n_envs_; }
   /// Unique among the profilers of the process (they are numbered as they are made, from 1).
   std::uint32_t instance_id() const noexcept { return instance_; }
-  const ProfilingOptions& options() const noexcept { return options_; }
+  /// The options as they are now: show_fps follows set_show_fps().
+  ProfilingOptions options() const noexcept {
+    ProfilingOptions o = options_;
+    o.show_fps = fps_.show();
+    return o;
+  }
   const Clock& clock() const noexcept { return clock_; }
 
   // --- FPS

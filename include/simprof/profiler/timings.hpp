@@ -40,27 +40,28 @@ StageId stage_count_of(const StepProfiler& prof) noexcept;
 }  // namespace detail
 
 /// The read side shared by StageTimings and TimingsSnapshot. `Derived` provides
-/// `std::optional<double> find(StageId) const noexcept` and `const StepProfiler& names() const`.
+/// `std::optional<double> find(StageId) const noexcept` and `const StepProfiler& profiler() const`
+/// (whose stage names it uses).
 template <class Derived>
 class TimingsView {
  public:
   /// Seconds of `stage`, or nullopt when it did not run (or is unknown).
   std::optional<double> find(std::string_view stage) const noexcept {
-    return self().find(detail::find_stage_of(self().names(), stage));
+    return self().find(detail::find_stage_of(self().profiler(), stage));
   }
   bool contains(std::string_view stage) const noexcept { return find(stage).has_value(); }
   bool contains(StageId id) const noexcept { return self().find(id).has_value(); }
   /// Like find(), but throws std::out_of_range naming the stage and the stages that are present.
   double at(std::string_view stage) const {
-    const StageId id = detail::find_stage_of(self().names(), stage);
+    const StageId id = detail::find_stage_of(self().profiler(), stage);
     if (const auto v = self().find(id)) return *v;
     detail::throw_missing_stage(stage, present(), id != kNoStage);
   }
   double at(StageId id) const {
     if (const auto v = self().find(id)) return *v;
-    const bool known = id < detail::stage_count_of(self().names());
+    const bool known = id < detail::stage_count_of(self().profiler());
     detail::throw_missing_stage(
-        known ? detail::stage_name_of(self().names(), id) : std::string_view("(unknown id)"),
+        known ? detail::stage_name_of(self().profiler(), id) : std::string_view("(unknown id)"),
         present(), known);
   }
   /// Number of stages present (counts them: O(stages)).
@@ -73,9 +74,9 @@ class TimingsView {
   /// ("step" and "period" first).
   template <class F>
   void for_each(F&& f) const {
-    const StageId n = detail::stage_count_of(self().names());
+    const StageId n = detail::stage_count_of(self().profiler());
     for (StageId i = 0; i < n; ++i)
-      if (const auto v = self().find(i)) f(detail::stage_name_of(self().names(), i), *v);
+      if (const auto v = self().find(i)) f(detail::stage_name_of(self().profiler(), i), *v);
   }
   /// A copy as an ordinary map (allocates).
   std::map<std::string, double, std::less<>> to_map() const {
@@ -105,7 +106,7 @@ class StageTimings : public TimingsView<StageTimings> {
   /// True until the first step ends, and after a vetoed step.
   bool empty() const noexcept;
   std::optional<double> find(StageId id) const noexcept;
-  const StepProfiler& names() const noexcept { return *owner_; }
+  const StepProfiler& profiler() const noexcept { return *owner_; }
 
  private:
   friend class StepProfiler;
@@ -124,7 +125,7 @@ class TimingsSnapshot : public TimingsView<TimingsSnapshot> {
     if (id >= present_.size() || !present_[id]) return std::nullopt;
     return values_[id];
   }
-  const StepProfiler& names() const noexcept { return *names_; }
+  const StepProfiler& profiler() const noexcept { return *names_; }
   /// The profiler step these values belong to (meaningful when not empty).
   std::uint64_t step() const noexcept { return step_; }
 

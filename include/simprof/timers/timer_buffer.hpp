@@ -5,7 +5,7 @@
 /* clang-format off */
 //   simprof::TimerBuffer timers({"forces", "contacts", "integrate"}, n_envs);   // CPU backend
 //   engine.step(timers.view());                       // the engine's loops call TimerChain::lap
-//   stats.update(timers.frame());                     // see timer_stats.hpp
+//   stats.update(timers.read());                     // see timer_stats.hpp
 /* clang-format on */
 #pragma once
 
@@ -50,20 +50,25 @@ struct TimerFrame {
   }
 };
 
-/// The CPU backend's buffer: same layout and API as cuda::DeviceTimerBuffer, with the TSC (or the
-/// steady clock) as counter and its calibrated frequency.
+/// The CPU backend's buffer: the layout and the names of cuda::DeviceTimerBuffer (view, reset,
+/// read, labels, rows, n_envs, unit, ticks_per_second), with the TSC (or the steady clock) as
+/// counter and its calibrated frequency. Its readings are in host memory already, so read() needs
+/// no stream and there is nothing asynchronous to wait for (the device buffer's latest()).
 class TimerBuffer {
  public:
   /// Throws std::invalid_argument for no labels or n_envs < 1.
   TimerBuffer(std::vector<std::string> labels, int n_envs, TimerUnit unit = TimerUnit::kCycles);
   TimerView view() noexcept { return TimerView{data_.data(), labels_.rows(), n_envs_}; }
   void reset() noexcept;
-  TimerFrame frame() const noexcept;
+  /// The readings as they are now.
+  TimerFrame read() const noexcept;
   const TimerLabels& labels() const noexcept { return labels_; }
   int rows() const noexcept { return labels_.rows(); }
   int n_envs() const noexcept { return n_envs_; }
-  /// Ticks per second of clock_counter() on this host (the calibrated TSC) or 1e9.
-  double clock_freq_hz() const noexcept { return ticks_per_second_; }
+  TimerUnit unit() const noexcept { return unit_; }
+  /// Ticks per second used for conversion: clock_counter()'s on this host (the calibrated TSC, or
+  /// 1e9 where it falls back to the steady clock) for cycles, 1e9 for nanoseconds.
+  double ticks_per_second() const noexcept { return ticks_per_second_; }
 
  private:
   TimerLabels labels_;

@@ -4,7 +4,7 @@
 //
 /* clang-format off */
 //   simprof::TimerStats stats(simprof::TimerLabels({"solve", "contacts"}), n_envs);
-//   stats.update(timers.frame());                     // last values, running mean per env
+//   stats.update(timers.read());                     // last values, running mean per env
 //   stats.across_envs(1).p99;  stats.slowest(1, 5);   // the slow tail, and which envs are in it
 /* clang-format on */
 #pragma once
