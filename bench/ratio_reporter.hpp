@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The benchmarks' one reporter: Google Benchmark's console table as usual, and each run's time and
-// counters kept by run name for the ratio lines a binary prints at the end (ratios against a
-// baseline measured in the same binary and run). With --benchmark_repetitions the median of the
-// repetitions is kept, else the single run.
+// The benchmarks' one reporter and main(): Google Benchmark's console table as usual, and each
+// run's time and counters kept by run name for the ratio lines a binary prints at the end (ratios
+// against a baseline measured in the same binary and run). With --benchmark_repetitions the median
+// of the repetitions is kept, else the single run.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -50,5 +50,18 @@ class RatioReporter : public benchmark::ConsoleReporter {
   std::map<std::string, std::map<std::string, double>> counters_;
   std::set<std::string> from_median_;
 };
+
+/// The main() of a benchmark binary: runs the benchmarks that the command line selects with a
+/// RatioReporter, then `print(reporter)` for the lines that compare them.
+template <class Print>
+int run_benchmarks(int argc, char** argv, Print&& print) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  print(static_cast<const RatioReporter&>(reporter));
+  benchmark::Shutdown();
+  return 0;
+}
 
 }  // namespace simprof::bench

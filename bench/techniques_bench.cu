@@ -24,6 +24,7 @@
 #include "engine/cuda_engine.hpp"
 #include "engine/mixed_engine.hpp"
 #include "engine/render_pipeline.hpp"
+#include "ratio_reporter.hpp"
 #include "simprof/cuda/buffer.hpp"
 #include "simprof/cuda/graphs/while_loop.hpp"
 #include "simprof/cuda/precision.hpp"
@@ -268,10 +269,6 @@ void print_ratios() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  print_ratios();
-  benchmark::Shutdown();
-  return 0;
+  return simprof::bench::run_benchmarks(
+      argc, argv, [](const simprof::bench::RatioReporter&) { print_ratios(); });
 }

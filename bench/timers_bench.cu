@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/cuda_engine.hpp"
+#include "ratio_reporter.hpp"
 #include "simprof/cuda/buffer.hpp"
 #include "simprof/cuda/stream.hpp"
 #include "simprof/cuda/timer_buffer.hpp"
@@ -62,12 +63,7 @@ BENCHMARK(BM_SolverTimers)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
+void print_overheads(const simprof::bench::RatioReporter&) {
   std::printf("\n--- solver kernel, plain vs per-env timers (interleaved, CUDA events) ---\n");
   std::printf("%9s %12s %12s %10s\n", "n_envs", "plain us", "timed us", "overhead");
   for (const auto& [n, o] : g_overhead)
@@ -75,6 +71,10 @@ int main(int argc, char** argv) {
   if (g_overhead.count(30000))
     std::printf("overhead at 30,000 envs: %.2f%% [target <= 2%%: %s]\n", 100.0 * g_overhead[30000],
                 g_overhead[30000] <= 0.02 ? "met" : "MISSED");
-  benchmark::Shutdown();
-  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return simprof::bench::run_benchmarks(argc, argv, print_overheads);
 }

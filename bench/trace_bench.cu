@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "engine/cuda_engine.hpp"
+#include "ratio_reporter.hpp"
 #include "simprof/cuda/buffer.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/kernel_tracer.hpp"
@@ -98,17 +99,12 @@ BENCHMARK(BM_TracerOverhead)
     ->Iterations(10)  // an iteration is 240 steps plus a collection: a fixed count keeps runs short
     ->Unit(benchmark::kMicrosecond);
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
+void print_overheads(const simprof::bench::RatioReporter&) {
   std::printf("\n--- kernel tracer overhead on the engine step (interleaved, CUDA events) ---\n");
   static const char* kConfig[] = {"all kinds", "graph-launch", "kernels only",
                                   "kernels, own clock"};
-  std::printf("%8s %8s %19s %10s %10s %9s\n", "n_envs", "step", "tracer", "off us", "on us",
-              "overhead");
+  std::printf("%8s %8s %19s %10s %10s %9s %14s\n", "n_envs", "step", "tracer", "off us", "on us",
+              "overhead", "window ms");
   for (const auto& [k, v] : g_us) {
     const auto [n, graph, mode] = k;
     std::printf("%8d %8s %19s %10.1f %10.1f %8.1f%% %14.2f\n", n, graph ? "graph" : "eager",
@@ -122,6 +118,10 @@ int main(int argc, char** argv) {
         "graph-replayed step at 30,000 envs, per-kernel tracing: %.1f%% [target <= 10%%: %s]\n",
         100.0 * o, o <= 0.10 ? "met" : "MISSED");
   }
-  benchmark::Shutdown();
-  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return simprof::bench::run_benchmarks(argc, argv, print_overheads);
 }

@@ -14,25 +14,12 @@ double clock_freq_hz(int device) {
   return static_cast<double>(khz) * 1e3;
 }
 
-namespace {
-
-int checked_envs(int n_envs) {
-  if (n_envs < 1)
-    throw std::invalid_argument(
-        fmt::format("simprof: DeviceTimerBuffer n_envs = {} (expected >= 1)", n_envs));
-  return n_envs;
-}
-
-}  // namespace
-
 DeviceTimerBuffer::DeviceTimerBuffer(std::vector<std::string> labels, int n_envs, TimerUnit unit,
                                      int device)
-    : labels_(std::move(labels)),
-      n_envs_(checked_envs(n_envs)),
-      unit_(unit),
-      ticks_per_second_(unit == TimerUnit::kNanoseconds ? 1e9 : clock_freq_hz(device)),
-      dev_(static_cast<std::size_t>(labels_.rows()) * static_cast<std::size_t>(n_envs_)),
-      host_{PinnedBuffer<std::uint64_t>(dev_.size()), PinnedBuffer<std::uint64_t>(dev_.size())} {
+    : TimerLayout("DeviceTimerBuffer", std::move(labels), n_envs, unit),
+      dev_(elements()),
+      host_{PinnedBuffer<std::uint64_t>(elements()), PinnedBuffer<std::uint64_t>(elements())} {
+  if (unit == TimerUnit::kCycles) set_cycles_per_second(clock_freq_hz(device));
   SIMPROF_CUDA_CHECK(cudaMemset(dev_.data(), 0, dev_.bytes()));
 }
 
@@ -51,10 +38,6 @@ void DeviceTimerBuffer::read_async(cudaStream_t stream) {
   seq_[i] = ++reads_;
 }
 
-TimerFrame DeviceTimerBuffer::frame_of(int i) const noexcept {
-  return TimerFrame{&labels_, host_[i].data(), labels_.rows(), n_envs_, unit_, ticks_per_second_};
-}
-
 std::optional<TimerFrame> DeviceTimerBuffer::latest() {
   int best = -1;
   for (int i = 0; i < 2; ++i) {
@@ -66,7 +49,7 @@ std::optional<TimerFrame> DeviceTimerBuffer::latest() {
   }
   if (best < 0) return std::nullopt;
   returned_ = seq_[best];
-  return frame_of(best);
+  return frame_of(host_[best].data());
 }
 
 TimerFrame DeviceTimerBuffer::read(cudaStream_t stream) {
@@ -74,7 +57,7 @@ TimerFrame DeviceTimerBuffer::read(cudaStream_t stream) {
   const int i = static_cast<int>((reads_ - 1) % 2);
   done_[i].synchronize();
   returned_ = seq_[i];
-  return frame_of(i);
+  return frame_of(host_[i].data());
 }
 
 }  // namespace simprof::cuda

@@ -46,21 +46,26 @@ std::uint64_t TimerFrame::ticks(int row, int env) const {
               static_cast<std::size_t>(env)];
 }
 
-TimerBuffer::TimerBuffer(std::vector<std::string> labels, int n_envs, TimerUnit unit)
-    : labels_(std::move(labels)), n_envs_(n_envs), unit_(unit) {
+namespace {
+
+int checked_envs(const char* owner, int n_envs) {
   if (n_envs < 1)
     throw std::invalid_argument(
-        fmt::format("simprof: timer buffer n_envs = {} (expected >= 1)", n_envs));
-  ticks_per_second_ = unit == TimerUnit::kNanoseconds ? 1e9
-                      : tsc_available()               ? tsc_frequency_hz()
-                                                      : 1e9;  // clock_counter() falls back to ns
-  data_.assign(static_cast<std::size_t>(labels_.rows()) * static_cast<std::size_t>(n_envs), 0);
+        fmt::format("simprof: {} n_envs = {} (expected >= 1)", owner, n_envs));
+  return n_envs;
+}
+
+}  // namespace
+
+TimerLayout::TimerLayout(const char* owner, std::vector<std::string> labels, int n_envs,
+                         TimerUnit unit)
+    : labels_(std::move(labels)), n_envs_(checked_envs(owner, n_envs)), unit_(unit) {}
+
+TimerBuffer::TimerBuffer(std::vector<std::string> labels, int n_envs, TimerUnit unit)
+    : TimerLayout("timer buffer", std::move(labels), n_envs, unit), data_(elements(), 0) {
+  set_cycles_per_second(tsc_available() ? tsc_frequency_hz() : 1e9);  // else steady-clock ns
 }
 
 void TimerBuffer::reset() noexcept { std::fill(data_.begin(), data_.end(), 0); }
-
-TimerFrame TimerBuffer::read() const noexcept {
-  return TimerFrame{&labels_, data_.data(), labels_.rows(), n_envs_, unit_, ticks_per_second_};
-}
 
 }  // namespace simprof

@@ -1,71 +1,47 @@
 // SPDX-License-Identifier: MIT
 #include "simprof/trace/span.hpp"
 
+#include <iterator>
 #include <utility>
 
 namespace simprof {
 
-std::string_view to_string(SpanKind kind) noexcept {
-  switch (kind) {
-    case SpanKind::kCpuStage:
-      return "cpu stage";
-    case SpanKind::kLaunch:
-      return "launch";
-    case SpanKind::kKernel:
-      return "kernel";
-    case SpanKind::kMemcpy:
-      return "memcpy";
-    case SpanKind::kMemset:
-      return "memset";
-    case SpanKind::kSync:
-      return "sync";
-    case SpanKind::kOverhead:
-      return "overhead";
-    case SpanKind::kFlow:
-      return "flow";
-    case SpanKind::kCounter:
-      return "counter";
-  }
-  return "?";
+namespace {
+
+// Names by enumerator value, in declaration order.
+constexpr std::string_view kKindNames[] = {"cpu stage", "launch",   "kernel", "memcpy", "memset",
+                                           "sync",      "overhead", "flow",   "counter"};
+constexpr std::string_view kCopyNames[] = {
+    "Memcpy ?",    "Memcpy HtoD", "Memcpy DtoH", "Memcpy HtoA", "Memcpy AtoH", "Memcpy AtoA",
+    "Memcpy AtoD", "Memcpy DtoA", "Memcpy DtoD", "Memcpy HtoH", "Memcpy PtoP"};
+static_assert(std::size(kKindNames) == static_cast<std::size_t>(SpanKind::kCounter) + 1);
+static_assert(std::size(kCopyNames) == static_cast<std::size_t>(CopyKind::kPtoP) + 1);
+
+template <std::size_t N, class E>
+std::string_view name_of(const std::string_view (&names)[N], E e) noexcept {
+  const auto i = static_cast<std::size_t>(e);
+  return i < N ? names[i] : std::string_view("?");
 }
 
-std::string_view to_string(CopyKind kind) noexcept {
-  switch (kind) {
-    case CopyKind::kHtoD:
-      return "Memcpy HtoD";
-    case CopyKind::kDtoH:
-      return "Memcpy DtoH";
-    case CopyKind::kHtoA:
-      return "Memcpy HtoA";
-    case CopyKind::kAtoH:
-      return "Memcpy AtoH";
-    case CopyKind::kAtoA:
-      return "Memcpy AtoA";
-    case CopyKind::kAtoD:
-      return "Memcpy AtoD";
-    case CopyKind::kDtoA:
-      return "Memcpy DtoA";
-    case CopyKind::kDtoD:
-      return "Memcpy DtoD";
-    case CopyKind::kHtoH:
-      return "Memcpy HtoH";
-    case CopyKind::kPtoP:
-      return "Memcpy PtoP";
-    case CopyKind::kUnknown:
-      break;
-  }
-  return "Memcpy ?";
-}
+}  // namespace
+
+std::string_view to_string(SpanKind kind) noexcept { return name_of(kKindNames, kind); }
+std::string_view to_string(CopyKind kind) noexcept { return name_of(kCopyNames, kind); }
 
 namespace {
 
-Span on_host(SpanKind kind, std::string name, std::int64_t begin_ns, std::int64_t end_ns,
-             std::int64_t pid, std::int64_t tid) {
+Span at(SpanKind kind, std::string name, std::int64_t begin_ns, std::int64_t end_ns) {
   Span s;
   s.kind = kind;
   s.name = std::move(name);
   s.begin_ns = begin_ns;
   s.end_ns = end_ns;
+  return s;
+}
+
+Span on_host(SpanKind kind, std::string name, std::int64_t begin_ns, std::int64_t end_ns,
+             std::int64_t pid, std::int64_t tid) {
+  Span s = at(kind, std::move(name), begin_ns, end_ns);
   s.pid = pid;
   s.tid = tid;
   return s;
@@ -73,11 +49,7 @@ Span on_host(SpanKind kind, std::string name, std::int64_t begin_ns, std::int64_
 
 Span on_device(SpanKind kind, std::string name, std::int64_t begin_ns, std::int64_t end_ns,
                std::int32_t device, std::int64_t stream, std::uint64_t correlation) {
-  Span s;
-  s.kind = kind;
-  s.name = std::move(name);
-  s.begin_ns = begin_ns;
-  s.end_ns = end_ns;
+  Span s = at(kind, std::move(name), begin_ns, end_ns);
   s.device = device;
   s.stream = stream;
   s.correlation = correlation;

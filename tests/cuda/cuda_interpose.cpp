@@ -89,108 +89,88 @@ bool fired() { return g_fired.load(); }
 using namespace simprof::cuda::leaktest;
 
 // The real call, by name and signature (decltype cannot name one of several C++ overloads).
-#define SIMPROF_REAL(fn, ...) static const auto real_fn = real<cudaError_t (*)(__VA_ARGS__)>(#fn)
+#define SIMPROF_REAL(fn, ...)                                      \
+  [] {                                                             \
+    static const auto f = real<cudaError_t (*)(__VA_ARGS__)>(#fn); \
+    return f;                                                      \
+  }()
+
+namespace {
+
+// A call that makes a handle of `kind`: it fails with `code` when armed, and counts what it made.
+template <class... A>
+cudaError_t make(Kind kind, cudaError_t code, cudaError_t (*real_fn)(A...), A... args) {
+  Depth d;
+  if (inject()) return code;
+  const cudaError_t e = real_fn(args...);
+  if (e == cudaSuccess && kind != kKinds) count(kind, +1);
+  return e;
+}
+
+// A call that destroys a handle of `kind` (never made to fail).
+template <class H>
+cudaError_t unmake(Kind kind, cudaError_t (*real_fn)(H), H handle) {
+  Depth d;
+  const cudaError_t e = real_fn(handle);
+  if (e == cudaSuccess && handle) count(kind, -1);
+  return e;
+}
+
+}  // namespace
 
 // --- the interposed runtime calls ---------------------------------------------------------------
 
 extern "C" cudaError_t cudaMalloc(void** p, size_t n) {
-  SIMPROF_REAL(cudaMalloc, void**, size_t);
-  Depth d;
-  if (inject()) return cudaErrorMemoryAllocation;
-  const cudaError_t e = real_fn(p, n);
-  if (e == cudaSuccess) count(kDeviceMemory, +1);
-  return e;
+  return make(kDeviceMemory, cudaErrorMemoryAllocation, SIMPROF_REAL(cudaMalloc, void**, size_t), p,
+              n);
 }
 extern "C" cudaError_t cudaFree(void* p) {
-  SIMPROF_REAL(cudaFree, void*);
-  Depth d;
-  const cudaError_t e = real_fn(p);
-  if (e == cudaSuccess && p) count(kDeviceMemory, -1);
-  return e;
+  return unmake(kDeviceMemory, SIMPROF_REAL(cudaFree, void*), p);
 }
 extern "C" cudaError_t cudaMallocHost(void** p, size_t n) {
-  SIMPROF_REAL(cudaMallocHost, void**, size_t);
-  Depth d;
-  if (inject()) return cudaErrorMemoryAllocation;
-  const cudaError_t e = real_fn(p, n);
-  if (e == cudaSuccess) count(kHostMemory, +1);
-  return e;
+  return make(kHostMemory, cudaErrorMemoryAllocation, SIMPROF_REAL(cudaMallocHost, void**, size_t),
+              p, n);
 }
 extern "C" cudaError_t cudaHostAlloc(void** p, size_t n, unsigned flags) {
-  SIMPROF_REAL(cudaHostAlloc, void**, size_t, unsigned);
-  Depth d;
-  if (inject()) return cudaErrorMemoryAllocation;
-  const cudaError_t e = real_fn(p, n, flags);
-  if (e == cudaSuccess) count(kHostMemory, +1);
-  return e;
+  return make(kHostMemory, cudaErrorMemoryAllocation,
+              SIMPROF_REAL(cudaHostAlloc, void**, size_t, unsigned), p, n, flags);
 }
 extern "C" cudaError_t cudaFreeHost(void* p) {
-  SIMPROF_REAL(cudaFreeHost, void*);
-  Depth d;
-  const cudaError_t e = real_fn(p);
-  if (e == cudaSuccess && p) count(kHostMemory, -1);
-  return e;
+  return unmake(kHostMemory, SIMPROF_REAL(cudaFreeHost, void*), p);
 }
 extern "C" cudaError_t cudaStreamCreate(cudaStream_t* s) {
-  SIMPROF_REAL(cudaStreamCreate, cudaStream_t*);
-  Depth d;
-  if (inject()) return cudaErrorMemoryAllocation;
-  const cudaError_t e = real_fn(s);
-  if (e == cudaSuccess) count(kStreams, +1);
-  return e;
+  return make(kStreams, cudaErrorMemoryAllocation, SIMPROF_REAL(cudaStreamCreate, cudaStream_t*),
+              s);
 }
 extern "C" cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags) {
-  SIMPROF_REAL(cudaStreamCreateWithFlags, cudaStream_t*, unsigned);
-  Depth d;
-  if (inject()) return cudaErrorMemoryAllocation;
-  const cudaError_t e = real_fn(s, flags);
-  if (e == cudaSuccess) count(kStreams, +1);
-  return e;
+  return make(kStreams, cudaErrorMemoryAllocation,
+              SIMPROF_REAL(cudaStreamCreateWithFlags, cudaStream_t*, unsigned), s, flags);
 }
 extern "C" cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned flags, int prio) {
-  SIMPROF_REAL(cudaStreamCreateWithPriority, cudaStream_t*, unsigned, int);
-  Depth d;
-  if (inject()) return cudaErrorMemoryAllocation;
-  const cudaError_t e = real_fn(s, flags, prio);
-  if (e == cudaSuccess) count(kStreams, +1);
-  return e;
+  return make(kStreams, cudaErrorMemoryAllocation,
+              SIMPROF_REAL(cudaStreamCreateWithPriority, cudaStream_t*, unsigned, int), s, flags,
+              prio);
 }
 extern "C" cudaError_t cudaStreamDestroy(cudaStream_t s) {
-  SIMPROF_REAL(cudaStreamDestroy, cudaStream_t);
-  Depth d;
-  const cudaError_t e = real_fn(s);
-  if (e == cudaSuccess) count(kStreams, -1);
-  return e;
+  return unmake(kStreams, SIMPROF_REAL(cudaStreamDestroy, cudaStream_t), s);
 }
 extern "C" cudaError_t cudaEventCreate(cudaEvent_t* ev) {
-  SIMPROF_REAL(cudaEventCreate, cudaEvent_t*);
-  Depth d;
-  if (inject()) return cudaErrorMemoryAllocation;
-  const cudaError_t e = real_fn(ev);
-  if (e == cudaSuccess) count(kEvents, +1);
-  return e;
+  return make(kEvents, cudaErrorMemoryAllocation, SIMPROF_REAL(cudaEventCreate, cudaEvent_t*), ev);
 }
 extern "C" cudaError_t cudaEventCreateWithFlags(cudaEvent_t* ev, unsigned flags) {
-  SIMPROF_REAL(cudaEventCreateWithFlags, cudaEvent_t*, unsigned);
-  Depth d;
-  if (inject()) return cudaErrorMemoryAllocation;
-  const cudaError_t e = real_fn(ev, flags);
-  if (e == cudaSuccess) count(kEvents, +1);
-  return e;
+  return make(kEvents, cudaErrorMemoryAllocation,
+              SIMPROF_REAL(cudaEventCreateWithFlags, cudaEvent_t*, unsigned), ev, flags);
 }
 extern "C" cudaError_t cudaEventDestroy(cudaEvent_t ev) {
-  SIMPROF_REAL(cudaEventDestroy, cudaEvent_t);
-  Depth d;
-  const cudaError_t e = real_fn(ev);
-  if (e == cudaSuccess) count(kEvents, -1);
-  return e;
+  return unmake(kEvents, SIMPROF_REAL(cudaEventDestroy, cudaEvent_t), ev);
 }
 extern "C" cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t s, cudaGraph_t g,
                                                      const cudaGraphNode_t* deps,
                                                      const cudaGraphEdgeData* edges, size_t n,
                                                      cudaStreamCaptureMode mode) {
-  SIMPROF_REAL(cudaStreamBeginCaptureToGraph, cudaStream_t, cudaGraph_t, const cudaGraphNode_t*,
-               const cudaGraphEdgeData*, size_t, cudaStreamCaptureMode);
+  static const auto real_fn =
+      SIMPROF_REAL(cudaStreamBeginCaptureToGraph, cudaStream_t, cudaGraph_t, const cudaGraphNode_t*,
+                   const cudaGraphEdgeData*, size_t, cudaStreamCaptureMode);
   Depth d;
   const cudaError_t e = real_fn(s, g, deps, edges, n, mode);
   if (e == cudaSuccess) {
@@ -200,8 +180,8 @@ extern "C" cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t s, cudaGraph_t
   return e;
 }
 extern "C" cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* g) {
-  SIMPROF_REAL(cudaStreamEndCapture, cudaStream_t, cudaGraph_t*);
-  static const auto destroy = real<cudaError_t (*)(cudaGraph_t)>("cudaGraphDestroy");
+  static const auto real_fn = SIMPROF_REAL(cudaStreamEndCapture, cudaStream_t, cudaGraph_t*);
+  static const auto destroy = SIMPROF_REAL(cudaGraphDestroy, cudaGraph_t);
   Depth d;
   bool owned = true;  // a capture into an existing graph hands back that graph, not a new one
   {
@@ -219,58 +199,35 @@ extern "C" cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* g) {
   return e;
 }
 extern "C" cudaError_t cudaGraphCreate(cudaGraph_t* g, unsigned flags) {
-  SIMPROF_REAL(cudaGraphCreate, cudaGraph_t*, unsigned);
-  Depth d;
-  if (inject()) return cudaErrorMemoryAllocation;
-  const cudaError_t e = real_fn(g, flags);
-  if (e == cudaSuccess) count(kGraphs, +1);
-  return e;
+  return make(kGraphs, cudaErrorMemoryAllocation,
+              SIMPROF_REAL(cudaGraphCreate, cudaGraph_t*, unsigned), g, flags);
 }
 extern "C" cudaError_t cudaGraphDestroy(cudaGraph_t g) {
-  SIMPROF_REAL(cudaGraphDestroy, cudaGraph_t);
-  Depth d;
-  const cudaError_t e = real_fn(g);
-  if (e == cudaSuccess) count(kGraphs, -1);
-  return e;
+  return unmake(kGraphs, SIMPROF_REAL(cudaGraphDestroy, cudaGraph_t), g);
 }
 extern "C" cudaError_t cudaGraphInstantiate(cudaGraphExec_t* x, cudaGraph_t g,
                                             unsigned long long flags) {
-  SIMPROF_REAL(cudaGraphInstantiate, cudaGraphExec_t*, cudaGraph_t, unsigned long long);
-  Depth d;
-  if (inject()) return cudaErrorMemoryAllocation;
-  const cudaError_t e = real_fn(x, g, flags);
-  if (e == cudaSuccess) count(kGraphExecs, +1);
-  return e;
+  return make(kGraphExecs, cudaErrorMemoryAllocation,
+              SIMPROF_REAL(cudaGraphInstantiate, cudaGraphExec_t*, cudaGraph_t, unsigned long long),
+              x, g, flags);
 }
 extern "C" cudaError_t cudaGraphExecDestroy(cudaGraphExec_t x) {
-  SIMPROF_REAL(cudaGraphExecDestroy, cudaGraphExec_t);
-  Depth d;
-  const cudaError_t e = real_fn(x);
-  if (e == cudaSuccess) count(kGraphExecs, -1);
-  return e;
+  return unmake(kGraphExecs, SIMPROF_REAL(cudaGraphExecDestroy, cudaGraphExec_t), x);
 }
 // Calls between the allocations of a constructor: a failure there must release what came before.
+// They make nothing to count (kKinds).
 extern "C" cudaError_t cudaMemset(void* p, int v, size_t n) {
-  SIMPROF_REAL(cudaMemset, void*, int, size_t);
-  Depth d;
-  if (inject()) return cudaErrorInvalidValue;
-  return real_fn(p, v, n);
+  return make(kKinds, cudaErrorInvalidValue, SIMPROF_REAL(cudaMemset, void*, int, size_t), p, v, n);
 }
 extern "C" cudaError_t cudaHostGetDevicePointer(void** dev, void* host, unsigned flags) {
-  SIMPROF_REAL(cudaHostGetDevicePointer, void**, void*, unsigned);
-  Depth d;
-  if (inject()) return cudaErrorInvalidValue;
-  return real_fn(dev, host, flags);
+  return make(kKinds, cudaErrorInvalidValue,
+              SIMPROF_REAL(cudaHostGetDevicePointer, void**, void*, unsigned), dev, host, flags);
 }
 extern "C" cudaError_t cudaDeviceGetStreamPriorityRange(int* lo, int* hi) {
-  SIMPROF_REAL(cudaDeviceGetStreamPriorityRange, int*, int*);
-  Depth d;
-  if (inject()) return cudaErrorInvalidValue;
-  return real_fn(lo, hi);
+  return make(kKinds, cudaErrorInvalidValue,
+              SIMPROF_REAL(cudaDeviceGetStreamPriorityRange, int*, int*), lo, hi);
 }
 extern "C" cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int dev) {
-  SIMPROF_REAL(cudaDeviceGetAttribute, int*, cudaDeviceAttr, int);
-  Depth d;
-  if (inject()) return cudaErrorInvalidValue;
-  return real_fn(v, a, dev);
+  return make(kKinds, cudaErrorInvalidValue,
+              SIMPROF_REAL(cudaDeviceGetAttribute, int*, cudaDeviceAttr, int), v, a, dev);
 }

@@ -30,7 +30,7 @@ namespace simprof::cuda {
 /// SM clock idles far lower and boosts up to it under load.
 double clock_freq_hz(int device = -1);
 
-class DeviceTimerBuffer {
+class DeviceTimerBuffer : public TimerLayout {
  public:
   /// Throws std::invalid_argument for no labels or n_envs < 1, CudaError when allocation fails.
   DeviceTimerBuffer(std::vector<std::string> labels, int n_envs,
@@ -40,7 +40,7 @@ class DeviceTimerBuffer {
   DeviceTimerBuffer& operator=(const DeviceTimerBuffer&) = delete;
 
   /// The device view for kernels; the address is fixed for the buffer's life (capturable).
-  TimerView view() const noexcept { return TimerView{dev_.data(), labels_.rows(), n_envs_}; }
+  TimerView view() const noexcept { return view_of(dev_.data()); }
   /// Zeroes the buffer on `stream` (capturable).
   void reset(cudaStream_t stream);
   /// Copies the buffer into one of two page-locked host buffers on `stream`, without waiting. A
@@ -52,19 +52,10 @@ class DeviceTimerBuffer {
   /// read_async(), then waits for it: the simple, blocking read.
   TimerFrame read(cudaStream_t stream);
 
-  const TimerLabels& labels() const noexcept { return labels_; }
-  int rows() const noexcept { return labels_.rows(); }
-  int n_envs() const noexcept { return n_envs_; }
-  TimerUnit unit() const noexcept { return unit_; }
-  /// Ticks per second used for conversion: clock_freq_hz() for cycles, 1e9 for nanoseconds.
-  double ticks_per_second() const noexcept { return ticks_per_second_; }
+  // labels(), rows(), n_envs(), unit(), ticks_per_second() (clock_freq_hz() for cycles): from
+  // TimerLayout, as the host TimerBuffer has them.
 
  private:
-  TimerFrame frame_of(int i) const noexcept;
-  TimerLabels labels_;
-  int n_envs_;
-  TimerUnit unit_;
-  double ticks_per_second_;
   DeviceBuffer<std::uint64_t> dev_;
   PinnedBuffer<std::uint64_t> host_[2];
   Event done_[2] = {Event(cudaEventDisableTiming), Event(cudaEventDisableTiming)};

@@ -50,31 +50,57 @@ struct TimerFrame {
   }
 };
 
-/// The CPU backend's buffer: the layout and the names of cuda::DeviceTimerBuffer (view, reset,
-/// read, labels, rows, n_envs, unit, ticks_per_second), with the TSC (or the steady clock) as
-/// counter and its calibrated frequency. Its readings are in host memory already, so read() needs
-/// no stream and there is nothing asynchronous to wait for (the device buffer's latest()).
-class TimerBuffer {
+/// What a (rows, n_envs) buffer of timer ticks is, wherever it lives: its row labels, its envs and
+/// what its ticks count. The host TimerBuffer and cuda::DeviceTimerBuffer are built on it, so both
+/// answer these questions the same way.
+class TimerLayout {
  public:
-  /// Throws std::invalid_argument for no labels or n_envs < 1.
-  TimerBuffer(std::vector<std::string> labels, int n_envs, TimerUnit unit = TimerUnit::kCycles);
-  TimerView view() noexcept { return TimerView{data_.data(), labels_.rows(), n_envs_}; }
-  void reset() noexcept;
-  /// The readings as they are now.
-  TimerFrame read() const noexcept;
   const TimerLabels& labels() const noexcept { return labels_; }
   int rows() const noexcept { return labels_.rows(); }
   int n_envs() const noexcept { return n_envs_; }
   TimerUnit unit() const noexcept { return unit_; }
-  /// Ticks per second used for conversion: clock_counter()'s on this host (the calibrated TSC, or
-  /// 1e9 where it falls back to the steady clock) for cycles, 1e9 for nanoseconds.
+  /// Ticks per second used for conversion: 1e9 for nanoseconds; for cycles the counter's frequency
+  /// (the host's calibrated TSC, the device's nominal SM clock).
   double ticks_per_second() const noexcept { return ticks_per_second_; }
+  /// rows x n_envs.
+  std::size_t elements() const noexcept {
+    return static_cast<std::size_t>(rows()) * static_cast<std::size_t>(n_envs_);
+  }
+
+ protected:
+  /// Throws std::invalid_argument naming `owner` for no labels or n_envs < 1.
+  TimerLayout(const char* owner, std::vector<std::string> labels, int n_envs, TimerUnit unit);
+  /// For cycles: the counter's frequency, once known.
+  void set_cycles_per_second(double hz) noexcept {
+    if (unit_ == TimerUnit::kCycles) ticks_per_second_ = hz;
+  }
+  TimerView view_of(std::uint64_t* data) const noexcept {
+    return TimerView{data, labels_.rows(), n_envs_};
+  }
+  TimerFrame frame_of(const std::uint64_t* data) const noexcept {
+    return TimerFrame{&labels_, data, labels_.rows(), n_envs_, unit_, ticks_per_second_};
+  }
 
  private:
   TimerLabels labels_;
   int n_envs_;
   TimerUnit unit_;
-  double ticks_per_second_;
+  double ticks_per_second_ = 1e9;
+};
+
+/// The CPU backend's buffer, with the device buffer's names (view, reset, read, and TimerLayout's)
+/// and the TSC (or the steady clock) as counter. Its readings are in host memory already, so read()
+/// needs no stream and there is nothing asynchronous to wait for (the device buffer's latest()).
+class TimerBuffer : public TimerLayout {
+ public:
+  /// Throws std::invalid_argument for no labels or n_envs < 1.
+  TimerBuffer(std::vector<std::string> labels, int n_envs, TimerUnit unit = TimerUnit::kCycles);
+  TimerView view() noexcept { return view_of(data_.data()); }
+  void reset() noexcept;
+  /// The readings as they are now.
+  TimerFrame read() const noexcept { return frame_of(data_.data()); }
+
+ private:
   std::vector<std::uint64_t> data_;
 };
 
