@@ -4,7 +4,7 @@
 
 Every ```cpp (or ```cuda) block is compiled unless the line before its fence marks it:
 
-    <!-- snippet: fragment -->        an intentional fragment, not compiled (say why in the text)
+    <!-- snippet: fragment (why) -->  an intentional fragment, not compiled; the rest says why
     <!-- snippet: file -->            compiled at file scope (it defines kernels, types, ...)
     <!-- snippet: cuda -->            compiled with nvcc (needs the CUDA backend)
     <!-- snippet: prelude=kernel -->  with tests/docs/prelude_kernel.hpp instead of prelude.hpp
@@ -39,6 +39,8 @@ def snippets(path):
             mark = MARK.match(lines[i - 1].strip())
             if mark:
                 words = mark.group(1).split()
+                if words and words[0] == "fragment":
+                    words = ["fragment"]  # what follows is the reason
         j = i + 1
         while j < len(lines) and lines[j].strip() != "```":
             j += 1

@@ -17,9 +17,9 @@
 //   dev.device_timings().at("physics");   // seconds on the GPU; same keys as prof.timings()
 /* clang-format on */
 //
-// Cost: one tiny kernel per boundary (in a graph about a microsecond of device time each; eagerly
-// one launch of host time each). A stage's device time includes one timestamp kernel. Off unless
-// attached.
+// Cost: one tiny kernel per boundary (in a replayed graph about 1.5 us of device time each on an
+// H200; eagerly one launch of host time each). A stage's device time includes one timestamp
+// kernel. Off unless attached.
 #pragma once
 
 #include <cuda_runtime_api.h>
