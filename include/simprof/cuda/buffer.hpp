@@ -27,22 +27,22 @@ namespace simprof::cuda {
 
 [[noreturn]] void throw_buffer_size(std::size_t asked, std::size_t size);
 
-template <class T>
-class DeviceBuffer {
+namespace detail {
+
+// Sole ownership of `n` elements of memory that `Free` gives back; movable, not copyable. The base
+// of DeviceBuffer (cudaFree) and PinnedBuffer (cudaFreeHost).
+template <class T, cudaError_t (*Free)(void*)>
+class OwnedArray {
  public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t n) {
-    if (n) SIMPROF_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p_), n * sizeof(T)));
-    n_ = n;
+  OwnedArray() = default;
+  ~OwnedArray() {
+    if (p_) Free(static_cast<void*>(p_));  // never throws from a destructor
   }
-  ~DeviceBuffer() {
-    if (p_) cudaFree(p_);  // never throws from a destructor
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& o) noexcept
+  OwnedArray(const OwnedArray&) = delete;
+  OwnedArray& operator=(const OwnedArray&) = delete;
+  OwnedArray(OwnedArray&& o) noexcept
       : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+  OwnedArray& operator=(OwnedArray&& o) noexcept {
     std::swap(p_, o.p_);
     std::swap(n_, o.n_);
     return *this;
@@ -52,31 +52,47 @@ class DeviceBuffer {
   std::size_t size() const noexcept { return n_; }
   std::size_t bytes() const noexcept { return n_ * sizeof(T); }
 
+ protected:
+  T* p_ = nullptr;
+  std::size_t n_ = 0;
+};
+
+}  // namespace detail
+
+template <class T>
+class DeviceBuffer : public detail::OwnedArray<T, &cudaFree> {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t n) {
+    if (n) SIMPROF_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&this->p_), n * sizeof(T)));
+    this->n_ = n;
+  }
+
   void copy_from_host(const T* src, std::size_t n, cudaStream_t stream) {
     check_size(n);
-    SIMPROF_CUDA_CHECK(cudaMemcpyAsync(p_, src, n * sizeof(T), cudaMemcpyHostToDevice, stream));
+    SIMPROF_CUDA_CHECK(
+        cudaMemcpyAsync(this->p_, src, n * sizeof(T), cudaMemcpyHostToDevice, stream));
   }
   void copy_to_host(T* dst, std::size_t n, cudaStream_t stream) const {
     check_size(n);
-    SIMPROF_CUDA_CHECK(cudaMemcpyAsync(dst, p_, n * sizeof(T), cudaMemcpyDeviceToHost, stream));
+    SIMPROF_CUDA_CHECK(
+        cudaMemcpyAsync(dst, this->p_, n * sizeof(T), cudaMemcpyDeviceToHost, stream));
   }
   /// The whole buffer on the host (synchronises `stream`).
   std::vector<T> to_host(cudaStream_t stream) const {
-    std::vector<T> out(n_);
-    copy_to_host(out.data(), n_, stream);
+    std::vector<T> out(this->n_);
+    copy_to_host(out.data(), this->n_, stream);
     SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream));
     return out;
   }
   void fill_zero(cudaStream_t stream) {
-    if (n_) SIMPROF_CUDA_CHECK(cudaMemsetAsync(p_, 0, bytes(), stream));
+    if (this->n_) SIMPROF_CUDA_CHECK(cudaMemsetAsync(this->p_, 0, this->bytes(), stream));
   }
 
  private:
   void check_size(std::size_t n) const {
-    if (n > n_) throw_buffer_size(n, n_);
+    if (n > this->n_) throw_buffer_size(n, this->n_);
   }
-  T* p_ = nullptr;
-  std::size_t n_ = 0;
 };
 
 /// Page-locked host memory (cudaHostAlloc): the target of asynchronous copies, and with
@@ -85,44 +101,25 @@ class DeviceBuffer {
 ///   simprof::cuda::PinnedBuffer<unsigned> flag(1, cudaHostAllocMapped);
 ///   kernel<<<1, 1, 0, s>>>(flag.device_pointer());   // the host watches flag[0]
 template <class T>
-class PinnedBuffer {
+class PinnedBuffer : public detail::OwnedArray<T, &cudaFreeHost> {
  public:
   PinnedBuffer() = default;
   /// `n` elements, zeroed. `flags`: cudaHostAllocDefault, cudaHostAllocMapped, ...
   explicit PinnedBuffer(std::size_t n, unsigned flags = cudaHostAllocDefault) {
     if (n) {
-      SIMPROF_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&p_), n * sizeof(T), flags));
-      std::memset(static_cast<void*>(p_), 0, n * sizeof(T));
+      SIMPROF_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&this->p_), n * sizeof(T), flags));
+      std::memset(static_cast<void*>(this->p_), 0, n * sizeof(T));
     }
-    n_ = n;
-  }
-  ~PinnedBuffer() {
-    if (p_) cudaFreeHost(p_);  // never throws from a destructor
-  }
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  PinnedBuffer(PinnedBuffer&& o) noexcept
-      : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
-  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
-    std::swap(p_, o.p_);
-    std::swap(n_, o.n_);
-    return *this;
+    this->n_ = n;
   }
 
-  T* data() const noexcept { return p_; }
-  T& operator[](std::size_t i) const noexcept { return p_[i]; }
-  std::size_t size() const noexcept { return n_; }
-  std::size_t bytes() const noexcept { return n_ * sizeof(T); }
+  T& operator[](std::size_t i) const noexcept { return this->p_[i]; }
   /// The address kernels use for mapped memory (cudaHostAllocMapped); throws CudaError otherwise.
   T* device_pointer() const {
     void* d = nullptr;
-    SIMPROF_CUDA_CHECK(cudaHostGetDevicePointer(&d, static_cast<void*>(p_), 0));
+    SIMPROF_CUDA_CHECK(cudaHostGetDevicePointer(&d, static_cast<void*>(this->p_), 0));
     return static_cast<T*>(d);
   }
-
- private:
-  T* p_ = nullptr;
-  std::size_t n_ = 0;
 };
 
 }  // namespace simprof::cuda
