@@ -18,6 +18,7 @@
 #include "simprof/precision/checker.hpp"
 #include "simprof/precision/error_sums.hpp"
 #include "simprof/precision/rounding.hpp"
+#include "simprof/profiler/device_steps.hpp"
 #include "simprof/profiler/fps_tracker.hpp"
 #include "simprof/profiler/listener.hpp"
 #include "simprof/profiler/macros.hpp"

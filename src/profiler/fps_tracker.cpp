@@ -47,16 +47,18 @@ void append_thousands(Buffer& out, double value, int decimals) {
 }
 
 template <class Buffer>
-void append_fps_line(Buffer& out, double fps_per_env, std::int64_t n_envs) {
+void append_fps_line(Buffer& out, double fps_per_env, std::int64_t n_envs, FpsClock clock) {
+  const bool device = clock == FpsClock::kDevice;
   out.append(std::string_view("Running at "));
   if (n_envs > 0) {
     append_thousands(out, fps_per_env * static_cast<double>(n_envs), 2);
     out.append(std::string_view(" FPS ("));
     append_thousands(out, fps_per_env, 2);
-    fmt::format_to(std::back_inserter(out), " FPS per env, {} envs).", n_envs);
+    fmt::format_to(std::back_inserter(out), " FPS per env, {} envs{}).", n_envs,
+                   device ? ", GPU clock" : "");
   } else {
     append_thousands(out, fps_per_env, 2);
-    out.append(std::string_view(" FPS."));
+    out.append(std::string_view(device ? " FPS (GPU clock)." : " FPS."));
   }
 }
 
@@ -68,16 +70,18 @@ std::string format_thousands(double value, int decimals) {
   return fmt::to_string(out);
 }
 
-std::string format_fps_line(double fps_per_env, std::int64_t n_envs) {
+std::string format_fps_line(double fps_per_env, std::int64_t n_envs, FpsClock clock) {
   fmt::memory_buffer out;
-  append_fps_line(out, fps_per_env, n_envs);
+  append_fps_line(out, fps_per_env, n_envs, clock);
   return fmt::to_string(out);
 }
 
 FpsTracker::FpsTracker(double alpha, std::chrono::nanoseconds interval, std::int64_t n_envs,
                        Clock clock)
-    : clock_(clock),
+    : host_clock_(clock),
+      clock_(clock),
       alpha_(alpha),
+      interval_(interval),
       interval_ticks_(0),
       n_envs_(n_envs),
       ema_(std::numeric_limits<double>::quiet_NaN()) {
@@ -88,8 +92,32 @@ FpsTracker::FpsTracker(double alpha, std::chrono::nanoseconds interval, std::int
   if (n_envs < 0)
     throw std::invalid_argument(
         fmt::format("simprof: n_envs = {} (expected >= 0; 0 means no batch dimension)", n_envs));
+  set_clock(clock);
+}
+
+void FpsTracker::set_clock(Clock clock) {
+  clock_ = clock;
   interval_ticks_ =
-      std::max<std::int64_t>(1, clock_.ticks(static_cast<double>(interval.count()) * 1e-9));
+      std::max<std::int64_t>(1, clock_.ticks(static_cast<double>(interval_.count()) * 1e-9));
+  restart();
+}
+
+// Device ticks are nanoseconds: any clock of 1e9 ticks per second converts them (the tracker never
+// reads the clock itself; it is given its ticks).
+void FpsTracker::use_device_clock() {
+  clock_kind_ = FpsClock::kDevice;
+  set_clock(Clock::steady());
+}
+
+void FpsTracker::use_host_clock() {
+  clock_kind_ = FpsClock::kHost;
+  set_clock(host_clock_);
+}
+
+bool FpsTracker::flush(std::int64_t now) {
+  if (!started_ || steps_ == 0 || now <= sample_start_) return false;
+  complete_sample(now);
+  return true;
 }
 
 void FpsTracker::set_alpha(double alpha) {
@@ -114,13 +142,14 @@ void FpsTracker::complete_sample(std::int64_t now) {
   last_.fps_per_env = ema_;
   last_.total_fps = total_fps();
   last_.n_envs = n_envs_;
+  last_.clock = clock_kind_;
   ++samples_;
   sample_start_ = now;
   steps_ = 0;
   if (show()) {
     if (!logger_) logger_ = default_logger();
     fmt::basic_memory_buffer<char, 160> line;
-    append_fps_line(line, ema_, n_envs_);
+    append_fps_line(line, ema_, n_envs_, clock_kind_);
     logger_->info(std::string_view(line.data(), line.size()));
   }
   if (callback_) callback_(last_);

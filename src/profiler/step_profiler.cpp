@@ -203,7 +203,7 @@ void StepProfiler::drop_step(std::int64_t t, StepOutcome outcome) noexcept {
   in_step_ = false;
   published_serial_ = 0;
   have_prev_ = false;
-  fps_.restart();
+  if (fps_.clock_kind() == FpsClock::kHost) fps_.restart();  // a device feed sees the veto itself
   if (SIMPROF_UNLIKELY(!listeners_.empty()))
     for (auto* l : listeners_) l->on_step_end(serial_ - 1, t, outcome);
 }
@@ -227,7 +227,7 @@ bool StepProfiler::end_step() {
   ++published_;
   prev_start_ = step_start_;
   have_prev_ = true;
-  fps_.tick(step_start_);
+  if (SIMPROF_LIKELY(fps_.clock_kind() == FpsClock::kHost)) fps_.tick(step_start_);
   if (SIMPROF_UNLIKELY(!listeners_.empty()))
     for (auto* l : listeners_) l->on_step_end(serial_ - 1, t, StepOutcome::kCompleted);
   return true;

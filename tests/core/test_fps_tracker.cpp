@@ -107,6 +107,46 @@ TEST(FpsTracker, LineFormat) {
   EXPECT_EQ(simprof::format_fps_line(12.5, 1), "Running at 12.50 FPS (12.50 FPS per env, 1 envs).");
 }
 
+TEST(FpsTracker, LineSaysWhenItReadsTheGpuClock) {
+  using simprof::FpsClock;
+  EXPECT_EQ(simprof::format_fps_line(43'000'000.0 / 30000.0, 30000, FpsClock::kDevice),
+            "Running at 43,000,000.00 FPS (1,433.33 FPS per env, 30000 envs, GPU clock).");
+  EXPECT_EQ(simprof::format_fps_line(1433.333, 0, FpsClock::kDevice),
+            "Running at 1,433.33 FPS (GPU clock).");
+  std::ostringstream out;
+  ManualClock mc;
+  FpsTracker fps(0.95, 50ms, 1024, mc.clock());
+  fps.set_logger(capture(out));
+  fps.use_device_clock();
+  EXPECT_EQ(fps.clock_kind(), FpsClock::kDevice);
+  std::int64_t device_ns = 0;
+  fps.tick(device_ns);
+  for (int i = 0; i < 500; ++i) fps.tick(device_ns += 100'000);  // 100 us steps: 10,000 FPS
+  EXPECT_EQ(out.str(),
+            "Running at 10,240,000.00 FPS (10,000.00 FPS per env, 1024 envs, GPU clock).\n");
+  EXPECT_EQ(fps.last_sample().clock, FpsClock::kDevice);
+  fps.use_host_clock();  // back to the clock given at construction, the sample in progress gone
+  EXPECT_EQ(fps.clock_kind(), FpsClock::kHost);
+  fps.tick(mc.now_ns());
+  run(fps, mc, 5, 10.0);
+  EXPECT_DOUBLE_EQ(fps.last_sample().sample_fps_per_env, 100.0);
+}
+
+TEST(FpsTracker, FlushCompletesAShortRun) {
+  ManualClock mc;
+  FpsTracker fps(0.95, 50ms, 0, mc.clock());
+  fps.set_show(false);
+  EXPECT_FALSE(fps.flush(mc.now_ns()));  // not started
+  fps.tick(mc.now_ns());
+  EXPECT_FALSE(fps.flush(mc.now_ns()));  // started, nothing counted yet
+  run(fps, mc, 3, 4.0);                  // 3 steps in 12 ms: shorter than a sample
+  EXPECT_EQ(fps.num_samples(), 0u);
+  EXPECT_TRUE(fps.flush(mc.now_ns()));
+  EXPECT_EQ(fps.num_samples(), 1u);
+  EXPECT_DOUBLE_EQ(fps.fps_per_env(), 250.0);
+  EXPECT_FALSE(fps.flush(mc.now_ns()));  // a new sample began at the flush
+}
+
 TEST(FpsTracker, ThousandsSeparators) {
   EXPECT_EQ(simprof::format_thousands(0.0), "0.00");
   EXPECT_EQ(simprof::format_thousands(999.999), "1,000.00");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "simprof/base/manual_clock.hpp"
+#include "simprof/profiler/report.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 
 using simprof::ManualClock;
@@ -418,4 +419,39 @@ TEST(StepProfiler, OptionsFollowTheFpsSwitch) {
   prof.set_show_fps(true);
   EXPECT_TRUE(prof.options().show_fps);
   EXPECT_EQ(prof.options().timings_window, o.timings_window);  // the rest as given
+}
+
+TEST(StageTable, ASharesIsOfAllTheWindowsStepTime) {
+  // Ten steps of 1 ms; "physics" 0.5 ms in every one, "capture" 4 ms... in two of them only (as the
+  // inner stages of a replayed graph run in the capture step only).
+  ManualClock mc;
+  ProfilingOptions o = quiet();
+  o.stats_window = 64;
+  StepProfiler prof(o, 0, mc.clock());
+  for (int i = 0; i < 10; ++i) {
+    auto step = prof.step();
+    {
+      auto s = prof.stage("physics");
+      mc.advance(0.0005);
+    }
+    if (i < 2) {
+      auto s = prof.stage("capture");
+      mc.advance(0.004);
+    }
+    mc.advance(0.0005);
+  }
+  const std::string table = simprof::stage_table(prof);
+  auto row = [&](const std::string& name) {
+    const auto at = table.find("\n" + name + " ");
+    EXPECT_NE(at, std::string::npos) << table;
+    return table.substr(at + 1, table.find('\n', at + 1) - at - 1);
+  };
+  // physics: 5 ms of the 18 ms the ten steps took; capture: 8 ms of 18 ms, never the 4 ms over a
+  // 1.8 ms mean step (222 %) that a ratio of means would say.
+  EXPECT_NE(row("physics").find("27.8%"), std::string::npos) << table;
+  EXPECT_NE(row("capture").find("44.4%"), std::string::npos) << table;
+  EXPECT_NE(row("capture").find("2*"), std::string::npos) << table;
+  EXPECT_EQ(row("physics").find('*'), std::string::npos) << table;
+  EXPECT_NE(table.find("* ran in fewer steps than the 10 in the window"), std::string::npos)
+      << table;
 }

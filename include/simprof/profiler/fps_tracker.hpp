@@ -13,8 +13,14 @@
 //   * ticks are counted into a sample until at least `interval` has passed since it began; then
 //     sample_fps = ticks / sample_duration, ema = alpha * ema + (1 - alpha) * sample_fps (the first
 //     sample seeds it), one line is emitted and a new sample starts at that tick;
-//   * restart() drops the sample in progress; the next tick starts the clock again.
+//   * restart() drops the sample in progress; the next tick starts the clock again;
+//   * flush() completes the sample in progress early (the end of a run shorter than a sample).
 // Formatting happens once per sample, never per tick.
+//
+// Which clock: by default the host's (the profiler's clock, ticked at step starts). On a GPU
+// backend the device can feed it instead (cuda::StepPacer ticks it with the device's step-end times
+// in nanoseconds after use_device_clock()); the line then ends in "GPU clock" and the profiler no
+// longer ticks it.
 #pragma once
 
 #include <atomic>
@@ -32,6 +38,9 @@ class logger;
 
 namespace simprof {
 
+/// Which clock an FpsTracker's ticks come from.
+enum class FpsClock { kHost, kDevice };
+
 /// What one completed sample said. Rates are steps per second; total = per env x n_envs.
 struct FpsSample {
   std::uint64_t index = 0;        ///< 0 for the first sample
@@ -41,11 +50,14 @@ struct FpsSample {
   double fps_per_env = 0;         ///< the EMA
   double total_fps = 0;           ///< the EMA times n_envs (equal to fps_per_env without a batch)
   std::int64_t n_envs = 0;        ///< 0: the scene has no batch dimension
+  FpsClock clock = FpsClock::kHost;
 };
 
 /// "Running at 43,000,000.00 FPS (1,433.33 FPS per env, 30000 envs)." or, without a batch
-/// dimension, "Running at 1,433.33 FPS.".
-std::string format_fps_line(double fps_per_env, std::int64_t n_envs);
+/// dimension, "Running at 1,433.33 FPS."; on the device clock "... 30000 envs, GPU clock)." and
+/// "Running at 1,433.33 FPS (GPU clock).".
+std::string format_fps_line(double fps_per_env, std::int64_t n_envs,
+                            FpsClock clock = FpsClock::kHost);
 
 /// `value` with two decimals and thousands separators: 43000000 -> "43,000,000.00".
 std::string format_thousands(double value, int decimals = 2);
@@ -75,6 +87,15 @@ class FpsTracker {
     started_ = false;
     steps_ = 0;
   }
+  /// Completes the sample in progress at `now` when it counted a step since it began: a run
+  /// shorter than a sample still gets its rate. Returns whether a sample completed.
+  bool flush(std::int64_t now);
+
+  /// From now on ticks are device nanoseconds, given by a GPU backend; drops the sample in
+  /// progress. use_host_clock() goes back to the clock given at construction.
+  void use_device_clock();
+  void use_host_clock();
+  FpsClock clock_kind() const noexcept { return clock_kind_; }
 
   /// Smoothed steps per second of the whole batch (NaN before the first sample).
   double total_fps() const noexcept;
@@ -99,8 +120,13 @@ class FpsTracker {
  private:
   void complete_sample(std::int64_t now);
 
+  void set_clock(Clock clock);
+
+  Clock host_clock_;
   Clock clock_;
+  FpsClock clock_kind_ = FpsClock::kHost;
   double alpha_;
+  std::chrono::nanoseconds interval_;
   std::int64_t interval_ticks_;
   std::int64_t n_envs_;
   bool started_ = false;

@@ -35,8 +35,10 @@ void for_each_stage_row(const StepProfiler& prof, F&& f) {
 std::string stage_label(const StepProfiler& prof, StageId id, int depth);
 
 /// One row per stage that ran in the stats window, children indented under their parent, then
-/// "step" and "period": mean, p50 and p95 in microseconds and the mean's share of the mean step.
-/// Needs stats_window > 0 (std::invalid_argument otherwise).
+/// "step" and "period": mean, sd, p50, p95 and p99 in microseconds, the stage's share of all the
+/// window's step time (its total over the step's total, so a stage that ran in only some steps
+/// never shows more than the time it took: marked "*" with a footnote) and its step count. Needs
+/// stats_window > 0 (std::invalid_argument otherwise).
 std::string stage_table(const StepProfiler& prof);
 
 }  // namespace simprof
