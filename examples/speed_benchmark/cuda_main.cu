@@ -69,7 +69,7 @@ void profiled_run(const engine::Params& params, int n_envs, bool graph, int warm
   // Device stage timestamps would show up in a kernel trace as kernels of their own: off when
   // tracing.
   std::optional<cuda::DeviceStageTimer> dev;
-  if (args.trace.empty()) dev.emplace(prof, stream, 256);  // before the cache: outlives its graphs
+  if (args.trace.empty()) dev.emplace(prof, stream);  // before the cache: outlives its graphs
   std::optional<cuda::NvtxRanges> nvtx;
   if (args.nvtx) nvtx.emplace(prof);
   std::optional<TraceSession> trace;

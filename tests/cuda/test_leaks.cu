@@ -136,7 +136,9 @@ TEST_F(Leaks, MeasuringToolsReleaseEverythingWhenConstructionFails) {
   EXPECT_GE(sweep("DeviceStageTimer",
                   [&] {
                     StepProfiler prof(quiet(), 0);
-                    DeviceStageTimer t(prof, stream, 8);
+                    DeviceStageTimerOptions o;
+                    o.ring = 8;
+                    DeviceStageTimer t(prof, stream, o);
                   }),
             5);
   EXPECT_GE(sweep("DeviceTimerBuffer (cycles)",

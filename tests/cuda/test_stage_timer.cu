@@ -135,7 +135,10 @@ TEST_F(GpuTest, VetoedStepsAreNotPublishedOnTheDevice) {
 TEST_F(GpuTest, AFullRingLeavesStepsUntimedNotWaiting) {
   Stream stream;
   simprof::StepProfiler prof(quiet(), 0);
-  DeviceStageTimer dev(prof, stream, 4);
+  DeviceStageTimerOptions o;
+  o.ring = 4;
+  o.max_in_flight = 0;  // unpaced: the host runs ahead of the GPU
+  DeviceStageTimer dev(prof, stream, o);
   Step step(prof);
   for (int i = 0; i < 12; ++i) {  // 400 us of GPU work per step: the host runs far ahead
     auto s = prof.step();

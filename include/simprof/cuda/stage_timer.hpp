@@ -1,34 +1,45 @@
 // SPDX-License-Identifier: MIT
-// DeviceStageTimer: device-side stage times next to the host ones.
+// DeviceStageTimer: device-side stage times next to the host ones, at a few percent of the step.
 //
 // On a GPU backend a host stage scope measures how long the host took to enqueue the stage's
-// kernels. Attached to a StepProfiler, a DeviceStageTimer enqueues a one-thread timestamp kernel on
-// the engine's stream at every step and stage boundary; each writes the GPU's global timer into
-// device memory, and the step's end copies the finished record into page-locked host memory once.
-// When a step is captured into a graph (GraphCache), the timestamp kernels
-// inside it are captured too, so the readings are taken again at every replay. The host joins the
-// readings to the step that produced them when it finds them complete (at each step end, or in
-// poll()): it never waits for the GPU unless synchronize() is called.
+// kernels. Attached to a StepProfiler, a DeviceStageTimer takes the GPU's global timer at every
+// stage boundary:
+//   * in a step being captured into a graph (GraphCache), each boundary becomes a one-thread stamp
+//     kernel added to the graph as a leaf: it depends on the work captured before the boundary, and
+//     nothing waits for it, so the step's own kernels run as fast as without it. Boundaries with no
+//     work between them share one stamp. Every replay takes the readings again;
+//   * in an eager step, a stamp kernel is enqueued on the stream at each boundary (on the critical
+//     path: eager steps pay about a microsecond per boundary).
+// Each step's readings are copied to page-locked host memory once, by a kernel on a stream of the
+// timer's own after the step ends, and joined to the host's step by its index.
+//
+// It paces the loop too (a StepPacer, unless max_in_flight is 0): "step" is the step's span on the
+// GPU and "period" the time between consecutive steps' ends, both from CUDA events, and no reading
+// is ever overwritten. Without pacing, a GPU a full ring behind leaves steps untimed (counted).
 //
 /* clang-format off */
-//   simprof::cuda::DeviceStageTimer dev(prof, stream);
-//   for (;;) { auto step = prof.step(); engine.enqueue_step(stream); }
+//   simprof::cuda::DeviceStageTimer dev(prof, stream);     // before the cache: it outlives its graphs
+//   for (int i = 0; i < n; ++i) { auto step = prof.step(); cache.run({n_envs}, body); }
 //   dev.synchronize();
 //   dev.device_timings().at("physics");   // seconds on the GPU; same keys as prof.timings()
 /* clang-format on */
 //
-// Cost: one tiny kernel per boundary (in a replayed graph about 1.5 us of device time each on an
-// H200; eagerly one launch of host time each). A stage's device time includes one timestamp
-// kernel. Off unless attached.
+// What a stage's device time is: from the end of the device work before its first boundary to the
+// end of its last kernel — its kernels' span plus the launch gap before the first one — summed over
+// the stage's scopes in the step, children counted into their parents as on the host.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "simprof/cuda/buffer.hpp"
+#include "simprof/cuda/step_pacer.hpp"
+#include "simprof/cuda/stream.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 #include "simprof/profiler/timings.hpp"
 
@@ -36,34 +47,44 @@ namespace simprof::cuda {
 
 namespace detail {
 struct StepRecord;
-}
+struct CaptureStamps;
+}  // namespace detail
+
+struct DeviceStageTimerOptions {
+  std::size_t ring = 64;  ///< step records kept on the device (>= max_in_flight + 2)
+  /// Pacing: steps the GPU may hold queued (a StepPacer); 0 leaves the loop unbounded.
+  int max_in_flight = 2;
+  bool fps_from_device = true;  ///< with pacing: the FPS line reads the GPU's step-end times
+};
 
 class DeviceStageTimer : public StepListener {
  public:
   static constexpr int kMaxStamps = 126;  ///< stage boundaries recorded per step; more are counted
 
-  /// Attaches to `prof`. `in_flight` bounds the steps the GPU may run ahead of the host's polling
-  /// before the oldest readings are overwritten (counted in dropped()).
-  DeviceStageTimer(StepProfiler& prof, cudaStream_t stream, std::size_t in_flight = 64);
+  /// Attaches to `prof`; `stream` is the one the engine's steps run on. Throws
+  /// std::invalid_argument for a ring smaller than max_in_flight + 2 (or than 2).
+  DeviceStageTimer(StepProfiler& prof, cudaStream_t stream, DeviceStageTimerOptions options = {});
   ~DeviceStageTimer() override;
   DeviceStageTimer(const DeviceStageTimer&) = delete;
   DeviceStageTimer& operator=(const DeviceStageTimer&) = delete;
 
-  /// Device seconds per stage of the latest step whose device work has completed and been joined
-  /// ("step" is the step's span on the GPU). Empty until one has.
+  /// Device seconds per stage of the latest step whose readings are in ("step" is the step's span
+  /// on the GPU, "period" the time since the previous step ended). Empty until one is.
   const TimingsSnapshot& device_timings() const noexcept { return latest_; }
-  /// Joins every completed step without waiting. Called at every step end.
+  /// Joins every step whose readings are in, without waiting. Called at every step end.
   void poll() noexcept;
-  /// Waits for the stream, then joins everything.
+  /// Waits for the GPU, then joins everything (and completes the FPS sample in progress).
   void synchronize();
   /// Mean device seconds of `stage` over every joined step that ran it (NaN when none did).
   double mean(std::string_view stage) const;
-  /// Steps joined, and steps whose readings were lost (overwritten before the host read them, or
-  /// more than kMaxStamps boundaries). Nothing is lost silently.
+  /// Steps joined, and steps whose readings were lost (overwritten before the host read them,
+  /// more than kMaxStamps boundaries, or a failed stamp). Nothing is lost silently.
   std::uint64_t joined() const noexcept { return joined_; }
   std::uint64_t dropped() const noexcept { return dropped_; }
-  /// The stream timestamps go to (the one the engine's step is enqueued on).
-  void set_stream(cudaStream_t stream) noexcept { stream_ = stream; }
+  /// The pacer, when pacing (max_in_flight > 0).
+  const StepPacer* pacer() const noexcept { return pacer_ ? &*pacer_ : nullptr; }
+  /// The stream stamps go to (the one the engine's step runs on).
+  void set_stream(cudaStream_t stream) noexcept;
 
   void on_step_begin(std::uint64_t step, std::int64_t ticks) override;
   void on_stage_begin(StageId id, std::int64_t ticks) override;
@@ -71,31 +92,42 @@ class DeviceStageTimer : public StepListener {
   void on_step_end(std::uint64_t step, std::int64_t ticks, StepOutcome outcome) override;
 
  private:
-  void stamp(int op, StageId stage) noexcept;
-  void join(const detail::StepRecord& r, std::uint64_t step, bool completed);
+  void boundary(StageId stage, int kind) noexcept;
+  void join(const detail::StepRecord& r, std::uint64_t step);
+  void device_step(const DeviceStep& d);
+  void report(const char* what, cudaError_t e) noexcept;
 
   StepProfiler& prof_;
   cudaStream_t stream_;
-  std::size_t ring_;
-  PinnedBuffer<detail::StepRecord> host_records_;  // page-locked, mapped, written by the device
-  detail::StepRecord* host_view_ = nullptr;        // host_records_ as the device sees it
-  DeviceBuffer<detail::StepRecord> dev_records_;   // where stamps are written (device memory)
-  DeviceBuffer<unsigned long long> dev_seq_;       // device-side step counter
-  std::uint64_t launched_ = 0;                     // step records the host has launched
-  std::uint64_t next_read_ = 0;
-  std::vector<std::uint64_t> host_step_;  // step index of each in-flight record
-  std::vector<std::uint8_t> completed_;   // host outcome of each in-flight record
+  DeviceStageTimerOptions options_;
+  std::optional<StepPacer> pacer_;  // made first: its listener runs before this one
+  Stream side_;                     // publishes each step's record, off the step's path
+  Event step_done_{cudaEventDisableTiming};
+  PinnedBuffer<detail::StepRecord> mirror_;    // page-locked, mapped: the published records
+  detail::StepRecord* mirror_view_ = nullptr;  // mirror_ as the device sees it
+  DeviceBuffer<detail::StepRecord> records_;   // where stamps are written
+  DeviceBuffer<unsigned> step_index_;  // the step in progress, written by the stream at its start
+  std::unique_ptr<detail::CaptureStamps> capture_;  // stamp nodes of the capture in progress
+  std::uint64_t ended_ = 0;              // steps ended on the host (the latest index + 1)
+  std::uint64_t next_read_ = 0;          // steps joined or passed over
+  bool began_eagerly_ = false;           // the step in progress has an eager begin stamp
+  bool skip_ = false;                    // this step is not timed (the ring was full)
+  std::vector<std::uint8_t> published_;  // by step % ring: a publication was enqueued
+  std::vector<std::uint8_t> completed_;  // by step % ring: the host's outcome
+  std::vector<DeviceStep> device_;       // the pacer's times of steps not yet joined
+  std::vector<std::uint8_t> have_device_;
+  std::vector<unsigned> order_;  // scratch for join(): entries in time order
   TimingsSnapshot latest_;
   TimingsSnapshot scratch_;
   std::vector<double> sums_;
   std::vector<std::uint64_t> counts_;
   std::vector<std::int64_t> open_at_;
   std::vector<std::uint8_t> open_;
+  std::uint64_t prev_step_ = 0;
   std::uint64_t prev_begin_ns_ = 0;
-  std::uint64_t prev_seq_ = 0;
+  bool have_prev_ = false;
   std::uint64_t joined_ = 0, dropped_ = 0;
   bool reported_ = false;
-  bool skip_ = false;  // this step is not timed (the ring was full)
 };
 
 /// Host and device stage times side by side: stage, host mean, device mean, device share of the
