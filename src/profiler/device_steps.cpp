@@ -36,7 +36,10 @@ const DeviceStep& DeviceSteps::add(std::uint64_t step, bool completed, double st
     ++periods_;
   }
   if (completed) {
-    if (std::isfinite(step_s)) step_sum_ += step_s;
+    if (std::isfinite(step_s)) {
+      step_sum_ += step_s;
+      ++spans_;
+    }
     ++completed_;
     if (feed_fps_) prof_.fps().tick(d.end_ns);
   } else if (feed_fps_) {
@@ -53,7 +56,7 @@ void DeviceSteps::flush() {
 }
 
 double DeviceSteps::mean_step_s() const noexcept {
-  return completed_ ? step_sum_ / static_cast<double>(completed_) : DeviceStep::kNone;
+  return spans_ ? step_sum_ / static_cast<double>(spans_) : DeviceStep::kNone;
 }
 
 double DeviceSteps::mean_period_s() const noexcept {

@@ -114,6 +114,13 @@ void FpsTracker::use_host_clock() {
   set_clock(host_clock_);
 }
 
+void FpsTracker::reset() noexcept {
+  restart();
+  samples_ = 0;
+  ema_ = std::numeric_limits<double>::quiet_NaN();
+  last_ = FpsSample{};
+}
+
 bool FpsTracker::flush(std::int64_t now) {
   if (!started_ || steps_ == 0 || now <= sample_start_) return false;
   complete_sample(now);
@@ -134,7 +141,20 @@ double FpsTracker::total_fps() const noexcept {
 void FpsTracker::complete_sample(std::int64_t now) {
   const double duration = clock_.seconds(now - sample_start_);
   const double sample = static_cast<double>(steps_) / duration;
-  ema_ = samples_ == 0 ? sample : alpha_ * ema_ + (1.0 - alpha_) * sample;
+  // A debiased EMA (as in Adam), weighted by time: the weighted sum and the sum of its weights
+  // decay by alpha per sample interval, and a sample weighs its duration in intervals (a full one
+  // 1, the short tail a flush() completes a fraction). The rate is their ratio: the first sample
+  // is the rate, and the first samples of a run never dominate it (a plain EMA seeded with the
+  // first sample keeps alpha^n of it after n samples: 74 % after 6 at alpha 0.95).
+  const double f = duration / (static_cast<double>(interval_.count()) * 1e-9);
+  const double decay = std::pow(alpha_, f);
+  if (samples_ == 0) weighted_ = weights_ = 0;
+  weighted_ = decay * weighted_ + (1.0 - alpha_) * f * sample;
+  weights_ = decay * weights_ + (1.0 - alpha_) * f;
+  if (weights_ > 0)
+    ema_ = weighted_ / weights_;
+  else if (samples_ == 0)
+    ema_ = sample;  // alpha 1: the first sample, for good
   last_.index = samples_;
   last_.steps = steps_;
   last_.duration_s = duration;

@@ -320,7 +320,8 @@ double StepProfiler::published_seconds(StageId id) const noexcept {
 std::vector<std::int64_t> StepProfiler::history_ticks(const Slot& s) const {
   std::vector<std::int64_t> out = s.history.to_vector();
   // The latest total is retired only when the stage runs again: add it while it is complete.
-  const bool pending = s.ran_in != 0 && !(in_step_ && s.ran_in == serial_);
+  const bool pending =
+      s.ran_in != 0 && s.ran_in > stats_from_ && !(in_step_ && s.ran_in == serial_);
   if (pending) {
     if (out.size() == s.history.capacity() && !out.empty()) out.erase(out.begin());
     out.push_back(s.accum);
@@ -343,6 +344,11 @@ std::vector<double> StepProfiler::history(std::string_view stage) const {
   std::vector<double> out(ticks.size());
   for (std::size_t i = 0; i < ticks.size(); ++i) out[i] = clock_.seconds(ticks[i]);
   return out;
+}
+
+void StepProfiler::reset_stats() noexcept {
+  stats_from_ = serial_;
+  for (Slot& s : slots_) s.history.clear();
 }
 
 LatencyStats StepProfiler::stats(std::string_view stage) const { return summarize(history(stage)); }

@@ -62,7 +62,7 @@ TEST(FpsTracker, SampleEndsAtTheFirstTickPastTheInterval) {
   EXPECT_DOUBLE_EQ(fps.last_sample().duration_s, 0.05);
 }
 
-TEST(FpsTracker, EmaSeededWithFirstSampleThenSmoothed) {
+TEST(FpsTracker, DebiasedEmaStartsAtTheFirstSampleThenAverages) {
   ManualClock mc;
   FpsTracker fps(0.95, 50ms, 0, mc.clock());
   fps.set_show(false);
@@ -73,7 +73,60 @@ TEST(FpsTracker, EmaSeededWithFirstSampleThenSmoothed) {
   run(fps, mc, 3, 20.0);  // sample 2: 3 steps in 60 ms = 50 FPS
   EXPECT_EQ(fps.num_samples(), 3u);
   EXPECT_DOUBLE_EQ(fps.last_sample().sample_fps_per_env, 50.0);
-  EXPECT_DOUBLE_EQ(fps.fps_per_env(), 0.95 * 100.0 + 0.05 * 50.0);
+  // Samples of 1, 1 and 1.2 intervals: weights 0.95^2.2, 0.95^1.2 and 1.2 (times 0.05, which
+  // cancels). Not the 0.95 * 100 + 0.05 * 50 = 97.5 of an EMA seeded with the first sample.
+  const double w0 = std::pow(0.95, 2.2), w1 = std::pow(0.95, 1.2), w2 = 1.2;
+  EXPECT_DOUBLE_EQ(fps.fps_per_env(), (w0 * 100 + w1 * 100 + w2 * 50) / (w0 + w1 + w2));
+  EXPECT_NEAR(fps.fps_per_env(), 80.22, 0.01);
+}
+
+TEST(FpsTracker, DebiasedEmaFollowsARunNotItsFirstSample) {
+  // A run that slows from 200 to 62.5 steps/s over 6 samples (the steps of a simulation grow more
+  // expensive): the rate lies near the run's throughput (steps over time: 38 steps in 320 ms), a
+  // little towards the latest samples, never near the first.
+  ManualClock mc;
+  FpsTracker fps(0.95, 50ms, 0, mc.clock());
+  fps.set_show(false);
+  fps.tick(mc.now_ns());
+  int steps = 0;
+  double ms = 0;
+  for (const double rate : {200.0, 160.0, 125.0, 100.0, 80.0, 62.5}) {
+    const double dt_ms = 1000.0 / rate;
+    const int n = static_cast<int>(std::ceil(50.0 / dt_ms - 1e-9));  // one sample each
+    run(fps, mc, n, dt_ms);
+    steps += n;
+    ms += n * dt_ms;
+  }
+  ASSERT_EQ(fps.num_samples(), 6u);
+  const double throughput = steps / (ms * 1e-3);  // 118.75
+  EXPECT_LT(fps.fps_per_env(), throughput);
+  EXPECT_NEAR(fps.fps_per_env(), throughput, 0.05 * throughput);  // 114.4; seeded: 178.1
+}
+
+TEST(FpsTracker, AShortTailWeighsItsShareOfTime) {
+  // A 50 ms sample at 100 FPS, then a run's end flushed 5 ms later after one more step (200 FPS
+  // over a tenth of an interval): the tail moves the rate by its share of the time, not by half.
+  ManualClock mc;
+  FpsTracker fps(0.95, 50ms, 0, mc.clock());
+  fps.set_show(false);
+  fps.tick(mc.now_ns());
+  run(fps, mc, 5, 10.0);
+  run(fps, mc, 1, 5.0);
+  ASSERT_TRUE(fps.flush());
+  const double d = std::pow(0.95, 0.1);
+  EXPECT_DOUBLE_EQ(fps.fps_per_env(), (d * 100 + 0.1 * 200) / (d + 0.1));
+  EXPECT_NEAR(fps.fps_per_env(), 109.1, 0.1);
+}
+
+TEST(FpsTracker, AlphaOneKeepsTheFirstSample) {
+  ManualClock mc;
+  FpsTracker fps(1.0, 50ms, 0, mc.clock());
+  fps.set_show(false);
+  fps.tick(mc.now_ns());
+  run(fps, mc, 5, 10.0);
+  run(fps, mc, 5, 20.0);
+  EXPECT_EQ(fps.num_samples(), 2u);
+  EXPECT_DOUBLE_EQ(fps.fps_per_env(), 100.0);
 }
 
 TEST(FpsTracker, SlowStepsStillMakeOneSamplePerStep) {
@@ -85,7 +138,7 @@ TEST(FpsTracker, SlowStepsStillMakeOneSamplePerStep) {
   run(fps, mc, 1, 200.0);
   EXPECT_DOUBLE_EQ(fps.fps_per_env(), 5.0);
   run(fps, mc, 1, 100.0);
-  EXPECT_DOUBLE_EQ(fps.fps_per_env(), 0.5 * 5.0 + 0.5 * 10.0);
+  EXPECT_DOUBLE_EQ(fps.fps_per_env(), (0.5 * 0.5 * 5.0 + 0.5 * 10.0) / (0.5 * 0.5 + 0.5));
 }
 
 TEST(FpsTracker, TotalIsPerEnvTimesEnvs) {
@@ -255,4 +308,36 @@ TEST(FpsTracker, ProfilerShowFpsSwitchableAtRunTime) {
   prof.set_show_fps(true);
   loop(5);
   EXPECT_EQ(out.str(), "Running at 800.00 FPS (100.00 FPS per env, 8 envs).\n");
+}
+
+TEST(FpsTracker, ResetForgetsTheRateOfAWarmUp) {
+  // A slow warm-up (10 steps/s) and then 100 steps/s: with alpha 0.95 the EMA would carry the
+  // warm-up for dozens of samples; after reset() the first sample is the rate.
+  ManualClock mc;
+  FpsTracker fps(0.95, 50ms, 0, mc.clock());
+  fps.set_show(false);
+  fps.tick(mc.now_ns());
+  run(fps, mc, 3, 100.0);
+  ASSERT_EQ(fps.num_samples(), 3u);
+  fps.reset();
+  EXPECT_EQ(fps.num_samples(), 0u);
+  EXPECT_TRUE(std::isnan(fps.fps_per_env()));
+  fps.tick(mc.now_ns());
+  run(fps, mc, 5, 10.0);
+  EXPECT_EQ(fps.num_samples(), 1u);
+  EXPECT_DOUBLE_EQ(fps.fps_per_env(), 100.0);
+  EXPECT_DOUBLE_EQ(fps.last_sample().fps_per_env, 100.0);
+}
+
+TEST(FpsTracker, FlushWithoutATimeEndsTheSampleAtTheLastStep) {
+  ManualClock mc;
+  FpsTracker fps(0.95, 50ms, 0, mc.clock());
+  fps.set_show(false);
+  EXPECT_FALSE(fps.flush());  // nothing counted yet
+  fps.tick(mc.now_ns());
+  run(fps, mc, 3, 10.0);  // 3 steps in 30 ms: shorter than a sample
+  mc.advance(0.5);        // the run's tear-down: not the loop's time
+  EXPECT_TRUE(fps.flush());
+  EXPECT_DOUBLE_EQ(fps.fps_per_env(), 100.0);
+  EXPECT_FALSE(fps.flush());  // the sample is complete
 }

@@ -455,3 +455,29 @@ TEST(StageTable, ASharesIsOfAllTheWindowsStepTime) {
   EXPECT_NE(table.find("* ran in fewer steps than the 10 in the window"), std::string::npos)
       << table;
 }
+
+TEST(StepProfiler, ResetStatsForgetsTheWarmUp) {
+  // Three slow warm-up steps with an inner stage (as a capture), then five fast steps without it.
+  ManualClock mc;
+  ProfilingOptions o = quiet();
+  o.stats_window = 64;
+  StepProfiler prof(o, 0, mc.clock());
+  for (int i = 0; i < 3; ++i) {
+    auto step = prof.step();
+    auto s = prof.stage("physics");
+    mc.advance(0.010);
+  }
+  prof.reset_stats();
+  EXPECT_EQ(prof.stats("step").count, 0u);
+  EXPECT_EQ(prof.stats("physics").count, 0u);  // the last warm-up step's pending total too
+  for (int i = 0; i < 5; ++i) {
+    auto step = prof.step();
+    mc.advance(0.001);
+  }
+  EXPECT_EQ(prof.stats("step").count, 5u);
+  EXPECT_NEAR(prof.stats("step").mean, 0.001, 1e-12);
+  EXPECT_EQ(prof.stats("physics").count, 0u);
+  EXPECT_DOUBLE_EQ(prof.timings().at("step"), 0.001);  // timings() is not the statistics
+  const std::string table = simprof::stage_table(prof);
+  EXPECT_EQ(table.find("physics"), std::string::npos) << table;
+}

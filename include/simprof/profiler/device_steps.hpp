@@ -53,7 +53,9 @@ class DeviceSteps {
   const DeviceStep& latest() const noexcept { return latest_; }
   std::uint64_t steps() const noexcept { return added_; }
   std::uint64_t missed() const noexcept { return missed_; }
-  /// Means over the completed steps (step) and over the periods taken (period); NaN when none.
+  std::uint64_t completed() const noexcept { return completed_; }
+  /// Means over the completed steps whose span was timed (step) and over the periods taken
+  /// (period); NaN when none.
   double mean_step_s() const noexcept;
   double mean_period_s() const noexcept;
   std::uint64_t periods() const noexcept { return periods_; }
@@ -66,7 +68,7 @@ class DeviceSteps {
   bool clock_valid_ = false;  // end_ns is on a running clock that began at an earlier step
   double clock_ns_ = 0;
   DeviceStep latest_;
-  std::uint64_t added_ = 0, missed_ = 0, completed_ = 0, periods_ = 0;
+  std::uint64_t added_ = 0, missed_ = 0, completed_ = 0, periods_ = 0, spans_ = 0;
   double step_sum_ = 0, period_sum_ = 0;
 };
 

@@ -11,8 +11,14 @@
 // including the user's code between steps. Exact rules:
 //   * the first tick only starts the clock;
 //   * ticks are counted into a sample until at least `interval` has passed since it began; then
-//     sample_fps = ticks / sample_duration, ema = alpha * ema + (1 - alpha) * sample_fps (the first
-//     sample seeds it), one line is emitted and a new sample starts at that tick;
+//     sample_fps = ticks / sample_duration and the rate is the debiased, time-weighted EMA of the
+//     samples: with f = sample_duration / interval (1 for a full sample, less for the tail that
+//     flush() completes),
+//       sum = alpha^f * sum + (1 - alpha) * f * sample_fps,  weight = alpha^f * weight + (1 -
+//       alpha) * f, rate = sum / weight   (both start at 0: the first sample is the rate, and no
+//       sample keeps
+//     more than its alpha^age share, as the first would in an EMA seeded with it);
+//     one line is emitted and a new sample starts at that tick;
 //   * restart() drops the sample in progress; the next tick starts the clock again;
 //   * flush() completes the sample in progress early (the end of a run shorter than a sample).
 // Formatting happens once per sample, never per tick.
@@ -78,6 +84,7 @@ class FpsTracker {
       return false;
     }
     ++steps_;
+    last_tick_ = now;
     if (SIMPROF_LIKELY(now - sample_start_ < interval_ticks_)) return false;
     complete_sample(now);
     return true;
@@ -87,9 +94,15 @@ class FpsTracker {
     started_ = false;
     steps_ = 0;
   }
+  /// Forgets the rate too (NaN again; num_samples() 0): the next completed sample starts the EMA
+  /// afresh. Call it after a warm-up, whose slow first steps would otherwise weigh on the smoothed
+  /// value for many samples.
+  void reset() noexcept;
   /// Completes the sample in progress at `now` when it counted a step since it began: a run
   /// shorter than a sample still gets its rate. Returns whether a sample completed.
   bool flush(std::int64_t now);
+  /// flush() at the latest tick: the end of the last step counted (the end of a run).
+  bool flush() { return flush(last_tick_); }
 
   /// From now on ticks are device nanoseconds, given by a GPU backend; drops the sample in
   /// progress. use_host_clock() goes back to the clock given at construction.
@@ -132,8 +145,10 @@ class FpsTracker {
   bool started_ = false;
   std::int64_t sample_start_ = 0;
   std::uint64_t steps_ = 0;
+  std::int64_t last_tick_ = 0;
   std::uint64_t samples_ = 0;
   double ema_;
+  double weighted_ = 0, weights_ = 0;  // the debiased EMA's sums
   FpsSample last_{};
   std::atomic<bool> show_{true};
   std::shared_ptr<spdlog::logger> logger_;

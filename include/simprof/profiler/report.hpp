@@ -10,7 +10,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "simprof/base/stats.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 
 namespace simprof {
@@ -33,6 +35,20 @@ void for_each_stage_row(const StepProfiler& prof, F&& f) {
 
 /// The stage's name indented two spaces per level, for report tables.
 std::string stage_label(const StepProfiler& prof, StageId id, int depth);
+
+/// One row of stage_table(), for writers of other formats (JSON, CSV).
+struct StageRow {
+  StageId id = kNoStage;
+  std::string name;
+  int depth = 0;         ///< nesting level: 0 for top-level stages, "step" and "period"
+  LatencyStats stats;    ///< of the stage's totals per step, over the stats window (seconds)
+  double share = 0;      ///< percent of all the window's step time (period: of the same)
+  bool partial = false;  ///< ran in fewer of the window's steps than "step" did (not period)
+};
+
+/// stage_table()'s rows: the stages that ran in the stats window, in table order. Needs
+/// stats_window > 0 (std::invalid_argument otherwise).
+std::vector<StageRow> stage_rows(const StepProfiler& prof);
 
 /// One row per stage that ran in the stats window, children indented under their parent, then
 /// "step" and "period": mean, sd, p50, p95 and p99 in microseconds, the stage's share of all the

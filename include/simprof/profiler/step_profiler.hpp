@@ -224,6 +224,9 @@ class StepProfiler {
   /// Latency statistics of a stage over the latest options().stats_window steps that ran it (and
   /// were published). Throws std::invalid_argument for an unknown stage or when stats_window is 0.
   LatencyStats stats(std::string_view stage) const;
+  /// The statistics (stats(), history(), histogram(), stage_table()) forget every step so far, the
+  /// one in progress included: call it after a warm-up. timings() and the FPS line are unchanged.
+  void reset_stats() noexcept;
   /// The samples behind stats(), oldest first, in seconds.
   std::vector<double> history(std::string_view stage) const;
   std::string histogram(std::string_view stage, const HistogramOptions& options = {}) const;
@@ -303,7 +306,7 @@ class StepProfiler {
         s.window.push(s.accum);
         s.window_sum += s.accum;
       }
-      s.history.push(s.accum);
+      if (s.ran_in > stats_from_) s.history.push(s.accum);
     }
   }
   SIMPROF_FORCE_INLINE void close_stage(StageId id, std::int64_t t) noexcept {
@@ -343,6 +346,7 @@ class StepProfiler {
   bool have_prev_ = false;
   std::uint64_t serial_ = 0;            // steps begun; the current step's serial while in a step
   std::uint64_t published_ = 0;         // steps published
+  std::uint64_t stats_from_ = 0;        // steps with serials up to this one left stats (reset)
   std::uint64_t published_serial_ = 0;  // serial of the step timings() shows; 0: none (empty map)
   bool tracking_ = false;               // window or history rings on
   std::int64_t step_start_ = 0;
