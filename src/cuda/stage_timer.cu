@@ -15,6 +15,8 @@
 #include "simprof/base/log.hpp"
 #include "simprof/cuda/device_clock.cuh"
 #include "simprof/cuda/error.hpp"
+#include "simprof/cuda/graphs/instrumentation.hpp"
+#include "simprof/cuda/handle.hpp"
 #include "simprof/profiler/report.hpp"
 
 namespace simprof::cuda {
@@ -51,13 +53,17 @@ struct StampArgs {
   int kind[kPerNode];
 };
 
-// The stamp nodes of the capture in progress, so boundaries with no work between them share one.
+// Where the stamps of the capture in progress go: after which captured nodes, with what entries.
+// Boundaries with no work between them (the same dependencies) share one stamp. The captured graph
+// itself is never touched: the stamps are added to a copy (instrumented_copy).
 struct CaptureStamps {
+  struct Stamp {
+    std::vector<cudaGraphNode_t> deps;
+    StampArgs args;
+  };
   unsigned long long id = 0;
-  cudaGraphNode_t begin = nullptr;
-  cudaGraphNode_t last = nullptr;
-  StampArgs last_args{};
-  std::vector<cudaGraphNode_t> last_deps;
+  cudaGraph_t graph = nullptr;
+  std::vector<Stamp> stamps;
 };
 
 }  // namespace detail
@@ -93,6 +99,16 @@ __global__ void stamp_kernel(detail::StampArgs a) {
       r.entries[e] = detail::StampEntry{a.stage[i], a.kind[i], t};
     else
       atomicAdd(&r.overflow, 1u);
+  }
+}
+
+// The eager stamps' own cost: consecutive one-thread kernels queued back to back, each taking the
+// global timer when it starts.
+__global__ void calibrate_kernel(unsigned long long* out, int i) { out[i] = global_timer_ns(); }
+
+__global__ void hold_kernel(unsigned long long ns) {
+  const unsigned long long t0 = global_timer_ns();
+  while (global_timer_ns() - t0 < ns) {
   }
 }
 
@@ -142,16 +158,36 @@ WriteValue32 write_value32() {
 }
 
 std::size_t checked_ring(const DeviceStageTimerOptions& o) {
-  const std::size_t least = std::max<std::size_t>(2, static_cast<std::size_t>(o.max_in_flight) + 2);
+  if (o.sample_every < 1)
+    throw std::invalid_argument(fmt::format(
+        "simprof: DeviceStageTimerOptions.sample_every = {} (expected >= 1)", o.sample_every));
+  // Paced, the pacer's times of a step arrive up to max_in_flight + mark_every (2) steps late.
+  const std::size_t least =
+      o.max_in_flight > 0 ? static_cast<std::size_t>(o.max_in_flight) + 4 : std::size_t{2};
   if (o.max_in_flight < 0 || o.ring < least)
     throw std::invalid_argument(
         fmt::format("simprof: DeviceStageTimerOptions ring = {} with max_in_flight = {} (expected "
-                    "max_in_flight >= 0 and ring >= max(2, max_in_flight + 2))",
+                    "max_in_flight >= 0 and ring >= max_in_flight + 4, or 2 unpaced)",
                     o.ring, o.max_in_flight));
   return o.ring;
 }
 
 }  // namespace
+
+// What GraphCache sees of the timer: which nodes to strip, which executable a step runs.
+class DeviceStageTimer::Hook : public GraphInstrumentation {
+ public:
+  explicit Hook(DeviceStageTimer* t) : timer_(t) {}
+  void capture_begins() noexcept override { timer_->capturing_ = true; }
+  void capture_ends() noexcept override { timer_->capturing_ = false; }
+  cudaGraph_t instrumented_copy(cudaGraph_t graph) noexcept override {
+    return timer_->instrumented_copy(graph);
+  }
+  bool instrumented_launch() const noexcept override { return !timer_->skip_; }
+
+ private:
+  DeviceStageTimer* timer_;
+};
 
 DeviceStageTimer::DeviceStageTimer(StepProfiler& prof, cudaStream_t stream,
                                    DeviceStageTimerOptions options)
@@ -163,7 +199,10 @@ DeviceStageTimer::DeviceStageTimer(StepProfiler& prof, cudaStream_t stream,
       records_(options.ring),
       step_index_(1),
       capture_(std::make_unique<detail::CaptureStamps>()),
+      hook_(std::make_shared<Hook>(this)),
+      stamped_(options.ring, 0),
       published_(options.ring, 0),
+      eager_(options.ring, 0),
       completed_(options.ring, 0),
       device_(options.ring),
       have_device_(options.ring, 0),
@@ -175,25 +214,53 @@ DeviceStageTimer::DeviceStageTimer(StepProfiler& prof, cudaStream_t stream,
   SIMPROF_CUDA_CHECK(cudaMemset(records_.data(), 0, records_.bytes()));
   SIMPROF_CUDA_CHECK(cudaMemset(step_index_.data(), 0xff, step_index_.bytes()));  // kNotTimed
   order_.reserve(kMaxStamps);
+  calibrate();
   if (options_.max_in_flight > 0) {
     StepPacerOptions po;
     po.max_in_flight = options_.max_in_flight;
     po.fps_from_device = options_.fps_from_device;
+    // Spans on every sampled step (its share's denominator) and one unsampled step between two.
+    po.span_every = std::max(1, options_.sample_every / 2);
     pacer_.emplace(prof, stream, po);  // registered before this timer: it waits first
     pacer_->set_on_step([this](const DeviceStep& d) { device_step(d); });
   }
+  register_graph_instrumentation(stream_, hook_);
   prof_.add_listener(this);  // last: nothing below can throw once the profiler calls us
+}
+
+void DeviceStageTimer::calibrate() {
+  // 65 stamps queued behind a 2 ms hold (which also brings the SM clock up): the median gap between
+  // two consecutive starts is what one eager stamp adds to a stage it sits in.
+  constexpr int kN = 65;
+  DeviceBuffer<unsigned long long> t(kN);
+  hold_kernel<<<1, 1, 0, stream_>>>(2'000'000ull);
+  for (int i = 0; i < kN; ++i) calibrate_kernel<<<1, 1, 0, stream_>>>(t.data(), i);
+  SIMPROF_CUDA_CHECK_LAUNCH("calibrate_kernel");
+  unsigned long long h[kN] = {};
+  t.copy_to_host(h, kN, stream_);
+  SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  double gaps[kN - 1];
+  for (int i = 0; i + 1 < kN; ++i) gaps[i] = static_cast<double>(h[i + 1] - h[i]);
+  std::nth_element(gaps, gaps + (kN - 1) / 2, gaps + (kN - 1));
+  eager_stamp_ns_ = gaps[(kN - 1) / 2];
 }
 
 DeviceStageTimer::~DeviceStageTimer() {
   prof_.remove_listener(this);
+  unregister_graph_instrumentation(stream_, hook_.get());
   // Stamps and publications may still be in flight; errors are not thrown here.
   cudaStreamSynchronize(stream_);
   cudaStreamSynchronize(side_.get());
 }
 
 void DeviceStageTimer::set_stream(cudaStream_t stream) noexcept {
+  unregister_graph_instrumentation(stream_, hook_.get());
   stream_ = stream;
+  try {
+    register_graph_instrumentation(stream_, hook_);
+  } catch (...) {
+    report("registering with GraphCache (out of memory)", cudaErrorMemoryAllocation);
+  }
   if (pacer_) pacer_->set_stream(stream);
 }
 
@@ -207,11 +274,16 @@ void DeviceStageTimer::report(const char* what, cudaError_t e) noexcept {
 }
 
 void DeviceStageTimer::on_step_begin(std::uint64_t step, std::int64_t) {
+  began_eagerly_ = false;
+  const bool sampled = step % static_cast<std::uint64_t>(options_.sample_every) == 0;
+  stamped_[step % options_.ring] = 0;
+  skip_ = true;
+  if (!sampled) return;
   if (ended_ - next_read_ >= options_.ring) poll();
   // Without pacing the GPU can fall a whole ring behind: leave this step untimed rather than wait.
   skip_ = ended_ - next_read_ >= options_.ring;
   if (skip_) ++dropped_;
-  began_eagerly_ = false;
+  stamped_[step % options_.ring] = !skip_;
   // The step's index, written by the stream itself before the step's work: every stamp of the step,
   // eager or inside a replayed graph, finds its record through it.
   const auto value = skip_ ? kNotTimed : static_cast<unsigned>(step);
@@ -220,15 +292,13 @@ void DeviceStageTimer::on_step_begin(std::uint64_t step, std::int64_t) {
   if (r != CUDA_SUCCESS) report("cuStreamWriteValue32", cudaErrorUnknown);
 }
 
-void DeviceStageTimer::on_stage_begin(StageId id, std::int64_t) {
-  if (!skip_) boundary(id, kStageBegin);
-}
+void DeviceStageTimer::on_stage_begin(StageId id, std::int64_t) { boundary(id, kStageBegin); }
 
-void DeviceStageTimer::on_stage_end(StageId id, std::int64_t) {
-  if (!skip_) boundary(id, kStageEnd);
-}
+void DeviceStageTimer::on_stage_end(StageId id, std::int64_t) { boundary(id, kStageEnd); }
 
 void DeviceStageTimer::boundary(StageId stage, int kind) noexcept {
+  // An unsampled step outside GraphCache's captures: nothing to do, not even a query.
+  if (skip_ && !capturing_) return;
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   unsigned long long id = 0;
   cudaGraph_t graph = nullptr;
@@ -250,7 +320,8 @@ void DeviceStageTimer::boundary(StageId stage, int kind) noexcept {
   a.stage[0] = static_cast<int>(stage);
   a.kind[0] = kind;
   if (status != cudaStreamCaptureStatusActive) {
-    // Eager: on the stream, in order.
+    // Eager: on the stream, in order, in sampled steps only.
+    if (skip_) return;
     if (!began_eagerly_) {
       begin_kernel<<<1, 1, 0, stream_>>>(a.recs, a.step, a.ring);
       began_eagerly_ = true;
@@ -259,50 +330,94 @@ void DeviceStageTimer::boundary(StageId stage, int kind) noexcept {
     if ((e = cudaGetLastError()) != cudaSuccess) report("a timestamp launch", e);
     return;
   }
-  // Captured: a leaf node after the work captured so far; nothing waits for it.
+  // Captured: noted for the instrumented copy, as a leaf after the work captured so far. A capture
+  // is noted whether or not its step is sampled: the copy serves the sampled steps to come.
   detail::CaptureStamps& c = *capture_;
+  try {
+    if (c.id != id) {
+      c = detail::CaptureStamps{};
+      c.id = id;
+      c.graph = graph;
+    }
+    if (!c.stamps.empty()) {
+      detail::CaptureStamps::Stamp& last = c.stamps.back();
+      if (last.args.n < detail::kPerNode && last.deps.size() == n_deps &&
+          std::equal(deps, deps + n_deps, last.deps.begin())) {
+        // No work since the last stamp: the same instant, one more entry.
+        last.args.stage[last.args.n] = a.stage[0];
+        last.args.kind[last.args.n] = kind;
+        ++last.args.n;
+        return;
+      }
+    }
+    c.stamps.push_back({std::vector<cudaGraphNode_t>(deps, deps + n_deps), a});
+  } catch (...) {
+    c = detail::CaptureStamps{};  // out of memory: this capture gets no stamps
+    report("noting a stamp (out of memory)", cudaErrorMemoryAllocation);
+  }
+}
+
+cudaGraph_t DeviceStageTimer::instrumented_copy(cudaGraph_t graph) noexcept {
+  detail::CaptureStamps& c = *capture_;
+  if (graph == nullptr || c.graph != graph || c.stamps.empty()) return nullptr;
+  GraphHandle copy;
+  cudaError_t e = cudaGraphClone(copy.out(), graph);
+  if (e != cudaSuccess) {
+    report("cudaGraphClone", e);
+    return nullptr;
+  }
   cudaKernelNodeParams p{};
   p.gridDim = dim3(1);
   p.blockDim = dim3(1);
-  if (c.id != id) {
-    c = detail::CaptureStamps{};
-    c.id = id;
-    void* args[] = {&a.recs, &a.step, &a.ring};
-    p.func = reinterpret_cast<void*>(&begin_kernel);
-    p.kernelParams = args;
-    if ((e = cudaGraphAddKernelNode(&c.begin, graph, nullptr, 0, &p)) != cudaSuccess)
-      return report("cudaGraphAddKernelNode", e);
+  detail::StepRecord* recs = records_.data();
+  const unsigned* step = step_index_.data();
+  unsigned ring = static_cast<unsigned>(options_.ring);
+  void* begin_args[] = {&recs, &step, &ring};
+  p.func = reinterpret_cast<void*>(&begin_kernel);
+  p.kernelParams = begin_args;
+  cudaGraphNode_t begin = nullptr;
+  if ((e = cudaGraphAddKernelNode(&begin, copy.get(), nullptr, 0, &p)) != cudaSuccess) {
+    report("cudaGraphAddKernelNode", e);
+    return nullptr;
   }
-  std::vector<cudaGraphNode_t> now(deps, deps + n_deps);
-  if (c.last != nullptr && now == c.last_deps && c.last_args.n < detail::kPerNode) {
-    // No work since the last stamp: the same instant, one node more entries.
-    c.last_args.stage[c.last_args.n] = a.stage[0];
-    c.last_args.kind[c.last_args.n] = kind;
-    ++c.last_args.n;
-    void* args[] = {&c.last_args};
-    p.func = reinterpret_cast<void*>(&stamp_kernel);
-    p.kernelParams = args;
-    if ((e = cudaGraphKernelNodeSetParams(c.last, &p)) != cudaSuccess)
-      report("cudaGraphKernelNodeSetParams", e);
-    return;
+  try {
+    std::vector<cudaGraphNode_t> deps;
+    for (detail::CaptureStamps::Stamp& s : c.stamps) {
+      deps.clear();
+      for (const cudaGraphNode_t d : s.deps) {
+        cudaGraphNode_t mine = nullptr;
+        if ((e = cudaGraphNodeFindInClone(&mine, d, copy.get())) != cudaSuccess) {
+          report("cudaGraphNodeFindInClone", e);
+          return nullptr;
+        }
+        deps.push_back(mine);
+      }
+      deps.push_back(begin);
+      void* args[] = {&s.args};
+      p.func = reinterpret_cast<void*>(&stamp_kernel);
+      p.kernelParams = args;
+      cudaGraphNode_t node = nullptr;
+      if ((e = cudaGraphAddKernelNode(&node, copy.get(), deps.data(), deps.size(), &p)) !=
+          cudaSuccess) {
+        report("cudaGraphAddKernelNode", e);
+        return nullptr;
+      }
+    }
+  } catch (...) {
+    report("instrumenting a graph (out of memory)", cudaErrorMemoryAllocation);
+    return nullptr;
   }
-  std::vector<cudaGraphNode_t> after = now;
-  after.push_back(c.begin);
-  void* args[] = {&a};
-  p.func = reinterpret_cast<void*>(&stamp_kernel);
-  p.kernelParams = args;
-  if ((e = cudaGraphAddKernelNode(&c.last, graph, after.data(), after.size(), &p)) != cudaSuccess)
-    return report("cudaGraphAddKernelNode", e);
-  c.last_args = a;
-  c.last_deps = std::move(now);
+  c = detail::CaptureStamps{};
+  return copy.release();
 }
 
 void DeviceStageTimer::on_step_end(std::uint64_t step, std::int64_t, StepOutcome outcome) {
   const std::size_t slot = step % options_.ring;
   ended_ = step + 1;
-  published_[slot] = 0;
-  completed_[slot] = outcome == StepOutcome::kCompleted;
+  // An unstamped step leaves the slot alone: it may still hold an unread step's publication.
   if (skip_) return;
+  completed_[slot] = outcome == StepOutcome::kCompleted;
+  eager_[slot] = began_eagerly_;
   // On the timer's stream once the step's work is done: off the path of the next step.
   cudaError_t e = cudaEventRecord(step_done_.get(), stream_);
   if (e == cudaSuccess) e = cudaStreamWaitEvent(side_.get(), step_done_.get(), 0);
@@ -310,19 +425,33 @@ void DeviceStageTimer::on_step_end(std::uint64_t step, std::int64_t, StepOutcome
   publish_kernel<<<1, kPublishThreads, 0, side_.get()>>>(
       records_.data(), mirror_view_, static_cast<unsigned>(options_.ring), step);
   if ((e = cudaGetLastError()) != cudaSuccess) return report("the publish launch", e);
-  published_[slot] = 1;
+  published_[slot] = step + 1;
   poll();
 }
 
 void DeviceStageTimer::device_step(const DeviceStep& d) {
-  device_[d.step % options_.ring] = d;
-  have_device_[d.step % options_.ring] = 1;
+  const std::size_t slot = d.step % options_.ring;
+  if (stamped_[slot]) {  // joined with the step's stamps
+    device_[slot] = d;
+    have_device_[slot] = 1;
+    return;
+  }
+  if (!d.completed) return;
+  // The loop as it runs without stamps.
+  if (std::isfinite(d.step_s)) {
+    loop_sum_[0] += d.step_s;
+    ++loop_count_[0];
+  }
+  if (std::isfinite(d.period_s)) {
+    loop_sum_[1] += d.period_s;
+    ++loop_count_[1];
+  }
 }
 
 void DeviceStageTimer::poll() noexcept {
   while (next_read_ < ended_) {
     const std::size_t slot = next_read_ % options_.ring;
-    if (!published_[slot]) {  // untimed: nothing to wait for
+    if (published_[slot] != next_read_ + 1) {  // not stamped: nothing to wait for
       have_prev_ = false;
       ++next_read_;
       continue;
@@ -365,6 +494,7 @@ void DeviceStageTimer::join(const StepRecord& r, std::uint64_t step) {
   if (open_.size() < n) {
     open_.resize(n, 0);
     open_at_.resize(n, 0);
+    open_idx_.resize(n, 0);
     sums_.resize(n, 0.0);
     counts_.resize(n, 0);
   }
@@ -376,6 +506,7 @@ void DeviceStageTimer::join(const StepRecord& r, std::uint64_t step) {
   std::sort(order_.begin(), order_.end(), [&](unsigned a, unsigned b) {
     return r.entries[a].t != r.entries[b].t ? r.entries[a].t < r.entries[b].t : a < b;
   });
+  const bool eager = eager_[slot] != 0;
   for (const unsigned i : order_) {
     const detail::StampEntry& e = r.entries[i];
     const auto id = static_cast<StageId>(e.stage);
@@ -383,9 +514,17 @@ void DeviceStageTimer::join(const StepRecord& r, std::uint64_t step) {
     if (e.kind == kStageBegin) {
       open_[id] = 1;
       open_at_[id] = static_cast<std::int64_t>(e.t);
+      open_idx_[id] = i;
     } else if (open_[id]) {
       open_[id] = 0;
-      const double d = static_cast<double>(static_cast<std::int64_t>(e.t) - open_at_[id]) * 1e-9;
+      // Eager stamps sit on the stream, each one adding eager_stamp_ns_ to the stages around it:
+      // the stamps from the stage's begin (included) to its end (excluded) are taken out. (One
+      // entry per eager stamp, reserved in stream order.)
+      const double stamps = eager ? static_cast<double>(i - open_idx_[id]) : 0.0;
+      const double d =
+          std::max(0.0, (static_cast<double>(static_cast<std::int64_t>(e.t) - open_at_[id]) -
+                         stamps * eager_stamp_ns_) *
+                            1e-9);
       scratch_.add(id, d);
       // The host's rule: a child's time also counts into each parent that is not open around it.
       for (StageId p = prof_.stage_parent(id); p != kNoStage && !open_[p];
@@ -414,29 +553,52 @@ void DeviceStageTimer::join(const StepRecord& r, std::uint64_t step) {
 
 double DeviceStageTimer::mean(std::string_view stage) const {
   const StageId id = prof_.find_stage(stage);
+  if (id == kStepStage || id == kPeriodStage) {
+    const int k = id == kStepStage ? 0 : 1;
+    if (loop_count_[k]) return loop_sum_[k] / static_cast<double>(loop_count_[k]);
+  }
+  return sampled_mean(stage);
+}
+
+double DeviceStageTimer::sampled_mean(std::string_view stage) const {
+  const StageId id = prof_.find_stage(stage);
   if (id == kNoStage || id >= counts_.size() || counts_[id] == 0)
     return std::numeric_limits<double>::quiet_NaN();
   return sums_[id] / static_cast<double>(counts_[id]);
+}
+
+std::vector<DeviceStageRow> device_stage_rows(const StepProfiler& prof,
+                                              const DeviceStageTimer& dev) {
+  std::vector<DeviceStageRow> rows;
+  const double dev_step = dev.sampled_mean("step");
+  for_each_stage_row(prof, [&](StageId id, int depth) {
+    DeviceStageRow r;
+    r.device_mean_s = dev.mean(prof.stage_name(id));
+    if (std::isnan(r.device_mean_s)) return;
+    r.id = id;
+    r.name = std::string(prof.stage_name(id));
+    r.depth = depth;
+    if (prof.options().stats_window > 0) {
+      const auto s = prof.stats(r.name);
+      if (s.count) r.host_mean_s = s.mean;
+    }
+    const double sampled = dev.sampled_mean(r.name);
+    r.device_share = dev_step > 0 && std::isfinite(sampled) ? 100.0 * sampled / dev_step : 0.0;
+    rows.push_back(std::move(r));
+  });
+  return rows;
 }
 
 std::string device_stage_table(const StepProfiler& prof, const DeviceStageTimer& dev) {
   fmt::memory_buffer out;
   fmt::format_to(std::back_inserter(out), "{:<28} {:>12} {:>12} {:>8}\n", "stage", "host mean us",
                  "device us", "dev share");
-  const double dev_step = dev.mean("step");
-  for_each_stage_row(prof, [&](StageId id, int depth) {
-    const std::string_view name = prof.stage_name(id);
-    const double dv = dev.mean(name);
-    if (std::isnan(dv)) return;
-    std::string host = "-";
-    if (prof.options().stats_window > 0) {
-      const auto s = prof.stats(name);
-      if (s.count) host = fmt::format("{:.1f}", s.mean * 1e6);
-    }
+  for (const DeviceStageRow& r : device_stage_rows(prof, dev)) {
+    const std::string host =
+        std::isnan(r.host_mean_s) ? std::string("-") : fmt::format("{:.1f}", r.host_mean_s * 1e6);
     fmt::format_to(std::back_inserter(out), "{:<28} {:>12} {:>12.1f} {:>7.1f}%\n",
-                   stage_label(prof, id, depth), host, dv * 1e6,
-                   dev_step > 0 ? 100.0 * dv / dev_step : 0.0);
-  });
+                   stage_label(prof, r.id, r.depth), host, r.device_mean_s * 1e6, r.device_share);
+  }
   return fmt::to_string(out);
 }
 

@@ -15,11 +15,17 @@ namespace simprof::cuda {
 
 namespace {
 
-int checked(int max_in_flight) {
-  if (max_in_flight < 1)
+int checked(const StepPacerOptions& o) {
+  if (o.max_in_flight < 1)
+    throw std::invalid_argument(fmt::format(
+        "simprof: StepPacerOptions.max_in_flight = {} (expected >= 1)", o.max_in_flight));
+  if (o.mark_every < 1)
     throw std::invalid_argument(
-        fmt::format("simprof: StepPacerOptions.max_in_flight = {} (expected >= 1)", max_in_flight));
-  return max_in_flight;
+        fmt::format("simprof: StepPacerOptions.mark_every = {} (expected >= 1)", o.mark_every));
+  if (o.span_every < 0)
+    throw std::invalid_argument(fmt::format(
+        "simprof: StepPacerOptions.span_every = {} (expected >= 0; 0: no spans)", o.span_every));
+  return o.max_in_flight;
 }
 
 double elapsed_s(const Event& from, const Event& to) {
@@ -37,7 +43,8 @@ StepPacer::StepPacer(StepProfiler& prof, cudaStream_t stream, StepPacerOptions o
     : prof_(prof),
       stream_(stream),
       options_(options),
-      ring_(static_cast<std::size_t>(checked(options.max_in_flight)) + 2),
+      ring_(static_cast<std::size_t>(checked(options)) +
+            static_cast<std::size_t>(options.mark_every) + 2),
       steps_(prof, options.fps_from_device) {
   prof_.add_listener(this);  // last: nothing below can throw once the profiler calls us
 }
@@ -54,35 +61,53 @@ void StepPacer::report(const char* call, cudaError_t e) noexcept {
   }
 }
 
-void StepPacer::on_step_begin(std::uint64_t, std::int64_t) {
+void StepPacer::on_step_begin(std::uint64_t step, std::int64_t) {
   const auto n = static_cast<std::uint64_t>(options_.max_in_flight);
+  const auto m = static_cast<std::uint64_t>(options_.mark_every);
   if (recorded_ >= n) {
-    // The step max_in_flight before this one must have ended on the GPU.
-    const Slot& oldest = ring_[(recorded_ - n) % ring_.size()];
-    if (cudaEventQuery(oldest.end.get()) == cudaErrorNotReady) {
-      const auto t0 = std::chrono::steady_clock::now();
-      if (const cudaError_t e = cudaEventSynchronize(oldest.end.get()); e != cudaSuccess)
-        report("cudaEventSynchronize", e);
-      counters_.wait_s +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      ++counters_.waits;
+    // The step max_in_flight before this one must have ended on the GPU: the latest marked step at
+    // or before it (at most mark_every - 1 earlier) is waited for, unless it was taken in already.
+    for (std::uint64_t j = recorded_ - n + 1; j-- > taken_ && j + m > recorded_ - n;) {
+      const Slot& s = slot(j);
+      if (!s.marked) continue;
+      if (cudaEventQuery(s.end.get()) == cudaErrorNotReady) {
+        const auto t0 = std::chrono::steady_clock::now();
+        if (const cudaError_t e = cudaEventSynchronize(s.end.get()); e != cudaSuccess)
+          report("cudaEventSynchronize", e);
+        counters_.wait_s +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        ++counters_.waits;
+      }
+      break;
     }
   }
   take_in(false);
-  const std::uint64_t ahead = recorded_ - taken_;
-  if (ahead > counters_.most_ahead) counters_.most_ahead = ahead;
-  Slot& s = ring_[recorded_ % ring_.size()];
-  if (const cudaError_t e = cudaEventRecord(s.begin.get(), stream_); e != cudaSuccess)
-    report("cudaEventRecord", e);
+  const std::uint64_t in_flight = recorded_ - taken_ + 1;  // with this one
+  if (in_flight > counters_.most_in_flight) counters_.most_in_flight = in_flight;
+  Slot& s = slot(recorded_);
+  s.marked = false;
+  s.spanned =
+      options_.span_every > 0 && step % static_cast<std::uint64_t>(options_.span_every) == 0;
+  if (s.spanned) {
+    if (const cudaError_t e = cudaEventRecord(s.begin.get(), stream_); e != cudaSuccess) {
+      report("cudaEventRecord", e);
+      s.spanned = false;
+    }
+  }
   open_ = true;
 }
 
 void StepPacer::on_step_end(std::uint64_t step, std::int64_t, StepOutcome outcome) {
   if (!open_) return;
   open_ = false;
-  Slot& s = ring_[recorded_ % ring_.size()];
-  if (const cudaError_t e = cudaEventRecord(s.end.get(), stream_); e != cudaSuccess)
-    report("cudaEventRecord", e);
+  Slot& s = slot(recorded_);
+  const auto m = static_cast<std::uint64_t>(options_.mark_every);
+  if (s.spanned || recorded_ % m == m - 1) {
+    if (const cudaError_t e = cudaEventRecord(s.end.get(), stream_); e == cudaSuccess)
+      s.marked = true;
+    else
+      report("cudaEventRecord", e);
+  }
   s.step = step;
   s.completed = outcome == StepOutcome::kCompleted;
   ++recorded_;
@@ -91,29 +116,48 @@ void StepPacer::on_step_end(std::uint64_t step, std::int64_t, StepOutcome outcom
 
 void StepPacer::take_in(bool wait) noexcept {
   while (taken_ < recorded_) {
-    const Slot& s = ring_[taken_ % ring_.size()];
-    const cudaError_t q = wait ? cudaEventSynchronize(s.end.get()) : cudaEventQuery(s.end.get());
+    // The next marked step; the steps before it end with it.
+    std::uint64_t j = taken_;
+    while (j < recorded_ && !slot(j).marked) ++j;
+    if (j == recorded_) return;
+    const Slot& mark = slot(j);
+    const cudaError_t q =
+        wait ? cudaEventSynchronize(mark.end.get()) : cudaEventQuery(mark.end.get());
     if (q == cudaErrorNotReady) return;
     if (q != cudaSuccess) {
       report(wait ? "cudaEventSynchronize" : "cudaEventQuery", q);
       return;
     }
-    const double since =
-        taken_ > 0 ? elapsed_s(ring_[(taken_ - 1) % ring_.size()].end, s.end) : DeviceStep::kNone;
-    try {
-      const DeviceStep& d = steps_.add(s.step, s.completed, elapsed_s(s.begin, s.end), since);
-      if (on_step_) on_step_(d);
-    } catch (const std::exception& e) {
+    // The group's time since the previous mark, shared by its steps.
+    const double since = have_mark_ ? elapsed_s(slot(taken_ - 1).end, mark.end) : DeviceStep::kNone;
+    const double per_step = since / static_cast<double>(j - taken_ + 1);
+    for (; taken_ <= j; ++taken_) {
+      const Slot& s = slot(taken_);
+      // A spanned step is always marked: the last of its group.
+      const double span = s.spanned && taken_ == j ? elapsed_s(s.begin, s.end) : DeviceStep::kNone;
       try {
-        default_logger()->error("simprof: StepPacer: {}", e.what());  // an FPS callback threw
-      } catch (...) {
+        const DeviceStep& d = steps_.add(s.step, s.completed, span, per_step);
+        if (on_step_) on_step_(d);
+      } catch (const std::exception& e) {
+        try {
+          default_logger()->error("simprof: StepPacer: {}", e.what());  // an FPS callback threw
+        } catch (...) {
+        }
       }
     }
-    ++taken_;
+    have_mark_ = true;
   }
 }
 
 void StepPacer::finish() {
+  // The last steps may be unmarked: their end is now, on the stream.
+  if (recorded_ > taken_ && !slot(recorded_ - 1).marked) {
+    Slot& last = slot(recorded_ - 1);
+    if (const cudaError_t e = cudaEventRecord(last.end.get(), stream_); e == cudaSuccess)
+      last.marked = true;
+    else
+      report("cudaEventRecord", e);
+  }
   take_in(true);
   steps_.flush();
 }

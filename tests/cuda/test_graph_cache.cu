@@ -6,9 +6,11 @@
 
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "gpu_test.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
+#include "simprof/cuda/graphs/instrumentation.hpp"
 #include "simprof/cuda/graphs/step_graph.hpp"
 
 using namespace simprof::cuda;
@@ -302,6 +304,97 @@ TEST_F(GraphCacheTest, NoFallbackThrowsTheDiagnosis) {
     EXPECT_NE(std::string(e.what()).find("cudaErrorStreamCapture"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(capturing(stream));
+}
+
+namespace {
+
+__global__ void count_kernel(unsigned* n) { atomicAdd(n, 1u); }
+
+// A measuring tool's contract with GraphCache: while a step is captured it notes where its node
+// goes (after the work so far); it adds a counting node to the copy it is asked for; the captured
+// graph stays as it is; the instrumented executable runs when the tool asks.
+struct CountingTool : GraphInstrumentation {
+  unsigned* counter = nullptr;
+  cudaGraph_t graph = nullptr;
+  std::vector<cudaGraphNode_t> deps;
+  bool sample = false;
+  int captures = 0, copies = 0;
+  bool capturing = false;
+  void capture_begins() noexcept override { capturing = true; }
+  void capture_ends() noexcept override { capturing = false; }
+  void note(cudaStream_t s) {
+    ASSERT_TRUE(capturing);
+    cudaStreamCaptureStatus st{};
+    const cudaGraphNode_t* d = nullptr;
+    std::size_t n = 0;
+    SIMPROF_CUDA_CHECK(cudaStreamGetCaptureInfo(s, &st, nullptr, &graph, &d, nullptr, &n));
+    ASSERT_EQ(st, cudaStreamCaptureStatusActive);
+    deps.assign(d, d + n);
+    ++captures;
+  }
+  cudaGraph_t instrumented_copy(cudaGraph_t g) noexcept override {
+    if (g != graph) return nullptr;
+    ++copies;
+    cudaGraph_t copy = nullptr;
+    if (cudaGraphClone(&copy, g) != cudaSuccess) return nullptr;
+    std::vector<cudaGraphNode_t> mine;
+    for (const auto n : deps) {
+      cudaGraphNode_t c = nullptr;
+      cudaGraphNodeFindInClone(&c, n, copy);
+      mine.push_back(c);
+    }
+    cudaKernelNodeParams p{};
+    void* args[] = {&counter};
+    p.func = reinterpret_cast<void*>(&count_kernel);
+    p.gridDim = dim3(1);
+    p.blockDim = dim3(1);
+    p.kernelParams = args;
+    cudaGraphNode_t node = nullptr;
+    cudaGraphAddKernelNode(&node, copy, mine.data(), mine.size(), &p);
+    return copy;
+  }
+  bool instrumented_launch() const noexcept override { return sample; }
+};
+
+}  // namespace
+
+TEST_F(GraphCacheTest, InstrumentedExecutableRunsOnlyWhenTheToolAsks) {
+  Stream stream;
+  DeviceBuffer<float> x(256);
+  DeviceBuffer<unsigned> counter(1);
+  counter.fill_zero(stream);
+  auto tool = std::make_shared<CountingTool>();
+  tool->counter = counter.data();
+  register_graph_instrumentation(stream, tool);
+  EXPECT_EQ(graph_instrumentation(stream).get(), tool.get());
+  GraphCacheOptions o;
+  o.warmup = 0;
+  GraphCache cache(stream, o);
+  const auto step = [&](cudaStream_t s) {
+    gt::axpb(x.data(), 256, 1.0f, s);
+    if (capturing(s)) tool->note(s);
+  };
+  // Capture (not sampled), then replays: sampled, not, sampled, not, not.
+  const bool sampled[] = {false, true, false, true, false, false};
+  for (const bool on : sampled) {
+    tool->sample = on;
+    cache.run({1}, step);
+  }
+  unsigned h = 0;
+  counter.copy_to_host(&h, 1, stream);
+  stream.synchronize();
+  EXPECT_EQ(tool->captures, 1);
+  EXPECT_EQ(tool->copies, 1);
+  EXPECT_EQ(h, 2u) << "the counting node ran outside the sampled launches";
+  EXPECT_EQ(cache.counters().instrumented_replays, 2u);
+  EXPECT_EQ(cache.counters().replays, 6u);
+  EXPECT_GT(cache.cold_start({1})->instrumented_instantiate_s, 0.0);
+  // A tool that is gone is never asked: the plain graph runs.
+  unregister_graph_instrumentation(stream, tool.get());
+  EXPECT_EQ(graph_instrumentation(stream), nullptr);
+  tool.reset();
+  cache.run({1}, step);
+  EXPECT_EQ(cache.counters().instrumented_replays, 2u);
 }
 
 TEST(CaptureDiagnosis, ClassifiesWithoutAGpu) {

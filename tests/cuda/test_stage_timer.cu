@@ -14,6 +14,12 @@ using simprof::cuda::gputest::GpuTest;
 
 namespace {
 
+DeviceStageTimerOptions every_step() {
+  DeviceStageTimerOptions o;
+  o.sample_every = 1;
+  return o;
+}
+
 simprof::ProfilingOptions quiet() {
   simprof::ProfilingOptions o;
   o.show_fps = false;
@@ -54,7 +60,7 @@ TEST_F(GpuTest, DeviceStageTimesAgreeWithEvents) {
   gt::spin(1000, stream);  // load the kernel's module before timing (lazy loading)
   stream.synchronize();
   simprof::StepProfiler prof(quiet(), 0);
-  DeviceStageTimer dev(prof, stream);
+  DeviceStageTimer dev(prof, stream, every_step());
   Step step(prof);
   for (int i = 0; i < 3; ++i) {
     auto s = prof.step();
@@ -81,7 +87,7 @@ TEST_F(GpuTest, DeviceStageTimesAgreeWithEvents) {
 TEST_F(GpuTest, DeviceStageTimesInsideAReplayedGraph) {
   Stream stream;
   simprof::StepProfiler prof(quiet(), 0);
-  DeviceStageTimer dev(prof, stream);
+  DeviceStageTimer dev(prof, stream, every_step());
   GraphCacheOptions o;
   o.warmup = 1;
   GraphCache cache(stream, o);
@@ -117,7 +123,7 @@ TEST_F(GpuTest, DeviceStageTimesInsideAReplayedGraph) {
 TEST_F(GpuTest, VetoedStepsAreNotPublishedOnTheDevice) {
   Stream stream;
   simprof::StepProfiler prof(quiet(), 0);
-  DeviceStageTimer dev(prof, stream);
+  DeviceStageTimer dev(prof, stream, every_step());
   Step step(prof);
   {
     auto s = prof.step();
@@ -135,7 +141,7 @@ TEST_F(GpuTest, VetoedStepsAreNotPublishedOnTheDevice) {
 TEST_F(GpuTest, AFullRingLeavesStepsUntimedNotWaiting) {
   Stream stream;
   simprof::StepProfiler prof(quiet(), 0);
-  DeviceStageTimerOptions o;
+  DeviceStageTimerOptions o = every_step();
   o.ring = 4;
   o.max_in_flight = 0;  // unpaced: the host runs ahead of the GPU
   DeviceStageTimer dev(prof, stream, o);
@@ -147,4 +153,39 @@ TEST_F(GpuTest, AFullRingLeavesStepsUntimedNotWaiting) {
   dev.synchronize();
   EXPECT_GT(dev.dropped(), 0u);
   EXPECT_EQ(dev.joined() + dev.dropped(), 12u);
+}
+
+TEST_F(GpuTest, OnlySampledStepsRunTheStamps) {
+  // Default options: one step in 16 is stamped; in a replayed graph, the others launch the graph
+  // without stamps. Steps 0-63: the cache warms up (0-2), captures (3) and replays.
+  Stream stream;
+  gt::spin(1000, stream);  // load the kernel's module before timing (lazy loading)
+  stream.synchronize();
+  simprof::StepProfiler prof(quiet(), 0);
+  DeviceStageTimer dev(prof, stream);
+  GraphCache cache(stream);
+  Step step(prof);
+  for (int i = 0; i < 64; ++i) {
+    auto s = prof.step();
+    cache.run({1}, [&](cudaStream_t st) { step.enqueue(st, false); });
+  }
+  dev.synchronize();
+  EXPECT_EQ(dev.joined(), 4u);  // 0 (eager warm-up), 16, 32, 48 (replays)
+  EXPECT_EQ(dev.dropped(), 0u);
+  EXPECT_EQ(cache.counters().instrumented_replays, 3u);
+  EXPECT_EQ(cache.counters().replays, 61u);
+  EXPECT_EQ(dev.device_timings().step(), 48u);
+  EXPECT_NEAR(dev.mean("busy"), 300e-6, 20e-6);
+  EXPECT_NEAR(dev.mean("sensors/Cam"), 100e-6, 15e-6);
+  // Step and period: the loop without stamps (every unsampled step), close to the sum of spins.
+  EXPECT_NEAR(dev.mean("period"), 400e-6, 30e-6);
+  EXPECT_GE(dev.sampled_mean("step"), dev.mean("busy") + dev.mean("sensors/Cam"));
+}
+
+TEST_F(GpuTest, SampleEveryIsValidated) {
+  Stream stream;
+  simprof::StepProfiler prof(quiet(), 0);
+  DeviceStageTimerOptions o;
+  o.sample_every = 0;
+  EXPECT_THROW(DeviceStageTimer(prof, stream, o), std::invalid_argument);
 }

@@ -4,14 +4,16 @@
 // A GPU step loop only enqueues: without a bound the host runs hundreds of steps ahead until the
 // launch queue fills, and everything timed on the host (the FPS line, the loop period) says how
 // fast the host enqueues, not how fast the GPU simulates. Attached to a profiler, the pacer records
-// an event on the engine's stream at every step's start and end (after the step's launches: a
-// replayed graph's end event completes with the graph) and, when a step begins, waits until the
-// step `max_in_flight` before it has ended on the GPU, as game engines bound frames in flight. In
-// steady state the loop then runs at the GPU's rate and the host stays a bounded distance ahead.
+// an event on the engine's stream at the end of every step (every mark_every-th: see the option;
+// after the step's launches, so a replayed graph's end event completes with the graph) and, when a
+// step begins, waits until the step `max_in_flight` before it has ended on the GPU, as game engines
+// bound frames in flight: at most max_in_flight steps are enqueued and unfinished, the new one
+// included (plus mark_every - 1). In steady state the loop then runs at the GPU's rate.
 //
-// The events also time each step on the device: its span (start event to end event) and the time
-// since the step before ended. They go to a DeviceSteps (profiler/device_steps.hpp), which by
-// default feeds the profiler's FPS line from the GPU's step-end times ("GPU clock" in the line).
+// The events also time the steps on the device: the time since the step before ended (every step)
+// and the step's span from a start event (one step in span_every). They go to a DeviceSteps
+// (profiler/device_steps.hpp), which by default feeds the profiler's FPS line from the GPU's
+// step-end times ("GPU clock" in the line).
 //
 /* clang-format off */
 //   simprof::cuda::StepPacer pacer(prof, stream);          // 2 steps in flight, FPS on the GPU clock
@@ -20,8 +22,8 @@
 //   pacer.device_steps().mean_period_s();                   // seconds per step on the GPU
 /* clang-format on */
 //
-// Cost: two event records per step on the stream (no kernel) and, when the GPU is behind, the
-// host waiting for it — which is the point.
+// Cost: an event record every mark_every steps on the stream (and a start event every span_every),
+// no kernel, and, when the GPU is behind, the host waiting for it — which is the point.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -38,21 +40,34 @@
 namespace simprof::cuda {
 
 struct StepPacerOptions {
-  int max_in_flight = 2;        ///< steps the GPU may hold queued when a new one begins (>= 1)
+  /// Steps enqueued and not finished on the GPU, the one being enqueued included (>= 1). 2: the
+  /// GPU runs one step while the host enqueues the next, so it never waits for the host in steady
+  /// state; 1 serialises host and GPU (the GPU idles while the host enqueues).
+  int max_in_flight = 2;
   bool fps_from_device = true;  ///< feed the profiler's FPS line from the GPU's step-end times
+  /// An end event after every mark_every-th step (and after every spanned one). 1: one per step,
+  /// as the bound and the per-step period need. An event costs the GPU about a microsecond between
+  /// two steps (H200, bench/truth_bench); 2 halves that, and then the steps between two events
+  /// share their period (the mean over the group), at most max_in_flight + mark_every - 1 steps are
+  /// in flight, and the host waits every mark_every steps (its step times turn bimodal).
+  int mark_every = 1;
+  /// Steps whose index is a multiple of span_every also get a start event, which times their span
+  /// on the GPU (DeviceStep::step_s); the others have none. 0: no step is spanned.
+  int span_every = 8;
 };
 
 struct StepPacerCounters {
-  std::uint64_t steps = 0;       ///< steps recorded
-  std::uint64_t waits = 0;       ///< steps whose start waited for the GPU
-  double wait_s = 0;             ///< host seconds spent waiting (steady clock)
-  std::uint64_t most_ahead = 0;  ///< most steps queued on the GPU seen when a step began
+  std::uint64_t steps = 0;           ///< steps recorded
+  std::uint64_t waits = 0;           ///< steps whose start waited for the GPU
+  double wait_s = 0;                 ///< host seconds spent waiting (steady clock)
+  std::uint64_t most_in_flight = 0;  ///< most steps in flight seen (with the one beginning)
 };
 
 class StepPacer : public StepListener {
  public:
   /// Attaches to `prof`; `stream` is the one the engine's steps end on. Throws
-  /// std::invalid_argument for max_in_flight < 1, CudaError when the events cannot be made.
+  /// std::invalid_argument for max_in_flight or mark_every < 1 or span_every < 0, CudaError when
+  /// the events cannot be made.
   StepPacer(StepProfiler& prof, cudaStream_t stream, StepPacerOptions options = {});
   ~StepPacer() override;
   StepPacer(const StepPacer&) = delete;
@@ -78,7 +93,10 @@ class StepPacer : public StepListener {
     Event begin, end;
     std::uint64_t step = 0;
     bool completed = false;
+    bool spanned = false;  // the begin event was recorded
+    bool marked = false;   // the end event was recorded
   };
+  Slot& slot(std::uint64_t seq) noexcept { return ring_[seq % ring_.size()]; }
   /// Takes in the recorded steps whose end event completed (all of them when `wait`).
   void take_in(bool wait) noexcept;
   void report(const char* call, cudaError_t e) noexcept;
@@ -86,9 +104,10 @@ class StepPacer : public StepListener {
   StepProfiler& prof_;
   cudaStream_t stream_;
   StepPacerOptions options_;
-  std::vector<Slot> ring_;      // max_in_flight + 2: a step's end event outlives the next step's
-  std::uint64_t recorded_ = 0;  // steps whose end event is recorded
-  std::uint64_t taken_ = 0;     // steps taken in
+  std::vector<Slot> ring_;      // max_in_flight + mark_every + 2 steps
+  std::uint64_t recorded_ = 0;  // steps ended (in the pacer's own sequence)
+  std::uint64_t taken_ = 0;     // steps taken in: every step before the latest mark taken in
+  bool have_mark_ = false;      // slot(taken_ - 1) holds the latest mark taken in
   bool open_ = false;           // a step began and its begin event is recorded
   DeviceSteps steps_;
   StepPacerCounters counters_;

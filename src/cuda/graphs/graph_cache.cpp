@@ -81,6 +81,18 @@ std::size_t GraphCache::size() const noexcept {
       std::count_if(entries_.begin(), entries_.end(), [](const auto& e) { return bool(e->exec); }));
 }
 
+void GraphCache::launch(Entry& e) {
+  cudaGraphExec_t exec = e.exec.get();
+  if (e.instrumented) {
+    if (const auto tool = e.tool.lock(); tool && tool->instrumented_launch()) {
+      exec = e.instrumented.get();
+      ++counters_.instrumented_replays;
+    }
+  }
+  SIMPROF_CUDA_CHECK(cudaGraphLaunch(exec, stream_));
+  ++counters_.replays;
+}
+
 GraphCache::Entry* GraphCache::lru_with_exec(const Entry* except) noexcept {
   Entry* best = nullptr;
   for (auto& e : entries_)
@@ -98,8 +110,7 @@ void GraphCache::run(const GraphKey& key, const Body& body) {
   // The steady state: the same key as last time, already captured. A compare and one launch.
   if (last_ != nullptr && last_->exec && last_->key == key) {
     last_->last_use = ++tick_;
-    SIMPROF_CUDA_CHECK(cudaGraphLaunch(last_->exec.get(), stream_));
-    ++counters_.replays;
+    launch(*last_);
     return;
   }
   Entry* e = find(key);
@@ -119,8 +130,7 @@ void GraphCache::run(const GraphKey& key, const Body& body) {
   e->last_use = ++tick_;
   last_ = e;
   if (e->exec) {
-    SIMPROF_CUDA_CHECK(cudaGraphLaunch(e->exec.get(), stream_));
-    ++counters_.replays;
+    launch(*e);
     return;
   }
   if (e->fallback) {
@@ -156,6 +166,7 @@ void GraphCache::fall_back(Entry& e, CaptureDiagnosis d, const Body& body) {
   e.fallback = true;
   e.diagnosis = std::move(d);
   e.exec.reset();
+  e.instrumented.reset();
   body(stream_);  // the step still happens, once
   ++counters_.eager_runs;
 }
@@ -166,8 +177,10 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
   if (status != cudaStreamCaptureStatusNone)
     throw std::logic_error("simprof: GraphCache::run on a stream that is already capturing");
 
+  const std::shared_ptr<GraphInstrumentation> tool = graph_instrumentation(stream_);
   const auto t0 = std::chrono::steady_clock::now();
   SIMPROF_CUDA_CHECK(cudaStreamBeginCapture(stream_, options_.mode));
+  if (tool) tool->capture_begins();
   // The capture stream is non-blocking, so work on the legacy stream (a kernel launched without a
   // stream, a synchronous cudaMemcpy) would not touch the capture: it would run once, now, and be
   // missing from every replay. Forking the capture into a *blocking* sentinel stream makes any such
@@ -200,6 +213,7 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
   cudaStreamWaitEvent(stream_, join_.get(), 0);
   GraphHandle graph;  // destroyed on every way out of here, a throw included
   const cudaError_t end = cudaStreamEndCapture(stream_, graph.out());
+  if (tool) tool->capture_ends();
   // Leave nothing behind: no stream still capturing, no graph, no pending non-sticky error.
   if (cudaStreamIsCapturing(stream_, &status) == cudaSuccess &&
       status != cudaStreamCaptureStatusNone) {
@@ -225,6 +239,9 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
   cold.capture_s = seconds_since(t0);
   ++counters_.captures;
   counters_.capture_s += cold.capture_s;
+  // A measuring tool's nodes go into a copy; the graph replayed on other steps stays as captured.
+  GraphHandle instrumented;
+  if (tool) instrumented.reset(tool->instrumented_copy(graph.get()));
 
   // An executable to update: this key's own (recapture), or the least recently used one when full.
   Entry* donor = nullptr;
@@ -243,6 +260,7 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
       ++counters_.updates;
       if (donor != &e) {
         e.exec = std::move(donor->exec);
+        donor->instrumented.reset();
         ++counters_.evictions;
       }
     } else {
@@ -250,6 +268,7 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
       ++counters_.update_refusals;
       if (donor == &e || size() >= options_.capacity) {
         donor->exec.reset();
+        donor->instrumented.reset();
         if (donor != &e) ++counters_.evictions;
       }
     }
@@ -264,13 +283,19 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
     e.exec = std::move(exec);
   }
   graph.reset();
+  e.instrumented.reset();
+  e.tool = tool;
+  if (instrumented) {
+    const auto t3 = std::chrono::steady_clock::now();
+    SIMPROF_CUDA_CHECK(cudaGraphInstantiate(e.instrumented.out(), instrumented.get(), 0));
+    cold.instrumented_instantiate_s = seconds_since(t3);
+  }
   e.cold = cold;
   (logger_ ? logger_ : simprof::default_logger())
       ->debug("simprof: graph for {}: captured in {:.1f} us, {} in {:.1f} us", key_text(e.key),
               cold.capture_s * 1e6, cold.updated ? "updated" : "instantiated",
               (cold.updated ? cold.update_s : cold.instantiate_s) * 1e6);
-  SIMPROF_CUDA_CHECK(cudaGraphLaunch(e.exec.get(), stream_));
-  ++counters_.replays;
+  launch(e);
 }
 
 }  // namespace simprof::cuda

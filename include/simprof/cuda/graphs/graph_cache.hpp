@@ -25,6 +25,10 @@
 // and the key runs eagerly from then on. Wrap the body's CUDA calls in SIMPROF_CUDA_CHECK so the
 // diagnosis can name the offending call; otherwise it is named from the error code alone.
 //
+// A measuring tool registered for the stream (graphs/instrumentation.hpp: DeviceStageTimer) gets
+// two executables per captured key: the graph as captured, its nodes in, launched on the steps it
+// samples; and the graph without them, launched on every other step.
+//
 // The addresses a body uses are baked into its graph: keep inputs and outputs in persistent buffers
 // (buffer.hpp) and stage new data into them.
 #pragma once
@@ -41,6 +45,7 @@
 #include <vector>
 
 #include "simprof/cuda/graphs/capture.hpp"
+#include "simprof/cuda/graphs/instrumentation.hpp"
 #include "simprof/cuda/handle.hpp"
 #include "simprof/cuda/stream.hpp"
 
@@ -76,14 +81,17 @@ struct GraphCacheCounters {
   std::uint64_t replays = 0;
   std::uint64_t eager_runs = 0;  ///< runs of keys that fell back to eager
   std::uint64_t evictions = 0;
+  std::uint64_t instrumented_replays = 0;  ///< launches of an instrumented executable (included
+                                           ///< in replays)
   double capture_s = 0, instantiate_s = 0, update_s = 0;  ///< totals, host wall time
 };
 
 /// The cold start of one key: what its first captured run cost.
 struct ColdStart {
-  double capture_s = 0;      ///< recording the body into a graph
-  double instantiate_s = 0;  ///< 0 when updated
-  double update_s = 0;       ///< 0 when instantiated (or the refused attempt's time)
+  double capture_s = 0;                   ///< recording the body into a graph
+  double instantiate_s = 0;               ///< 0 when updated
+  double update_s = 0;                    ///< 0 when instantiated (or the refused attempt's time)
+  double instrumented_instantiate_s = 0;  ///< the instrumented executable (0: none)
   bool updated = false;
 };
 
@@ -124,6 +132,8 @@ class GraphCache {
   struct Entry {
     GraphKey key;
     GraphExecHandle exec;
+    GraphExecHandle instrumented;  // with a measuring tool's nodes (instrumentation.hpp)
+    std::weak_ptr<GraphInstrumentation> tool;
     int runs = 0;  // runs so far (warm-up counting)
     std::uint64_t last_use = 0;
     bool fallback = false;
@@ -135,6 +145,7 @@ class GraphCache {
   void capture_and_launch(Entry& e, const Body& body, bool in_place);
   void fall_back(Entry& e, CaptureDiagnosis d, const Body& body);
   Entry* lru_with_exec(const Entry* except) noexcept;
+  void launch(Entry& e);
 
   cudaStream_t stream_;
   Stream sentinel_{cudaStreamDefault};  // blocking: exposes legacy-stream work during capture

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: MIT
+// What the GPU truth costs: the example engine's step (graph replay or eager launches) in three
+// loops over the same stream, interleaved in every iteration and timed with CUDA events:
+//   * plain   the bare loop, steps in flight unbounded (the baseline)
+//   * paced   a StepPacer with the default options: at most 2 steps in flight, an end event after
+//             every step, a start event every 8th
+//   * nospan  the same without start events
+//   * mark2   an end event after every other step (and every 8th's start)
+//   * timed   a DeviceStageTimer with the default options (paced, stamps on one step in 16)
+//   * never   a DeviceStageTimer that samples no step after the first (the unstamped graph alone)
+// Each loop has its own engine, profiler and graph cache; the order rotates between iterations.
+// Prints the throughput ratios; targets: pacing <= 1 % (1,024 and 30,000 envs, graph and eager),
+// the stage timer <= 3 % on the replayed step at 1,024 envs and <= 1 % at 30,000.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "engine/cuda_engine.hpp"
+#include "ratio_reporter.hpp"
+#include "simprof/cuda/graphs/graph_cache.hpp"
+#include "simprof/cuda/stage_timer.hpp"
+#include "simprof/cuda/step_pacer.hpp"
+#include "simprof/cuda/stream.hpp"
+#include "simprof/profiler/step_profiler.hpp"
+
+namespace {
+
+using namespace simprof;
+constexpr int kSteps = 200;  // steps per loop per iteration
+
+enum Loop { kPlain, kPaced, kNoSpan, kMark2, kTimed, kNever, kLoops };
+const char* const kLoopName[] = {"plain", "paced", "nospan", "mark2", "timed", "never"};
+
+ProfilingOptions quiet() {
+  ProfilingOptions o;
+  o.show_fps = false;
+  return o;
+}
+
+struct Variant {
+  StepProfiler prof;
+  engine::CudaEngine eng;
+  std::optional<cuda::StepPacer> pacer;
+  std::optional<cuda::DeviceStageTimer> dev;  // before the cache: it outlives the graphs
+  cuda::GraphCache cache;
+  cudaStream_t stream;
+  bool graph;
+  Variant(Loop loop, int n_envs, bool graph_mode, cudaStream_t s)
+      : prof(quiet(), n_envs),
+        eng(engine::Params{}, n_envs, s),
+        cache(s),
+        stream(s),
+        graph(graph_mode) {
+    eng.attach(prof);
+    cuda::StepPacerOptions po;
+    if (loop == kNoSpan) po.span_every = 0;
+    if (loop == kMark2) po.mark_every = 2;
+    if (loop == kPaced || loop == kNoSpan || loop == kMark2) pacer.emplace(prof, s, po);
+    if (loop == kTimed) dev.emplace(prof, s);
+    if (loop == kNever) {
+      cuda::DeviceStageTimerOptions o;
+      o.sample_every = 1 << 30;
+      dev.emplace(prof, s, o);
+    }
+  }
+  void steps(int n) {
+    for (int i = 0; i < n; ++i) {
+      auto step = prof.step();
+      if (graph)
+        cache.run({eng.n_envs()}, [&](cudaStream_t st) { eng.enqueue_step(st); });
+      else
+        eng.enqueue_step(stream);
+    }
+  }
+};
+
+struct Result {
+  double us[kLoops] = {};     // mean us per step
+  double ratio[kLoops] = {};  // median over iterations of (this loop / its baseline) - 1
+  std::uint64_t untimed = 0, joined = 0;
+};
+std::map<std::tuple<int, int>, Result> g_results;  // (graph, n_envs)
+
+void BM_Truth(benchmark::State& state) {
+  std::string why;
+  if (!cuda::device_available(&why)) {
+    state.SkipWithError(("no GPU: " + why).c_str());
+    return;
+  }
+  const bool graph = state.range(0) != 0;
+  const int n = static_cast<int>(state.range(1));
+  cuda::Stream stream;
+  // Made in an interleaved order too, and ~1 ms of steps each before timing.
+  std::unique_ptr<Variant> v[kLoops];
+  for (int l = 0; l < kLoops; ++l) v[l] = std::make_unique<Variant>(Loop(l), n, graph, stream);
+  for (auto& x : v) x->steps(10);
+  stream.synchronize();
+  cuda::Event e[kLoops][2];
+  double ms[kLoops] = {};
+  std::vector<double> per[kLoops];  // ms per iteration
+  int rotation = 0;
+  for (auto _ : state) {
+    for (int k = 0; k < kLoops; ++k) {
+      const int l = (k + rotation) % kLoops;
+      e[l][0].record(stream);
+      v[l]->steps(kSteps);
+      e[l][1].record(stream);
+    }
+    rotation = (rotation + 1) % kLoops;
+    stream.synchronize();
+    double total = 0;
+    for (int l = 0; l < kLoops; ++l) {
+      const double t = e[l][1].elapsed_ms_since(e[l][0]);
+      ms[l] += t;
+      per[l].push_back(t);
+      total += t;
+    }
+    state.SetIterationTime(total * 1e-3 / (kLoops * kSteps));
+  }
+  for (const Loop l : {kTimed, kNever}) v[l]->dev->synchronize();
+  Result r;
+  for (int l = 0; l < kLoops; ++l)
+    r.us[l] = ms[l] * 1e3 / (static_cast<double>(state.iterations()) * kSteps);
+  // Each loop against its baseline in the same iteration, the median over iterations: robust to
+  // the clock drifting between iterations.
+  for (int l = 0; l < kLoops; ++l) {
+    const int base = l == kTimed ? kPaced : kPlain;
+    std::vector<double> q;
+    for (std::size_t i = 0; i < per[l].size(); ++i) q.push_back(per[l][i] / per[base][i] - 1.0);
+    std::nth_element(q.begin(), q.begin() + static_cast<long>(q.size() / 2), q.end());
+    r.ratio[l] = q.empty() ? 0.0 : q[q.size() / 2];
+  }
+  r.untimed = v[kTimed]->dev->dropped();
+  r.joined = v[kTimed]->dev->joined();
+  state.counters["pacing_pct"] = 100.0 * r.ratio[kPaced];
+  state.counters["timer_pct"] = 100.0 * r.ratio[kTimed];
+  g_results[{graph ? 1 : 0, n}] = r;
+}
+BENCHMARK(BM_Truth)
+    ->ArgNames({"graph", "n_envs"})
+    ->Args({1, 1024})
+    ->Args({1, 30000})
+    ->Args({0, 1024})
+    ->Args({0, 30000})
+    ->Iterations(30)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+
+void print_ratios(const simprof::bench::RatioReporter&) {
+  if (g_results.empty()) {
+    std::printf("\nno GPU: nothing measured\n");
+    return;
+  }
+  std::printf(
+      "\n--- the GPU truth's cost: us per step on the GPU (CUDA events), %d-step loops "
+      "interleaved ---\n%6s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n",
+      kSteps, "mode", "n_envs", kLoopName[0], kLoopName[1], kLoopName[2], kLoopName[3],
+      kLoopName[4], kLoopName[5], "pacing", "nospan", "mark2", "timer", "never", "untimed");
+  bool pacing_ok = true, timer_ok = true;
+  for (const auto& [key, r] : g_results) {
+    const auto [graph, n] = key;
+    const double pacing = r.ratio[kPaced], timer = r.ratio[kTimed];
+    std::printf(
+        "%6s %8d %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %7.2f%% %7.2f%% %7.2f%% %7.2f%% %7.2f%% "
+        "%4llu/%llu\n",
+        graph ? "graph" : "eager", n, r.us[kPlain], r.us[kPaced], r.us[kNoSpan], r.us[kMark2],
+        r.us[kTimed], r.us[kNever], 100.0 * pacing, 100.0 * r.ratio[kNoSpan],
+        100.0 * r.ratio[kMark2], 100.0 * timer, 100.0 * r.ratio[kNever],
+        static_cast<unsigned long long>(r.untimed),
+        static_cast<unsigned long long>(r.joined + r.untimed));
+    pacing_ok = pacing_ok && pacing <= 0.01;
+    if (graph) timer_ok = timer_ok && timer <= (n >= 30000 ? 0.01 : 0.03);
+  }
+  std::printf(
+      "(medians over iterations of per-iteration ratios) pacing, nospan, mark2, never: vs plain; "
+      "timer: timed vs paced; untimed: sampled steps lost / sampled\n");
+  std::printf("pacing (2 steps in flight) vs unbounded: [target <= 1%%: %s]\n",
+              pacing_ok ? "met" : "MISSED");
+  std::printf(
+      "device stage timer (default sampling) vs none, replayed step: [target <= 3%% at 1,024 "
+      "envs, <= 1%% at 30,000: %s]\n",
+      timer_ok ? "met" : "MISSED");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return simprof::bench::run_benchmarks(argc, argv, print_ratios); }
