@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "cuda_main.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -12,11 +13,14 @@
 
 #include "engine/cuda_engine.hpp"
 #include "simprof/cuda/buffer.hpp"
+#include "simprof/cuda/device_clock.cuh"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/kernel_tracer.hpp"
 #include "simprof/cuda/nvtx.hpp"
 #include "simprof/cuda/stage_timer.hpp"
+#include "simprof/cuda/step_pacer.hpp"
 #include "simprof/cuda/stream.hpp"
+#include "simprof/cuda/timer_buffer.hpp"
 #include "simprof/simprof.hpp"
 
 namespace simprof::examples {
@@ -57,19 +61,76 @@ RunResult timed_run(const engine::Params& params, int n_envs, bool graph, int wa
   return {s / steps * 1e6, static_cast<double>(n_envs) * steps / s};
 }
 
-// A run with the FPS line, host stage statistics and device stage times.
+// The SM clock now, in MHz: clock64 cycles over global-timer nanoseconds on one thread spinning for
+// about 2 ms (the clock idles far below its nominal rate and boosts under load: this is what the
+// run starts at, after the warm-up kernels that precede it).
+__global__ void sm_clock_kernel(unsigned long long* out) {
+  const unsigned long long t0 = cuda::global_timer_ns();
+  const long long c0 = clock64();
+  unsigned long long t = t0;
+  while (t - t0 < 2'000'000ull) t = cuda::global_timer_ns();
+  const long long c1 = clock64();
+  out[0] = static_cast<unsigned long long>(c1 - c0);
+  out[1] = t - t0;
+}
+
+GpuInfo gpu_info(const cuda::Stream& stream) {
+  GpuInfo g;
+  int device = 0;
+  SIMPROF_CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp p{};
+  SIMPROF_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+  g.name = p.name;
+  g.compute_capability = p.major * 10 + p.minor;
+  SIMPROF_CUDA_CHECK(cudaDriverGetVersion(&g.driver_version));
+  SIMPROF_CUDA_CHECK(cudaRuntimeGetVersion(&g.runtime_version));
+  g.sm_clock_nominal_mhz = cuda::clock_freq_hz(device) * 1e-6;
+  cuda::DeviceBuffer<unsigned long long> out(2);
+  sm_clock_kernel<<<1, 1, 0, stream.get()>>>(out.data());
+  SIMPROF_CUDA_CHECK_LAUNCH("sm_clock_kernel");
+  unsigned long long h[2] = {0, 0};
+  out.copy_to_host(h, 2, stream.get());
+  stream.synchronize();
+  g.sm_clock_mhz = h[1] ? static_cast<double>(h[0]) / static_cast<double>(h[1]) * 1e3 : 0.0;
+  return g;
+}
+
+std::string or_none(double fps) {
+  return std::isnan(fps) ? std::string("no sample") : format_thousands(fps);
+}
+
+// A run with the FPS line, host stage statistics and device stage times. The loop is paced
+// (args.in_flight steps on the GPU at most) unless --in-flight 0; the FPS line then reads the GPU's
+// step-end times. After the warm-up the statistics and the FPS line start afresh, and the timed
+// steps are bracketed by CUDA events: the throughput the GPU delivered, to hold the FPS line to.
 void profiled_run(const engine::Params& params, int n_envs, bool graph, int warmup, int steps,
-                  bool quiet, const cuda::Stream& stream, const Args& args) {
+                  bool quiet, const cuda::Stream& stream, const Args& args, JsonReport* json) {
   engine::CudaEngine eng(params, n_envs, stream);
   ProfilingOptions o = ProfilingOptions::from_env();
   if (quiet) o.show_fps = false;
-  o.stats_window = static_cast<std::size_t>(steps);
+  o.stats_window = static_cast<std::size_t>(std::max(warmup, steps));
   StepProfiler prof(o, n_envs);
   eng.attach(prof);
+  const int in_flight = args.in_flight < 0 ? 2 : args.in_flight;
   // Device stage timestamps would show up in a kernel trace as kernels of their own: off when
-  // tracing.
+  // tracing (the pacer alone then bounds the loop).
   std::optional<cuda::DeviceStageTimer> dev;
-  if (args.trace.empty()) dev.emplace(prof, stream);  // before the cache: outlives its graphs
+  std::optional<cuda::StepPacer> pacer_only;
+  if (args.trace.empty()) {
+    cuda::DeviceStageTimerOptions d;
+    d.max_in_flight = in_flight;
+    dev.emplace(prof, stream, d);  // before the cache: outlives its graphs
+  } else if (in_flight > 0) {
+    cuda::StepPacerOptions p;
+    p.max_in_flight = in_flight;
+    pacer_only.emplace(prof, stream, p);
+  }
+  const cuda::StepPacer* pacer = dev ? dev->pacer() : pacer_only ? &*pacer_only : nullptr;
+  auto drain = [&] {  // everything the GPU did so far is taken in
+    if (dev) dev->synchronize();
+    if (pacer_only) pacer_only->finish();
+    stream.synchronize();
+  };
   std::optional<cuda::NvtxRanges> nvtx;
   if (args.nvtx) nvtx.emplace(prof);
   std::optional<TraceSession> trace;
@@ -90,50 +151,114 @@ void profiled_run(const engine::Params& params, int n_envs, bool graph, int warm
   cuda::GraphCache cache(stream);
   const cuda::GraphKey key{n_envs};
   fmt::print(
-      "speed_benchmark: backend cuda ({}), {} envs x {} spheres, {} kernels per step, {} steps\n",
+      "speed_benchmark: backend cuda ({}), {} envs x {} spheres, {} kernels per step, {} steps, "
+      "{}\n",
       graph ? "graph replay" : "eager launches", n_envs, params.n_spheres, eng.kernels_per_step(),
-      steps);
-  for (int i = 0; i < warmup + steps; ++i) {
+      steps,
+      in_flight > 0 ? fmt::format("at most {} steps in flight, FPS on the GPU clock", in_flight)
+                    : std::string("steps in flight unbounded, FPS on the host clock"));
+  auto one = [&] {
     if (args.sync) stream.synchronize();  // lines the timelines up call for call; halves throughput
     auto step = prof.step();
     if (graph)
       cache.run(key, [&](cudaStream_t s) { eng.enqueue_step(s); });
     else
       eng.enqueue_step(stream);
+  };
+  for (int i = 0; i < warmup; ++i) one();
+  drain();
+  RunRecord rec;
+  rec.backend = "cuda";
+  rec.mode = graph ? "graph" : "eager";
+  rec.n_envs = n_envs;
+  rec.warmup = warmup;
+  rec.steps = steps;
+  if (graph && warmup > 0) {
+    rec.host_warmup = stage_rows(prof);
+    fmt::print(
+        "\nhost stage times of the {} warm-up steps (graph warm-up runs and the capture): the "
+        "engine's stages run on the host only here; a replayed step is one launch\n{}",
+        warmup, stage_table(prof));
   }
-  stream.synchronize();
-  fmt::print(
-      "\nhost stage times: the time to enqueue, not to run; only 'period' is the loop{}:\n{}",
-      graph ? ". With graph replay the inner stages run on the host only in the warm-up and "
-              "capture steps (see 'steps'); a replayed step is one launch, inside 'step'"
-            : "",
-      stage_table(prof));
+  prof.reset_stats();  // the timed steps only, from here
+  prof.fps().reset();
+  cuda::Event begin, end;
+  SIMPROF_CUDA_CHECK(cudaEventRecord(begin.get(), stream.get()));
+  for (int i = 0; i < steps; ++i) one();
+  SIMPROF_CUDA_CHECK(cudaEventRecord(end.get(), stream.get()));
+  drain();
+  if (!pacer) prof.fps().flush();  // host clock: the sample in progress, to the last step
+  rec.seconds = static_cast<double>(end.elapsed_ms_since(begin)) * 1e-3;
+  rec.throughput = static_cast<double>(n_envs) * steps / rec.seconds;
+  rec.throughput_clock = "cuda events";
+  rec.host = stage_rows(prof);
+  fmt::print("\nhost stage times of the {} timed steps: {}\n{}", steps,
+             pacer ? (graph ? "'step' is the host's: a graph launch, and the wait for the GPU when "
+                              "the steps in flight are at their bound; 'period' is the loop's"
+                            : "inner stages: the time to enqueue, not to run; 'step' includes the "
+                              "wait for the GPU when the steps in flight are at their bound")
+                   : (graph ? "'step' is the host's time to launch the graph, 'period' the loop's"
+                            : "the time to enqueue, not to run; 'period' is the loop's"),
+             stage_table(prof));
   if (dev) {
-    dev->synchronize();
-    fmt::print("\ndevice stage times ({} steps joined, {} untimed):\n{}", dev->joined(),
-               dev->dropped(), cuda::device_stage_table(prof, *dev));
+    fmt::print(
+        "\ndevice stage times: stages on the {} sampled steps joined (1 step in {} is stamped; {} "
+        "lost), 'step' and 'period' over the steps not stamped{}:\n{}",
+        dev->joined(), dev->options().sample_every, dev->dropped(),
+        dev->pacer() ? "" : " (unpaced: on the sampled steps)",
+        cuda::device_stage_table(prof, *dev));
+    for (const auto& r : cuda::device_stage_rows(prof, *dev))
+      rec.device.push_back({r.name, r.depth, r.host_mean_s, r.device_mean_s, r.device_share});
+    rec.device_joined = dev->joined();
+    rec.device_untimed = dev->dropped();
+    rec.device_sample_every = dev->options().sample_every;
   }
   if (graph) {
     const auto& c = cache.counters();
     const auto cold = cache.cold_start(key);
+    GraphCacheRecord g{c.warmup_runs,
+                       c.captures,
+                       c.instantiations,
+                       c.replays,
+                       cold ? cold->capture_s : 0.0,
+                       cold ? cold->instantiate_s : 0.0};
     fmt::print(
         "\ngraph cache: {} warm-up runs, {} capture, {} instantiation, {} replays; cold start: "
         "capture {:.1f} us + instantiate {:.1f} us\n",
-        c.warmup_runs, c.captures, c.instantiations, c.replays, cold ? cold->capture_s * 1e6 : 0.0,
-        cold ? cold->instantiate_s * 1e6 : 0.0);
+        g.warmup_runs, g.captures, g.instantiations, g.replays, g.capture_s * 1e6,
+        g.instantiate_s * 1e6);
+    rec.graph_cache = g;
   }
-  const double fps = prof.fps().total_fps();
-  fmt::print("FPS tracker: {} env-steps/s\n\n",
-             std::isnan(fps) ? std::string("no sample yet") : format_thousands(fps));
+  if (pacer) {
+    const auto& c = pacer->counters();
+    rec.pacer = PacerRecord{in_flight, c.waits, c.most_in_flight, c.wait_s};
+    fmt::print("steps in flight: at most {}; {} of {} steps waited for the GPU ({:.1f} ms)\n",
+               c.most_in_flight, c.waits, c.steps, c.wait_s * 1e3);
+  }
+  rec.fps = prof.fps().total_fps();
+  rec.fps_clock = prof.fps().clock_kind() == FpsClock::kDevice ? "device" : "host";
+  rec.fps_samples = prof.fps().num_samples();
+  fmt::print(
+      "\nthe GPU delivered {} env-steps/s over the {} timed steps (CUDA events, {:.1f} us per "
+      "step); FPS line: {} ({} clock, {} samples); ratio {:.4f}\n\n",
+      format_thousands(rec.throughput), steps, rec.seconds / steps * 1e6, or_none(rec.fps),
+      rec.fps_clock == "device" ? "GPU" : "host", rec.fps_samples, rec.fps / rec.throughput);
+  if (json) json->add(rec);
 }
 
 }  // namespace
 
-int run_cuda(const Args& args) {
+int run_cuda(const Args& args, JsonReport* json) {
   std::string why;
   if (!cuda::device_available(&why)) throw std::runtime_error("--backend cuda: " + why);
   const engine::Params params;
   cuda::Stream stream;
+  const GpuInfo gpu = gpu_info(stream);
+  fmt::print(
+      "GPU: {} (sm_{}), driver {}, runtime {}, SM clock {:.0f} MHz at start ({:.0f} nominal)\n",
+      gpu.name, gpu.compute_capability, gpu.driver_version, gpu.runtime_version, gpu.sm_clock_mhz,
+      gpu.sm_clock_nominal_mhz);
+  if (json) json->set_gpu(gpu);
   const int warmup = args.warmup ? args.warmup : 10;
   if (args.sweep) {
     const std::vector<int> sizes =
@@ -151,15 +276,17 @@ int run_cuda(const Args& args) {
                  g.us_per_step, format_thousands(e.fps, 0), format_thousands(g.fps, 0),
                  e.us_per_step / g.us_per_step);
       std::fflush(stdout);
+      if (json) json->add_sweep({n, e.us_per_step, g.us_per_step});
     }
     fmt::print("\n");
-    profiled_run(params, sizes.front(), true, warmup, 1000, true, stream, args);
-    if (sizes.size() > 1) profiled_run(params, sizes.back(), true, warmup, 300, true, stream, args);
+    profiled_run(params, sizes.front(), true, warmup, 1000, true, stream, args, json);
+    if (sizes.size() > 1)
+      profiled_run(params, sizes.back(), true, warmup, 300, true, stream, args, json);
     return 0;
   }
   const int steps = args.steps ? args.steps : 1000;
   for (const int n : args.n_envs.empty() ? std::vector<int>{30000} : args.n_envs)
-    profiled_run(params, n, !args.eager, warmup, steps, args.quiet, stream, args);
+    profiled_run(params, n, !args.eager, warmup, steps, args.quiet, stream, args, json);
   return 0;
 }
 

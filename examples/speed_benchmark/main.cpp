@@ -5,6 +5,8 @@
 //   speed_benchmark --backend cpu --n-envs 1024 --steps 300
 //   speed_benchmark --backend cuda --sweep            (with the CUDA backend)
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -16,6 +18,7 @@
 #include "args.hpp"
 #include "cli.hpp"
 #include "engine/cpu_engine.hpp"
+#include "run_record.hpp"
 #include "simprof/simprof.hpp"
 
 #if SIMPROF_EXAMPLES_CUDA
@@ -27,7 +30,8 @@ namespace simprof::examples {
 std::string usage() {
   return "usage: speed_benchmark [--backend auto|cpu|cuda] [--n-envs N[,N...]] [--steps N]\n"
          "                       [--warmup N] [--quiet] [--eager] [--sweep] [--trace FILE]\n"
-         "                       [--trace-mode kernel|graph] [--nvtx] [--sync]\n";
+         "                       [--trace-mode kernel|graph] [--nvtx] [--sync] [--in-flight N]\n"
+         "                       [--json FILE]\n";
 }
 
 Schedule trace_schedule(int steps) {
@@ -57,15 +61,20 @@ Args parse_args(int argc, char** argv) {
       .choice("--trace-mode", a.trace_mode, {"kernel", "graph"})
       .flag("--nvtx", a.nvtx)
       .flag("--sync", a.sync)
+      .integer("--in-flight", a.in_flight, 0)
+      .text("--json", a.json)
       .parse(argc, argv);
+  if (a.json.empty() && std::find(argv, argv + argc, std::string("--json")) != argv + argc)
+    throw std::invalid_argument("--json: expected a file name");
   return a;
 }
 
 namespace {
 
-int run_cpu(const Args& args) {
-  if (args.nvtx || args.sync || args.trace_mode != "kernel")
-    throw std::invalid_argument("--nvtx, --sync and --trace-mode apply to --backend cuda");
+int run_cpu(const Args& args, JsonReport* json) {
+  if (args.nvtx || args.sync || args.trace_mode != "kernel" || args.in_flight >= 0)
+    throw std::invalid_argument(
+        "--nvtx, --sync, --trace-mode and --in-flight apply to --backend cuda");
   if (args.eager || args.sweep)
     throw std::invalid_argument(
         "--eager and --sweep compare kernel launches with graph replay: they need --backend cuda "
@@ -95,10 +104,14 @@ int run_cpu(const Args& args) {
                    t.spans.size());
       });
     }
+    const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < steps; ++i) {
       auto step = prof.step();
       engine.step();
     }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    prof.fps().flush();  // to the last step: a run shorter than a sample still gets its rate
     const auto st = prof.stats("step");
     fmt::print("\n{}", stage_table(prof));
     HistogramOptions ho;
@@ -111,6 +124,22 @@ int run_cpu(const Args& args) {
         st.mean * 1e6, format_thousands(n_envs / st.mean), format_thousands(1.0 / st.mean), n_envs,
         std::isnan(prof.fps().total_fps()) ? std::string("no sample yet")
                                            : format_thousands(prof.fps().total_fps()));
+    if (json) {
+      RunRecord r;
+      r.backend = "cpu";
+      r.mode = "threads";
+      r.n_envs = n_envs;
+      r.warmup = warmup;
+      r.steps = steps;
+      r.seconds = seconds;
+      r.throughput = static_cast<double>(n_envs) * steps / seconds;
+      r.throughput_clock = "host steady clock";
+      r.fps = prof.fps().total_fps();
+      r.fps_clock = "host";
+      r.fps_samples = prof.fps().num_samples();
+      r.host = stage_rows(prof);
+      json->add(r);
+    }
   }
   return 0;
 }
@@ -128,9 +157,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    std::optional<JsonReport> json;
+    if (!args.json.empty()) json.emplace(args.json, args, argc, argv);  // a bad path fails now
+    JsonReport* report = json ? &*json : nullptr;
+    int rc = 0;
 #if SIMPROF_EXAMPLES_CUDA
     if (args.backend == "cuda" || (args.backend == "auto" && cuda_device_visible()))
-      return run_cuda(args);
+      rc = run_cuda(args, report);
+    else
+      rc = run_cpu(args, report);
 #else
     if (args.backend == "cuda") {
       std::fprintf(
@@ -139,8 +174,13 @@ int main(int argc, char** argv) {
           "a CUDA compiler and SIMPROF_CUDA=ON/AUTO); run --backend cpu instead\n");
       return 2;
     }
+    rc = run_cpu(args, report);
 #endif
-    return run_cpu(args);
+    if (json) {
+      json->write();
+      std::printf("wrote %s\n", args.json.c_str());
+    }
+    return rc;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "speed_benchmark: %s\n", e.what());
     return 1;

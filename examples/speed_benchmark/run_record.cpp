@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT
+#include "run_record.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+
+#ifndef SIMPROF_GIT_COMMIT
+#define SIMPROF_GIT_COMMIT "unknown"
+#endif
+#ifndef SIMPROF_BUILD_TYPE
+#define SIMPROF_BUILD_TYPE "unknown"
+#endif
+
+namespace simprof::examples {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// NaN and infinities are not JSON: null stands for "no value".
+Json number(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
+
+Json stage_rows_json(const std::vector<StageRow>& rows) {
+  Json out = Json::array();
+  for (const StageRow& r : rows)
+    out.push_back({{"stage", r.name},
+                   {"depth", r.depth},
+                   {"steps", r.stats.count},
+                   {"mean_s", number(r.stats.mean)},
+                   {"sd_s", number(r.stats.stddev)},
+                   {"p50_s", number(r.stats.p50)},
+                   {"p95_s", number(r.stats.p95)},
+                   {"p99_s", number(r.stats.p99)},
+                   {"share_percent", number(r.share)},
+                   {"ran_in_fewer_steps", r.partial}});
+  return out;
+}
+
+Json run_json(const RunRecord& r) {
+  Json j = {
+      {"backend", r.backend},
+      {"mode", r.mode},
+      {"n_envs", r.n_envs},
+      {"warmup_steps", r.warmup},
+      {"steps", r.steps},
+      {"seconds", number(r.seconds)},
+      {"throughput_env_steps_per_s", number(r.throughput)},
+      {"throughput_clock", r.throughput_clock},
+      {"fps_tracker",
+       {{"total_fps", number(r.fps)},
+        {"clock", r.fps_clock},
+        {"samples", r.fps_samples},
+        {"ratio_to_throughput", r.throughput > 0 ? number(r.fps / r.throughput) : Json(nullptr)}}},
+      {"host_stages", stage_rows_json(r.host)}};
+  if (!r.host_warmup.empty()) j["host_stages_warmup_and_capture"] = stage_rows_json(r.host_warmup);
+  if (!r.device.empty()) {
+    Json rows = Json::array();
+    for (const DeviceRow& d : r.device)
+      rows.push_back({{"stage", d.name},
+                      {"depth", d.depth},
+                      {"host_mean_s", number(d.host_mean_s)},
+                      {"device_mean_s", number(d.device_mean_s)},
+                      {"device_share_percent", number(d.device_share)}});
+    j["device_stages"] = {{"sample_every", r.device_sample_every},
+                          {"sampled_steps_joined", r.device_joined},
+                          {"sampled_steps_lost", r.device_untimed},
+                          {"rows", rows}};
+  }
+  if (r.graph_cache) {
+    const GraphCacheRecord& g = *r.graph_cache;
+    j["graph_cache"] = {
+        {"warmup_runs", g.warmup_runs},
+        {"captures", g.captures},
+        {"instantiations", g.instantiations},
+        {"replays", g.replays},
+        {"cold_start", {{"capture_s", g.capture_s}, {"instantiate_s", g.instantiate_s}}}};
+  }
+  if (r.pacer)
+    j["steps_in_flight"] = {{"max", r.pacer->max_in_flight},
+                            {"waits", r.pacer->waits},
+                            {"wait_s", r.pacer->wait_s},
+                            {"most_in_flight", r.pacer->most_in_flight}};
+  return j;
+}
+
+std::string utc_now() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string compiler() {
+#if defined(__clang__)
+  return "clang " __clang_version__;
+#elif defined(__GNUC__)
+  return "gcc " __VERSION__;
+#else
+  return "unknown";
+#endif
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  return gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("unknown");
+}
+
+}  // namespace
+
+JsonReport::JsonReport(const std::string& path, const Args& args, int argc, char** argv)
+    : path_(path), args_(args) {
+  errno = 0;
+  out_.open(path, std::ios::out | std::ios::trunc);
+  if (!out_)
+    throw std::runtime_error(fmt::format("--json {}: cannot open it for writing ({})", path,
+                                         errno ? std::strerror(errno) : "unknown reason"));
+  for (int i = 0; i < argc; ++i) command_ += (i ? " " : "") + std::string(argv[i]);
+}
+
+JsonReport::~JsonReport() = default;
+
+void JsonReport::write() {
+  Json prov = {{"tool", "simprof speed_benchmark"},
+               {"simprof_commit", SIMPROF_GIT_COMMIT},
+               {"build_type", SIMPROF_BUILD_TYPE},
+               {"compiler", compiler()},
+               {"date_utc", utc_now()},
+               {"host", host_name()},
+               {"command", command_},
+               {"options",
+                {{"backend", args_.backend},
+                 {"n_envs", args_.n_envs},
+                 {"steps", args_.steps},
+                 {"warmup", args_.warmup},
+                 {"eager", args_.eager},
+                 {"sweep", args_.sweep},
+                 {"in_flight", args_.in_flight},
+                 {"trace", args_.trace},
+                 {"sync", args_.sync}}}};
+  if (gpu_)
+    prov["gpu"] = {{"name", gpu_->name},
+                   {"compute_capability", fmt::format("{}.{}", gpu_->compute_capability / 10,
+                                                      gpu_->compute_capability % 10)},
+                   {"driver_version", gpu_->driver_version},
+                   {"runtime_version", gpu_->runtime_version},
+                   {"sm_clock_mhz_at_start", number(gpu_->sm_clock_mhz)},
+                   {"sm_clock_nominal_mhz", number(gpu_->sm_clock_nominal_mhz)}};
+  Json root = {{"provenance", prov}};
+  Json runs = Json::array();
+  for (const RunRecord& r : runs_) runs.push_back(run_json(r));
+  root["runs"] = runs;
+  if (!sweep_.empty()) {
+    Json rows = Json::array();
+    for (const SweepRow& s : sweep_)
+      rows.push_back(
+          {{"n_envs", s.n_envs},
+           {"eager_us_per_step", s.eager_us},
+           {"graph_us_per_step", s.graph_us},
+           {"speedup", s.graph_us > 0 ? number(s.eager_us / s.graph_us) : Json(nullptr)}});
+    root["sweep"] = rows;
+  }
+  out_ << root.dump(2) << '\n';
+  out_.flush();
+  if (!out_) throw std::runtime_error(fmt::format("--json {}: the write failed", path_));
+}
+
+}  // namespace simprof::examples

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: MIT
+// What one speed_benchmark run measured, as plain data, and --json FILE: the run as JSON (both
+// backends) with its provenance, so a figure can be traced to the machine, build and command.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+#include "simprof/profiler/report.hpp"
+
+namespace simprof::examples {
+
+/// The GPU a CUDA run ran on (empty name on the CPU backend).
+struct GpuInfo {
+  std::string name;
+  int compute_capability = 0;       ///< major * 10 + minor
+  int driver_version = 0;           ///< cudaDriverGetVersion: 13000 for CUDA 13.0
+  int runtime_version = 0;          ///< cudaRuntimeGetVersion
+  double sm_clock_mhz = 0;          ///< measured at start: clock64 cycles over global-timer ns
+  double sm_clock_nominal_mhz = 0;  ///< cudaDevAttrClockRate
+};
+
+struct DeviceRow {
+  std::string name;
+  int depth = 0;
+  double host_mean_s = 0;  ///< NaN: no host statistics
+  double device_mean_s = 0;
+  double device_share = 0;  ///< percent of the mean device step
+};
+
+struct GraphCacheRecord {
+  std::uint64_t warmup_runs = 0, captures = 0, instantiations = 0, replays = 0;
+  double capture_s = 0, instantiate_s = 0;  ///< the key's cold start
+};
+
+struct PacerRecord {
+  int max_in_flight = 0;  ///< 0: unbounded
+  std::uint64_t waits = 0, most_in_flight = 0;
+  double wait_s = 0;
+};
+
+struct RunRecord {
+  std::string backend;  ///< "cpu" or "cuda"
+  std::string mode;     ///< "threads", "eager" or "graph"
+  int n_envs = 0, warmup = 0, steps = 0;
+  double seconds = 0;            ///< the timed steps, by the clock named in throughput_clock
+  double throughput = 0;         ///< env-steps per second delivered over the timed steps
+  std::string throughput_clock;  ///< "cuda events" or "host steady clock"
+  double fps = 0;                ///< the FPS tracker's smoothed value at the end (NaN: none)
+  std::string fps_clock;         ///< "host" or "device"
+  std::uint64_t fps_samples = 0;
+  std::vector<StageRow> host_warmup;  ///< graph mode: the warm-up and capture steps
+  std::vector<StageRow> host;         ///< the timed steps
+  std::vector<DeviceRow> device;      ///< empty: no device timer
+  std::uint64_t device_joined = 0, device_untimed = 0;
+  int device_sample_every = 0;
+  std::optional<GraphCacheRecord> graph_cache;
+  std::optional<PacerRecord> pacer;
+};
+
+struct SweepRow {
+  int n_envs = 0;
+  double eager_us = 0, graph_us = 0;
+};
+
+/// --json FILE. The file is opened when this is made, so a missing directory or an unwritable path
+/// fails before a long run: std::runtime_error naming the path and the reason.
+class JsonReport {
+ public:
+  JsonReport(const std::string& path, const Args& args, int argc, char** argv);
+  ~JsonReport();
+  JsonReport(const JsonReport&) = delete;
+  JsonReport& operator=(const JsonReport&) = delete;
+
+  void set_gpu(const GpuInfo& gpu) { gpu_ = gpu; }
+  void add(const RunRecord& run) { runs_.push_back(run); }
+  void add_sweep(const SweepRow& row) { sweep_.push_back(row); }
+  /// Writes everything added, once, at the end of the runs. Throws std::runtime_error when the
+  /// write fails.
+  void write();
+
+ private:
+  std::string path_;
+  std::ofstream out_;
+  std::string command_;
+  Args args_;
+  std::optional<GpuInfo> gpu_;
+  std::vector<RunRecord> runs_;
+  std::vector<SweepRow> sweep_;
+};
+
+}  // namespace simprof::examples
