@@ -1,0 +1,29 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""ctest (label examples): speed_benchmark --json writes a run that parses and holds what the docs say.
+
+usage: check_json.py SPEED_BENCHMARK OUT.json
+"""
+import json
+import subprocess
+import sys
+
+exe, out = sys.argv[1], sys.argv[2]
+subprocess.run([exe, "--backend", "cpu", "--n-envs", "64", "--steps", "20", "--quiet",
+                "--json", out], check=True, stdout=subprocess.DEVNULL)
+with open(out, encoding="utf-8") as f:
+    doc = json.load(f)
+prov = doc["provenance"]
+for key in ("simprof_commit", "build_type", "compiler", "date_utc", "host", "command", "options"):
+    assert key in prov, f"provenance lacks {key}"
+assert prov["options"]["backend"] == "cpu", prov["options"]
+run = doc["runs"][0]
+assert run["backend"] == "cpu" and run["n_envs"] == 64 and run["steps"] == 20, run
+assert run["throughput_env_steps_per_s"] > 0, run
+assert run["fps_tracker"]["clock"] == "host", run["fps_tracker"]
+stages = {row["stage"]: row for row in run["host_stages"]}
+for name in ("physics", "step", "period"):
+    assert name in stages, f"no {name} row: {sorted(stages)}"
+assert stages["step"]["steps"] == 20, stages["step"]
+assert all(0 <= row["share_percent"] <= 100 for name, row in stages.items() if name != "period")
+print("json ok")
