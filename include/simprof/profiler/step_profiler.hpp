@@ -23,9 +23,9 @@
 //   * A stage that runs several times in a step reports the sum. A stage "a/b" is also counted into
 //     "a" unless "a" is open around it, so "sensors" is the sum of its classes either way.
 //   * With timings_window = N each stage is the mean of the latest N steps that ran it.
-//   * On a GPU backend these are host times: the time to enqueue the kernels, not to run them. Only
-//     "step" is the true step time, and only when the step reads data back from the device. The
-//     CUDA backend attaches device-side stage times separately.
+//   * On a GPU backend these are host times: the time to enqueue the kernels. cuda::StepPacer makes
+//     the loop's rate the GPU's; cuda::DeviceStageTimer adds device stage times
+//     (docs/gpu-truth.md).
 //
 // A StepProfiler belongs to the thread that runs the loop; set_show_fps() alone may be called from
 // another thread. The hot paths (stage enter/exit, step end) allocate nothing, take no lock and
@@ -224,8 +224,7 @@ class StepProfiler {
   /// Latency statistics of a stage over the latest options().stats_window steps that ran it (and
   /// were published). Throws std::invalid_argument for an unknown stage or when stats_window is 0.
   LatencyStats stats(std::string_view stage) const;
-  /// The statistics (stats(), history(), histogram(), stage_table()) forget every step so far, the
-  /// one in progress included: call it after a warm-up. timings() and the FPS line are unchanged.
+  /// stats(), history(), histogram(), stage_table() forget every step so far (after a warm-up).
   void reset_stats() noexcept;
   /// The samples behind stats(), oldest first, in seconds.
   std::vector<double> history(std::string_view stage) const;
@@ -341,9 +340,7 @@ class StepProfiler {
   std::vector<Slot> slots_;
   std::array<StageId, kMaxDepth> stack_{};
   std::size_t depth_ = 0;
-  bool in_step_ = false;
-  bool vetoed_ = false;
-  bool have_prev_ = false;
+  bool in_step_ = false, vetoed_ = false, have_prev_ = false;
   std::uint64_t serial_ = 0;            // steps begun; the current step's serial while in a step
   std::uint64_t published_ = 0;         // steps published
   std::uint64_t stats_from_ = 0;        // steps with serials up to this one left stats (reset)
