@@ -7,6 +7,7 @@
 #include "simprof/base/manual_clock.hpp"
 #include "simprof/profiler/device_steps.hpp"
 #include "simprof/profiler/step_profiler.hpp"
+#include "test_util.hpp"
 
 using simprof::DeviceStep;
 using simprof::DeviceSteps;
@@ -15,13 +16,9 @@ using simprof::ManualClock;
 using simprof::ProfilingOptions;
 using simprof::StepProfiler;
 
-namespace {
+using simprof::testing::quiet;
 
-ProfilingOptions quiet() {
-  ProfilingOptions o;
-  o.show_fps = false;
-  return o;
-}
+namespace {
 
 constexpr double kNone = DeviceStep::kNone;
 

@@ -12,18 +12,15 @@
 #include "simprof/base/manual_clock.hpp"
 #include "simprof/profiler/macros.hpp"
 #include "simprof/profiler/step_profiler.hpp"
+#include "test_util.hpp"
 
 using simprof::ManualClock;
 using simprof::ProfilingOptions;
 using simprof::StepProfiler;
 
-namespace {
+using simprof::testing::quiet;
 
-ProfilingOptions quiet() {
-  ProfilingOptions o;
-  o.show_fps = false;
-  return o;
-}
+namespace {
 
 // One instrumented step: physics 3 ms, the IMU 1 ms, 0.5 ms between them outside any stage.
 void engine_step(StepProfiler* prof, ManualClock* mc) {

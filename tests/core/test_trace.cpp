@@ -15,9 +15,12 @@
 #include "simprof/trace/session.hpp"
 #include "simprof/trace/span.hpp"
 #include "simprof/trace/time_base.hpp"
+#include "test_util.hpp"
 
 using namespace simprof;
 using json = nlohmann::json;
+
+using simprof::testing::quiet;
 
 namespace {
 std::string slurp(const std::string& path) {
@@ -25,11 +28,6 @@ std::string slurp(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-ProfilingOptions quiet() {
-  ProfilingOptions o;
-  o.show_fps = false;
-  return o;
 }
 }  // namespace
 

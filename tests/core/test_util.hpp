@@ -4,7 +4,16 @@
 
 #include <string>
 
+#include "simprof/profiler/options.hpp"
+
 namespace simprof::testing {
+
+/// Options that print no FPS line (the tests read the rate instead).
+inline ProfilingOptions quiet() {
+  ProfilingOptions o;
+  o.show_fps = false;
+  return o;
+}
 
 /// The message of the exception of type E that `f` throws, or "" when it throws none.
 template <class E, class F>

@@ -28,8 +28,11 @@
 #include "simprof/cuda/stage_timer.hpp"
 #include "simprof/cuda/stream.hpp"
 #include "simprof/cuda/timer_buffer.hpp"
+#include "test_util.hpp"
 
 // --- the sweep ----------------------------------------------------------------------------------
+
+using simprof::testing::quiet;
 
 namespace {
 
@@ -67,12 +70,6 @@ long sweep(const char* what, Body&& body, bool absorbs = false) {
   }
   ADD_FAILURE() << what << ": more than 500 calls";
   return 500;
-}
-
-ProfilingOptions quiet() {
-  ProfilingOptions o;
-  o.show_fps = false;
-  return o;
 }
 
 class Leaks : public gt::GpuTest {};

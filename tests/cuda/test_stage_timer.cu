@@ -7,22 +7,19 @@
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/stage_timer.hpp"
 #include "simprof/profiler/step_profiler.hpp"
+#include "test_util.hpp"
 
 using namespace simprof::cuda;
 namespace gt = simprof::cuda::gputest;
 using simprof::cuda::gputest::GpuTest;
+
+using simprof::testing::quiet;
 
 namespace {
 
 DeviceStageTimerOptions every_step() {
   DeviceStageTimerOptions o;
   o.sample_every = 1;
-  return o;
-}
-
-simprof::ProfilingOptions quiet() {
-  simprof::ProfilingOptions o;
-  o.show_fps = false;
   return o;
 }
 

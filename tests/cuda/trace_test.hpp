@@ -7,14 +7,11 @@
 
 #include "simprof/cuda/kernel_tracer.hpp"
 #include "simprof/trace/session.hpp"
+#include "test_util.hpp"
 
 namespace simprof::cuda::gputest {
 
-inline ProfilingOptions quiet() {
-  ProfilingOptions o;
-  o.show_fps = false;
-  return o;
-}
+using simprof::testing::quiet;
 
 struct KernelTraceSession {
   TraceSession session;
