@@ -15,8 +15,8 @@
 #include "simprof/base/log.hpp"
 #include "simprof/cuda/device_clock.cuh"
 #include "simprof/cuda/error.hpp"
-#include "simprof/cuda/graphs/instrumentation.hpp"
 #include "simprof/cuda/handle.hpp"
+#include "simprof/cuda/instrumentation.hpp"
 #include "simprof/profiler/report.hpp"
 #include "stage_record.hpp"
 
@@ -254,18 +254,8 @@ void DeviceStageTimer::on_stage_end(StageId id, std::int64_t) { boundary(id, kSt
 void DeviceStageTimer::boundary(StageId stage, int kind) noexcept {
   // An unsampled step outside GraphCache's captures: nothing to do, not even a query.
   if (skip_ && !capturing_) return;
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  unsigned long long id = 0;
-  cudaGraph_t graph = nullptr;
-  const cudaGraphNode_t* deps = nullptr;
-  const cudaGraphEdgeData* edges = nullptr;
-  std::size_t n_deps = 0;
-#if CUDART_VERSION >= 13000
-  cudaError_t e = cudaStreamGetCaptureInfo(stream_, &status, &id, &graph, &deps, &edges, &n_deps);
-#else
-  cudaError_t e =
-      cudaStreamGetCaptureInfo_v3(stream_, &status, &id, &graph, &deps, &edges, &n_deps);
-#endif
+  CaptureInfo ci;
+  cudaError_t e = capture_info(stream_, ci);
   if (e != cudaSuccess) return report("cudaStreamGetCaptureInfo", e);
   detail::StampArgs a{};
   a.recs = records_.data();
@@ -274,7 +264,7 @@ void DeviceStageTimer::boundary(StageId stage, int kind) noexcept {
   a.n = 1;
   a.stage[0] = static_cast<int>(stage);
   a.kind[0] = kind;
-  if (status != cudaStreamCaptureStatusActive) {
+  if (ci.status != cudaStreamCaptureStatusActive) {
     // Eager: on the stream, in order, in sampled steps only.
     if (skip_) return;
     if (!began_eagerly_) {
@@ -289,15 +279,15 @@ void DeviceStageTimer::boundary(StageId stage, int kind) noexcept {
   // is noted whether or not its step is sampled: the copy serves the sampled steps to come.
   detail::CaptureStamps& c = *capture_;
   try {
-    if (c.id != id) {
+    if (c.id != ci.id) {
       c = detail::CaptureStamps{};
-      c.id = id;
-      c.graph = graph;
+      c.id = ci.id;
+      c.graph = ci.graph;
     }
     if (!c.stamps.empty()) {
       detail::CaptureStamps::Stamp& last = c.stamps.back();
-      if (last.args.n < detail::kPerNode && last.deps.size() == n_deps &&
-          std::equal(deps, deps + n_deps, last.deps.begin())) {
+      if (last.args.n < detail::kPerNode && last.deps.size() == ci.n_deps &&
+          std::equal(ci.deps, ci.deps + ci.n_deps, last.deps.begin())) {
         // No work since the last stamp: the same instant, one more entry.
         last.args.stage[last.args.n] = a.stage[0];
         last.args.kind[last.args.n] = kind;
@@ -305,7 +295,7 @@ void DeviceStageTimer::boundary(StageId stage, int kind) noexcept {
         return;
       }
     }
-    c.stamps.push_back({std::vector<cudaGraphNode_t>(deps, deps + n_deps), a});
+    c.stamps.push_back({std::vector<cudaGraphNode_t>(ci.deps, ci.deps + ci.n_deps), a});
   } catch (...) {
     c = detail::CaptureStamps{};  // out of memory: this capture gets no stamps
     report("noting a stamp (out of memory)", cudaErrorMemoryAllocation);

@@ -10,8 +10,8 @@
 
 #include "gpu_test.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
-#include "simprof/cuda/graphs/instrumentation.hpp"
 #include "simprof/cuda/graphs/step_graph.hpp"
+#include "simprof/cuda/instrumentation.hpp"
 
 using namespace simprof::cuda;
 namespace gt = simprof::cuda::gputest;
@@ -324,12 +324,11 @@ struct CountingTool : GraphInstrumentation {
   void capture_ends() noexcept override { capturing = false; }
   void note(cudaStream_t s) {
     ASSERT_TRUE(capturing);
-    cudaStreamCaptureStatus st{};
-    const cudaGraphNode_t* d = nullptr;
-    std::size_t n = 0;
-    SIMPROF_CUDA_CHECK(cudaStreamGetCaptureInfo(s, &st, nullptr, &graph, &d, nullptr, &n));
-    ASSERT_EQ(st, cudaStreamCaptureStatusActive);
-    deps.assign(d, d + n);
+    CaptureInfo ci;
+    SIMPROF_CUDA_CHECK(capture_info(s, ci));
+    ASSERT_EQ(ci.status, cudaStreamCaptureStatusActive);
+    graph = ci.graph;
+    deps.assign(ci.deps, ci.deps + ci.n_deps);
     ++captures;
   }
   cudaGraph_t instrumented_copy(cudaGraph_t g) noexcept override {

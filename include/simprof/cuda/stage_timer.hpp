@@ -7,7 +7,7 @@
 //   * in a step being captured into a graph (GraphCache), each boundary becomes a one-thread stamp
 //     kernel added to the graph as a leaf: it depends on the work captured before the boundary, and
 //     nothing waits for it. Boundaries with no work between them share one stamp. GraphCache keeps
-//     two executables (graphs/instrumentation.hpp): the stamped one, launched on sampled steps, and
+//     two executables (instrumentation.hpp): the stamped one, launched on sampled steps, and
 //     the graph without stamps, launched on every other step — which therefore runs exactly as it
 //     would without the timer;
 //   * in a sampled eager step, a stamp kernel is enqueued on the stream at each boundary.
@@ -124,7 +124,7 @@ class DeviceStageTimer : public StepListener {
   DeviceBuffer<detail::StepRecord> records_;   // where stamps are written
   DeviceBuffer<unsigned> step_index_;  // the step in progress, written by the stream at its start
   std::unique_ptr<detail::CaptureStamps> capture_;  // stamp nodes of the capture in progress
-  std::shared_ptr<Hook> hook_;   // GraphCache's view of this timer (graphs/instrumentation.hpp)
+  std::shared_ptr<Hook> hook_;   // GraphCache's view of this timer (instrumentation.hpp)
   std::uint64_t ended_ = 0;      // steps ended on the host (the latest index + 1)
   std::uint64_t next_read_ = 0;  // steps joined or passed over
   bool began_eagerly_ = false;   // the step in progress has an eager begin stamp

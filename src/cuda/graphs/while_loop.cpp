@@ -5,6 +5,7 @@
 #include <string>
 
 #include "simprof/cuda/error.hpp"
+#include "simprof/cuda/instrumentation.hpp"
 
 namespace simprof::cuda {
 
@@ -61,17 +62,9 @@ int WhileLoop::enqueue(cudaStream_t stream, const Body& body) {
     throw std::runtime_error(
         "simprof: WhileLoop: capturing a while loop needs conditional graph nodes (CUDA >= "
         "12.4); the driver is older: run this step eagerly");
-  cudaGraph_t graph = nullptr;
-  const cudaGraphNode_t* deps = nullptr;
-  const cudaGraphEdgeData* edges = nullptr;
-  std::size_t n_deps = 0;
-#if CUDART_VERSION >= 13000
-  SIMPROF_CUDA_CHECK(
-      cudaStreamGetCaptureInfo(stream, &status, nullptr, &graph, &deps, &edges, &n_deps));
-#else
-  SIMPROF_CUDA_CHECK(
-      cudaStreamGetCaptureInfo_v3(stream, &status, nullptr, &graph, &deps, &edges, &n_deps));
-#endif
+  CaptureInfo ci;
+  SIMPROF_CUDA_CHECK(capture_info(stream, ci));
+  cudaGraph_t graph = ci.graph;
   cudaGraphConditionalHandle handle{};
   // Default value 1 at every launch: the body runs at least once (do-while, like the host path).
   SIMPROF_CUDA_CHECK(
@@ -83,9 +76,9 @@ int WhileLoop::enqueue(cudaStream_t stream, const Body& body) {
   params.conditional.size = 1;
   cudaGraphNode_t node = nullptr;
 #if CUDART_VERSION >= 13000
-  SIMPROF_CUDA_CHECK(cudaGraphAddNode(&node, graph, deps, edges, n_deps, &params));
+  SIMPROF_CUDA_CHECK(cudaGraphAddNode(&node, graph, ci.deps, ci.edges, ci.n_deps, &params));
 #else
-  SIMPROF_CUDA_CHECK(cudaGraphAddNode_v2(&node, graph, deps, edges, n_deps, &params));
+  SIMPROF_CUDA_CHECK(cudaGraphAddNode_v2(&node, graph, ci.deps, ci.edges, ci.n_deps, &params));
 #endif
   cudaGraph_t body_graph = params.conditional.phGraph_out[0];
   SIMPROF_CUDA_CHECK(cudaStreamBeginCaptureToGraph(body_stream_, body_graph, nullptr, nullptr, 0,

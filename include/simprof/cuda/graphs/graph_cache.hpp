@@ -25,7 +25,7 @@
 // and the key runs eagerly from then on. Wrap the body's CUDA calls in SIMPROF_CUDA_CHECK so the
 // diagnosis can name the offending call; otherwise it is named from the error code alone.
 //
-// A measuring tool registered for the stream (graphs/instrumentation.hpp: DeviceStageTimer) gets
+// A measuring tool registered for the stream (instrumentation.hpp: DeviceStageTimer) gets
 // two executables per captured key: the graph as captured, its nodes in, launched on the steps it
 // samples; and the graph without them, launched on every other step.
 //
@@ -45,8 +45,8 @@
 #include <vector>
 
 #include "simprof/cuda/graphs/capture.hpp"
-#include "simprof/cuda/graphs/instrumentation.hpp"
 #include "simprof/cuda/handle.hpp"
+#include "simprof/cuda/instrumentation.hpp"
 #include "simprof/cuda/stream.hpp"
 
 namespace spdlog {

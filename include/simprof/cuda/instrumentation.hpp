@@ -20,9 +20,24 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <memory>
 
 namespace simprof::cuda {
+
+/// Where a capture on a stream stands: what a tool adding nodes to it needs.
+struct CaptureInfo {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  unsigned long long id = 0;              ///< unique per capture
+  cudaGraph_t graph = nullptr;            ///< the graph being captured into
+  const cudaGraphNode_t* deps = nullptr;  ///< what the next captured work will depend on
+  const cudaGraphEdgeData* edges = nullptr;
+  std::size_t n_deps = 0;
+};
+
+/// cudaStreamGetCaptureInfo, in CUDA 13's spelling or CUDA 12's (_v3). The pointers stay valid
+/// until the next call on the stream. Returns the call's error code; never throws.
+cudaError_t capture_info(cudaStream_t stream, CaptureInfo& out) noexcept;
 
 class GraphInstrumentation {
  public:
