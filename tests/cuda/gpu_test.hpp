@@ -37,12 +37,15 @@ inline void axpb(float* x, int n, float a, cudaStream_t s) {
   SIMPROF_CUDA_CHECK_LAUNCH("axpb_kernel");
 }
 
-// Spins one thread for `ns` nanoseconds of the global timer.
-__global__ inline void spin_kernel(unsigned long long ns) {
+// Spins the calling thread for `ns` nanoseconds of the global timer.
+__device__ inline void spin_for_ns(unsigned long long ns) {
   const unsigned long long t0 = global_timer_ns();
   while (global_timer_ns() - t0 < ns) {
   }
 }
+
+// Spins one thread for `ns` nanoseconds of the global timer.
+__global__ inline void spin_kernel(unsigned long long ns) { spin_for_ns(ns); }
 
 inline void spin(unsigned long long ns, cudaStream_t s) {
   spin_kernel<<<1, 1, 0, s>>>(ns);
@@ -50,12 +53,7 @@ inline void spin(unsigned long long ns, cudaStream_t s) {
 }
 
 // Spins for the nanoseconds found in device memory when it runs: one graph, any length.
-__global__ inline void spin_read_kernel(const unsigned long long* ns) {
-  const unsigned long long want = *ns;
-  const unsigned long long t0 = global_timer_ns();
-  while (global_timer_ns() - t0 < want) {
-  }
-}
+__global__ inline void spin_read_kernel(const unsigned long long* ns) { spin_for_ns(*ns); }
 
 inline void spin_read(const unsigned long long* ns, cudaStream_t s) {
   spin_read_kernel<<<1, 1, 0, s>>>(ns);

@@ -33,21 +33,9 @@ __global__ void mark_done(volatile unsigned* done, unsigned value) {
 }
 
 // Kernels of distinct names, one per stage, so CUPTI's records can be told apart.
-__global__ void physics_a(const unsigned long long* ns) {
-  const unsigned long long want = *ns, t0 = global_timer_ns();
-  while (global_timer_ns() - t0 < want) {
-  }
-}
-__global__ void physics_b(unsigned long long ns) {
-  const unsigned long long t0 = global_timer_ns();
-  while (global_timer_ns() - t0 < ns) {
-  }
-}
-__global__ void camera(unsigned long long ns) {
-  const unsigned long long t0 = global_timer_ns();
-  while (global_timer_ns() - t0 < ns) {
-  }
-}
+__global__ void physics_a(const unsigned long long* ns) { gt::spin_for_ns(*ns); }
+__global__ void physics_b(unsigned long long ns) { gt::spin_for_ns(ns); }
+__global__ void camera(unsigned long long ns) { gt::spin_for_ns(ns); }
 
 // A step of known device length: "physics" spins for the nanoseconds found in `ns` (one graph,
 // any length) and then 20 us more; "sensors/Cam" spins 30 us.
