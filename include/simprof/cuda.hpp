@@ -19,6 +19,7 @@
 #include "simprof/cuda/precision.hpp"
 #include "simprof/cuda/stage_timer.hpp"
 #include "simprof/cuda/step_pacer.hpp"
+#include "simprof/cuda/stopwatch.hpp"
 #include "simprof/cuda/stream.hpp"
 #include "simprof/cuda/timer_buffer.hpp"
 #include "simprof/simprof.hpp"
