@@ -20,6 +20,7 @@
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/graphs/step_graph.hpp"
 #include "simprof/cuda/handle.hpp"
+#include "simprof/cuda/stopwatch.hpp"
 #include "simprof/cuda/stream.hpp"
 
 namespace {
@@ -77,15 +78,12 @@ bool have_gpu(benchmark::State& state) {
 // Times kStepsPerIteration calls of `one_step` with CUDA events around them.
 template <class F>
 void timed(benchmark::State& state, const Stream& stream, F&& one_step) {
-  Event start, stop;
+  Stopwatch watch(stream);
   for (int i = 0; i < 5; ++i) one_step();  // warm
-  stream.synchronize();
   for (auto _ : state) {
-    start.record(stream);
-    for (int i = 0; i < kStepsPerIteration; ++i) one_step();
-    stop.record(stream);
-    stop.synchronize();
-    state.SetIterationTime(stop.elapsed_ms_since(start) * 1e-3 / kStepsPerIteration);
+    state.SetIterationTime(watch.time([&] {
+      for (int i = 0; i < kStepsPerIteration; ++i) one_step();
+    }) / kStepsPerIteration);
   }
   state.counters["n_envs"] = static_cast<double>(state.range(1));
   state.counters["kernels"] = static_cast<double>(state.range(0));
@@ -122,20 +120,20 @@ void BM_ReplayOverhead(benchmark::State& state) {
     graph.run();
     SIMPROF_CUDA_CHECK(cudaGraphLaunch(exec.get(), f.stream));
   }
-  Event e0, e1, e2;
+  Stopwatch hand_watch(f.stream), our_watch(f.stream);
   double hand = 0, ours = 0;
   for (auto _ : state) {
-    e0.record(f.stream);
+    hand_watch.start();
     for (int i = 0; i < kStepsPerIteration; ++i)
       SIMPROF_CUDA_CHECK(cudaGraphLaunch(exec.get(), f.stream));
-    e1.record(f.stream);
+    hand_watch.stop();
+    our_watch.start();
     for (int i = 0; i < kStepsPerIteration; ++i) graph.run();
-    e2.record(f.stream);
-    e2.synchronize();
-    const double h = e1.elapsed_ms_since(e0), o = e2.elapsed_ms_since(e1);
+    our_watch.stop();
+    const double h = hand_watch.last_s(), o = our_watch.last_s();
     hand += h;
     ours += o;
-    state.SetIterationTime((h + o) * 1e-3 / (2 * kStepsPerIteration));
+    state.SetIterationTime((h + o) / (2 * kStepsPerIteration));
   }
   state.counters["step_over_hand"] = ours / hand;
 }
@@ -150,7 +148,8 @@ BENCHMARK(BM_HandGraph)->Apply(shapes);
 BENCHMARK(BM_StepGraph)->Apply(shapes);
 BENCHMARK(BM_ReplayOverhead)->Apply(shapes);
 
-// Host cost of making a 100-node executable: from scratch, or by updating one of the same topology.
+// Host cost of making a 100-node executable: from scratch, or by updating one of the same topology
+// (host clock; no GPU work is queued).
 void BM_Instantiate(benchmark::State& state) {
   if (!have_gpu(state)) return;
   Fixture f(1024, 100);
@@ -188,7 +187,7 @@ struct SwitchReport {
 } g_switch;
 
 // A cache of capacity 1 alternating 1,024 and 30,000 envs (100 kernels): each run a capture and an
-// exec update, then a replay.
+// exec update, then a replay. The host's cost of the call (host clock, the stream drained first).
 void BM_ShapeSwitch(benchmark::State& state) {
   if (!have_gpu(state)) return;
   Fixture a(1024, 100), b(30000, 100);
@@ -199,6 +198,7 @@ void BM_ShapeSwitch(benchmark::State& state) {
   GraphCache cache(stream, o);
   bool flip = false;
   for (auto _ : state) {
+    stream.synchronize();  // the host cost of the call alone: no earlier replay still queued
     const auto t0 = std::chrono::steady_clock::now();
     if (flip)
       cache.run({1024}, [&](cudaStream_t s) { a.step(s); });
@@ -242,8 +242,9 @@ void print_ratios(const simprof::bench::RatioReporter& runs) {
   }
   const double inst = get("BM_Instantiate"), upd = get("BM_ExecUpdate");
   if (inst > 0 && upd > 0)
-    std::printf("100-node graph: instantiate %.1f us, exec update %.1f us (%.1fx cheaper)\n", inst,
-                upd, inst / upd);
+    std::printf(
+        "100-node graph, host cost: instantiate %.1f us, exec update %.1f us (%.1fx cheaper)\n",
+        inst, upd, inst / upd);
   if (g_switch.runs)
     std::printf(
         "shape switches (capacity 1): %llu captures -> %llu updates, %llu instantiation(s), "

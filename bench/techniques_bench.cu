@@ -5,15 +5,15 @@
 //     Fixed iteration counts, so every mode solves the same frames. Time per frame, CUDA events.
 //   * BM_DualGraph/order/n_envs/image  physics + render graphs serialised on one stream (0),
 //     overlapped on two streams (1), overlapped with the physics stream prioritised (2). Time per
-//     frame, host clock over whole pipelined batches.
+//     frame, CUDA events from a batch's first physics start to its last image's end.
 //   * BM_LoopOverhead/mode/iterations  the cost of the loop itself: a body of two one-thread
 //     kernels run `iterations` times host-driven (0), unrolled in a graph (1), as a while node (2).
 //   * BM_Validate/on_device/n_envs  one FP16-vs-FP32 state validation through the host (0) or
-//     reduced on the GPU (1). Host clock.
-// Ratios at the end.
+//     reduced on the GPU (1). CUDA events, from the end of the work queued before it to the
+//     verdict on the host.
+// Every figure is timed with cuda::Stopwatch (CUDA events). Ratios at the end.
 #include <benchmark/benchmark.h>
 
-#include <chrono>
 #include <cstdio>
 #include <map>
 #include <numeric>
@@ -28,12 +28,12 @@
 #include "simprof/cuda/buffer.hpp"
 #include "simprof/cuda/graphs/while_loop.hpp"
 #include "simprof/cuda/precision.hpp"
+#include "simprof/cuda/stopwatch.hpp"
 #include "simprof/cuda/stream.hpp"
 
 namespace {
 
 using namespace simprof;
-using clk = std::chrono::steady_clock;
 
 std::map<std::tuple<int, int, int>, double> g_solver, g_dual;  // (mode, n, x) -> us per frame
 std::map<std::tuple<int, int, int>, double> g_passes;
@@ -52,10 +52,6 @@ bool have_gpu(benchmark::State& state, bool while_nodes = false) {
   return true;
 }
 
-double seconds_since(clk::time_point t0) {
-  return std::chrono::duration<double>(clk::now() - t0).count();
-}
-
 constexpr int kFramesPerIteration = 10;
 
 // The benchmark loop: `measure` returns one iteration's time in seconds (the manual time). Returns
@@ -71,16 +67,14 @@ double timed_us(benchmark::State& state, F&& measure) {
   return total / static_cast<double>(state.iterations()) * 1e6;
 }
 
-// kFramesPerIteration calls of `one` between two CUDA events on `stream`, per call.
+// kFramesPerIteration calls of `one` on `stream`, per call (CUDA events).
 template <class F>
 double event_timed_us(benchmark::State& state, cudaStream_t stream, F&& one) {
-  cuda::Event start, stop;
+  cuda::Stopwatch watch(stream);
   return timed_us(state, [&] {
-    start.record(stream);
-    for (int i = 0; i < kFramesPerIteration; ++i) one();
-    stop.record(stream);
-    stop.synchronize();
-    return stop.elapsed_ms_since(start) * 1e-3 / kFramesPerIteration;
+    return watch.time([&] {
+      for (int i = 0; i < kFramesPerIteration; ++i) one();
+    }) / kFramesPerIteration;
   });
 }
 
@@ -171,11 +165,13 @@ void BM_DualGraph(benchmark::State& state) {
   for (int i = 0; i < 20; ++i) pipe.submit();
   pipe.drain();
   pipe.frames().clear_latencies();
+  cuda::Stopwatch watch(pipe.frames().producer_stream());
   const double us = timed_us(state, [&] {
-    const auto t0 = clk::now();
+    watch.start();
     for (int i = 0; i < kPipelineFrames; ++i) pipe.submit();
+    watch.stop(pipe.frames().consumer_stream());
     pipe.drain();
-    return seconds_since(t0) / kPipelineFrames;
+    return watch.last_s() / kPipelineFrames;
   });
   const LatencyStats lat = summarize(pipe.frames().latencies());
   state.counters["latency_mean_us"] = lat.mean * 1e6;
@@ -202,13 +198,14 @@ void BM_Validate(benchmark::State& state) {
   }
   cuda::DeviceComparer cmp;
   PrecisionChecker check;
+  cuda::Stopwatch watch(stream);  // the warm-up steps above are still queued: never counted
   g_validate[{on_device ? 1 : 0, n}] = timed_us(state, [&] {
-    const auto t0 = clk::now();
-    const engine::StateSums s = engine::state_sums(ref, var, stream, on_device ? &cmp : nullptr);
-    check.clear();
-    check.record("positions", QuantityClass::kState, s.positions);
-    check.record("velocities", QuantityClass::kState, s.velocities);
-    return seconds_since(t0);
+    return watch.time([&] {
+      const engine::StateSums s = engine::state_sums(ref, var, stream, on_device ? &cmp : nullptr);
+      check.clear();
+      check.record("positions", QuantityClass::kState, s.positions);
+      check.record("velocities", QuantityClass::kState, s.velocities);
+    });
   });
 }
 BENCHMARK(BM_Validate)
@@ -245,7 +242,7 @@ void print_ratios() {
                   (u->second - u1->second) / (n - 1), (w->second - w1->second) / (n - 1));
     std::printf("\n");
   }
-  std::printf("\n--- physics + render, us per frame (host clock, pipelined) ---\n");
+  std::printf("\n--- physics + render, us per frame (CUDA events, pipelined) ---\n");
   std::printf("%7s %6s | %11s %11s %11s | %11s %11s\n", "n_envs", "image", "serialised",
               "overlapped", "overlap+pri", "overlap", "+priority");
   for (int n : {4096, 30000})
@@ -257,7 +254,8 @@ void print_ratios() {
                   o->second, p->second, s->second / o->second, s->second / p->second);
     }
   std::printf("(throughput vs serialised)\n");
-  std::printf("\n--- one FP16 state validation, us (host clock) ---\n");
+  std::printf(
+      "\n--- one FP16 state validation, us (CUDA events, to the verdict on the host) ---\n");
   for (int n : {4096, 30000}) {
     const auto h = g_validate.find({0, n}), d = g_validate.find({1, n});
     if (h == g_validate.end() || d == g_validate.end()) continue;

@@ -27,6 +27,7 @@
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/stage_timer.hpp"
 #include "simprof/cuda/step_pacer.hpp"
+#include "simprof/cuda/stopwatch.hpp"
 #include "simprof/cuda/stream.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 
@@ -102,22 +103,22 @@ void BM_Truth(benchmark::State& state) {
   for (int l = 0; l < kLoops; ++l) v[l] = std::make_unique<Variant>(Loop(l), n, graph, stream);
   for (auto& x : v) x->steps(10);
   stream.synchronize();
-  cuda::Event e[kLoops][2];
+  std::vector<cuda::Stopwatch> watch;
+  for (int l = 0; l < kLoops; ++l) watch.emplace_back(stream.get());
   double ms[kLoops] = {};
   std::vector<double> per[kLoops];  // ms per iteration
   int rotation = 0;
   for (auto _ : state) {
     for (int k = 0; k < kLoops; ++k) {
       const int l = (k + rotation) % kLoops;
-      e[l][0].record(stream);
+      watch[l].start();
       v[l]->steps(kSteps);
-      e[l][1].record(stream);
+      watch[l].stop();
     }
     rotation = (rotation + 1) % kLoops;
-    stream.synchronize();
     double total = 0;
     for (int l = 0; l < kLoops; ++l) {
-      const double t = e[l][1].elapsed_ms_since(e[l][0]);
+      const double t = watch[l].last_s() * 1e3;
       ms[l] += t;
       per[l].push_back(t);
       total += t;

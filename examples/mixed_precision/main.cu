@@ -8,7 +8,6 @@
 // are reduced on the GPU (cuda::DeviceComparer); --host-check copies both states to the host.
 //
 //   mixed_precision --storage fp16 --n-envs 30000 --replays 1000 --validate-every 50
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +23,7 @@
 #include "simprof/cuda/buffer.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/precision.hpp"
+#include "simprof/cuda/stopwatch.hpp"
 #include "simprof/cuda/stream.hpp"
 #include "simprof/precision/checker.hpp"
 
@@ -62,13 +62,14 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
+// Microseconds per replay of `n` back-to-back replays, on the GPU's clock.
 double time_replays(cuda::GraphCache& cache, const cuda::GraphKey& key,
                     const cuda::GraphCache::Body& body, cudaStream_t stream, int n) {
-  SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream));
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < n; ++i) cache.run(key, body);
-  SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream));
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+  cache.run(key, body);  // captured before timing, if it is not yet
+  cuda::Stopwatch watch(stream);
+  return watch.time([&] {
+    for (int i = 0; i < n; ++i) cache.run(key, body);
+  }) * 1e6 /
          n;
 }
 
@@ -97,13 +98,15 @@ int main(int argc, char** argv) try {
              "pos rel L2", "pos max", "vel rel L2", "vel max", "|v| rel", "KE rel", "NaN",
              "verdict");
   int first_failure = -1, checks = 0, failures = 0;
-  double validate_us = 0;
+  // A validation's time on the GPU's clock: from the moment the GPU has finished the replays queued
+  // before it (a host clock started here would count them) to the checker's verdict on the host.
+  cuda::Stopwatch validation(stream);
   cuda::DeviceComparer cmp;
   for (int r = 1; r <= a.replays; ++r) {
     cache.run(ref_key, ref_step);
     cache.run(var_key, var_step);
     if (r % a.every != 0) continue;
-    const auto t0 = std::chrono::steady_clock::now();
+    validation.start();
     check.clear();
     // Reduced where the state lives (a few bytes come back), or through the host (--host-check).
     const engine::StateSums sums =
@@ -118,8 +121,7 @@ int main(int argc, char** argv) try {
     const float ke_v = static_cast<float>(0.5 * params.mass * v2_var);
     check.compare("velocity norm", QuantityClass::kNorm, &norm_r, &norm_v, 1);
     check.compare("kinetic energy", QuantityClass::kScalar, &ke_r, &ke_v, 1);
-    validate_us +=
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    validation.stop();  // the verdict is in (read lazily, at the end)
     const PrecisionResult pos = check.results()[0], vel = check.results()[1];
     const PrecisionResult norm = check.results()[2], ke = check.results()[3];
     const bool ok = check.all_passed();
@@ -148,12 +150,17 @@ int main(int argc, char** argv) try {
   const double fp32_us = time_replays(cache, fp32_key, fp32_step, stream, timed);
   const double var_us = time_replays(cache, var_key, var_step, stream, timed);
   fmt::print(
-      "replay: FP32 reference {:.1f} us; same kernel as the variant with FP32 storage {:.1f} us; "
-      "{} storage {:.1f} us ({:.2f}x the FP32-storage kernel); state {:.1f} MB vs {:.1f} MB; one "
-      "validation {:.0f} us ({})\n",
-      ref_us, fp32_us, engine::to_string(a.storage), var_us, fp32_us / var_us,
-      static_cast<double>(fp32.state_bytes()) / 1e6, static_cast<double>(var.state_bytes()) / 1e6,
-      checks ? validate_us / checks : 0.0, a.on_device ? "reduced on the GPU" : "through the host");
+      "replay, per replay of {} back to back ({}): FP32 reference {:.1f} us; same kernel as the "
+      "variant with FP32 storage {:.1f} us; {} storage {:.1f} us ({:.2f}x the FP32-storage "
+      "kernel); state {:.1f} MB vs {:.1f} MB\n",
+      timed, cuda::to_string(cuda::StopwatchClock::kDevice), ref_us, fp32_us,
+      engine::to_string(a.storage), var_us, fp32_us / var_us,
+      static_cast<double>(fp32.state_bytes()) / 1e6, static_cast<double>(var.state_bytes()) / 1e6);
+  fmt::print(
+      "one validation {:.0f} us, mean of {} ({}; {}: from the end of the replays queued before it "
+      "to the verdict on the host)\n",
+      validation.mean_s() * 1e6, validation.laps(),
+      a.on_device ? "reduced on the GPU" : "through the host", validation.clock_label());
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "mixed_precision: %s\n", e.what());

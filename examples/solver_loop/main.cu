@@ -11,7 +11,6 @@
 //
 //   solver_loop --n-envs 1024,30000 --frames 300 --max-iterations 32
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <numeric>
@@ -29,6 +28,7 @@
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/graphs/while_loop.hpp"
 #include "simprof/cuda/kernel_tracer.hpp"
+#include "simprof/cuda/stopwatch.hpp"
 #include "simprof/cuda/stream.hpp"
 #include "simprof/cuda/timer_buffer.hpp"
 #include "simprof/profiler/step_profiler.hpp"
@@ -75,11 +75,6 @@ struct Result {
   std::vector<float> state;
 };
 
-using clk = std::chrono::steady_clock;
-double us_since(clk::time_point t0) {
-  return std::chrono::duration<double, std::micro>(clk::now() - t0).count();
-}
-
 Result run(const engine::Params& params, int n_envs, engine::LoopMode mode, const Args& a,
            cuda::DeviceTimerBuffer* timers) {
   cuda::Stream stream;
@@ -87,22 +82,18 @@ Result run(const engine::Params& params, int n_envs, engine::LoopMode mode, cons
   engine::ContactSolver solver(eng, a.max_iterations, static_cast<float>(a.tolerance));
   engine::SolverRunner runner(solver, mode, n_envs);
   auto frame = [&] { runner.frame(stream, timers); };
-  // Half the frames synchronised one by one (latency), half back to back (throughput).
+  // Half the frames one by one, each waited for (latency as a host that waits sees it: the host
+  // clock, the stream drained before and after), half back to back (throughput: CUDA events).
   std::vector<double> per_frame;
   per_frame.reserve(static_cast<std::size_t>(a.frames));
   for (int i = 0; i < 5; ++i) frame();  // warm-up and capture
-  stream.synchronize();
-  for (int i = 0; i < a.frames; ++i) {
-    const auto t0 = clk::now();
-    frame();
-    stream.synchronize();
-    per_frame.push_back(us_since(t0) * 1e-6);
-  }
-  const auto t0 = clk::now();
-  for (int i = 0; i < a.frames; ++i) frame();
-  stream.synchronize();
+  cuda::Stopwatch waited(stream, cuda::StopwatchClock::kHostDrained);
+  for (int i = 0; i < a.frames; ++i) per_frame.push_back(waited.time(frame));
+  cuda::Stopwatch watch(stream);
   Result r;
-  r.us_back_to_back = us_since(t0) / a.frames;
+  r.us_back_to_back = watch.time([&] {
+    for (int i = 0; i < a.frames; ++i) frame();
+  }) * 1e6 / a.frames;
   r.latency = summarize(per_frame);
   r.passes = solver.pass_history(stream);
   r.state = eng.snapshot(stream);
@@ -164,8 +155,10 @@ int main(int argc, char** argv) try {
   params.n_spheres = a.spheres;
   fmt::print(
       "contact solver: {} spheres per env, tolerance {:g} m, at most {} passes; {} frames per "
-      "timing\n",
-      a.spheres, a.tolerance, a.max_iterations, a.frames);
+      "timing; us/frame back to back ({}), sync: each frame waited for ({})\n",
+      a.spheres, a.tolerance, a.max_iterations, a.frames,
+      cuda::to_string(cuda::StopwatchClock::kDevice),
+      cuda::to_string(cuda::StopwatchClock::kHostDrained));
   fmt::print("{:>7} {:>12} | {:>10} | {:>9} {:>9} {:>9} | {:>6} {:>5} | {}\n", "n_envs", "loop",
              "us/frame", "sync mean", "p50", "p99", "passes", "max", "same as host");
   for (int n : a.n_envs) {

@@ -2,7 +2,6 @@
 #include "cuda_main.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -19,6 +18,7 @@
 #include "simprof/cuda/nvtx.hpp"
 #include "simprof/cuda/stage_timer.hpp"
 #include "simprof/cuda/step_pacer.hpp"
+#include "simprof/cuda/stopwatch.hpp"
 #include "simprof/cuda/stream.hpp"
 #include "simprof/cuda/timer_buffer.hpp"
 #include "simprof/simprof.hpp"
@@ -30,12 +30,12 @@ bool cuda_device_visible() { return cuda::device_available(); }
 namespace {
 
 struct RunResult {
-  double us_per_step = 0;  // wall time between two device synchronisations, per step
+  double us_per_step = 0;  // GPU time of the timed steps (CUDA events), per step
   double fps = 0;          // env-steps per second
 };
 
 // Runs `steps` steps after `warmup` (graph mode: the cache's own warm-up and capture happen inside
-// the warm-up), timed from one stream synchronisation to the next.
+// the warm-up), timed on the GPU's clock.
 RunResult timed_run(const engine::Params& params, int n_envs, bool graph, int warmup, int steps,
                     const cuda::Stream& stream) {
   engine::CudaEngine eng(params, n_envs, stream);
@@ -53,11 +53,10 @@ RunResult timed_run(const engine::Params& params, int n_envs, bool graph, int wa
       eng.enqueue_step(stream);
   };
   for (int i = 0; i < warmup; ++i) one();
-  stream.synchronize();
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < steps; ++i) one();
-  stream.synchronize();
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  cuda::Stopwatch watch(stream);
+  const double s = watch.time([&] {
+    for (int i = 0; i < steps; ++i) one();
+  });
   return {s / steps * 1e6, static_cast<double>(n_envs) * steps / s};
 }
 
@@ -182,13 +181,13 @@ void profiled_run(const engine::Params& params, int n_envs, bool graph, int warm
   }
   prof.reset_stats();  // the timed steps only, from here
   prof.fps().reset();
-  cuda::Event begin, end;
-  SIMPROF_CUDA_CHECK(cudaEventRecord(begin.get(), stream.get()));
+  cuda::Stopwatch watch(stream);
+  watch.start();
   for (int i = 0; i < steps; ++i) one();
-  SIMPROF_CUDA_CHECK(cudaEventRecord(end.get(), stream.get()));
+  watch.stop();
   drain();
   if (!pacer) prof.fps().flush();  // host clock: the sample in progress, to the last step
-  rec.seconds = static_cast<double>(end.elapsed_ms_since(begin)) * 1e-3;
+  rec.seconds = watch.last_s();
   rec.throughput = static_cast<double>(n_envs) * steps / rec.seconds;
   rec.throughput_clock = "cuda events";
   rec.host = stage_rows(prof);
@@ -223,8 +222,8 @@ void profiled_run(const engine::Params& params, int n_envs, bool graph, int warm
                        cold ? cold->capture_s : 0.0,
                        cold ? cold->instantiate_s : 0.0};
     fmt::print(
-        "\ngraph cache: {} warm-up runs, {} capture, {} instantiation, {} replays; cold start: "
-        "capture {:.1f} us + instantiate {:.1f} us\n",
+        "\ngraph cache: {} warm-up runs, {} capture, {} instantiation, {} replays; cold start on "
+        "the host clock: capture {:.1f} us + instantiate {:.1f} us\n",
         g.warmup_runs, g.captures, g.instantiations, g.replays, g.capture_s * 1e6,
         g.instantiate_s * 1e6);
     rec.graph_cache = g;
@@ -232,8 +231,9 @@ void profiled_run(const engine::Params& params, int n_envs, bool graph, int warm
   if (pacer) {
     const auto& c = pacer->counters();
     rec.pacer = PacerRecord{in_flight, c.waits, c.most_in_flight, c.wait_s};
-    fmt::print("steps in flight: at most {}; {} of {} steps waited for the GPU ({:.1f} ms)\n",
-               c.most_in_flight, c.waits, c.steps, c.wait_s * 1e3);
+    fmt::print(
+        "steps in flight: at most {}; {} of {} steps waited for the GPU ({:.1f} ms, host clock)\n",
+        c.most_in_flight, c.waits, c.steps, c.wait_s * 1e3);
   }
   rec.fps = prof.fps().total_fps();
   rec.fps_clock = prof.fps().clock_kind() == FpsClock::kDevice ? "device" : "host";
@@ -266,9 +266,9 @@ int run_cuda(const Args& args, JsonReport* json) {
     const int steps = args.steps ? args.steps : 300;
     fmt::print(
         "speed_benchmark sweep: eager launches vs graph replay, {} steps each, {} kernels per "
-        "step\n\n{:>9} {:>14} {:>14} {:>18} {:>18} {:>8}\n",
-        steps, 3 * params.substeps + 4, "n_envs", "eager us/step", "graph us/step",
-        "eager env-steps/s", "graph env-steps/s", "speedup");
+        "step, GPU time ({})\n\n{:>9} {:>14} {:>14} {:>18} {:>18} {:>8}\n",
+        steps, 3 * params.substeps + 4, cuda::to_string(cuda::StopwatchClock::kDevice), "n_envs",
+        "eager us/step", "graph us/step", "eager env-steps/s", "graph env-steps/s", "speedup");
     for (const int n : sizes) {
       const RunResult e = timed_run(params, n, false, warmup, steps, stream);
       const RunResult g = timed_run(params, n, true, warmup, steps, stream);

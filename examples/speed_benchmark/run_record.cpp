@@ -166,6 +166,7 @@ void JsonReport::write() {
           {{"n_envs", s.n_envs},
            {"eager_us_per_step", s.eager_us},
            {"graph_us_per_step", s.graph_us},
+           {"clock", "cuda events"},
            {"speedup", s.graph_us > 0 ? number(s.eager_us / s.graph_us) : Json(nullptr)}});
     root["sweep"] = rows;
   }

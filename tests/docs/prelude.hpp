@@ -42,6 +42,7 @@ extern simprof::TimerFrame frame;
 
 #if defined(SIMPROF_DOC_CUDA_BACKEND)
 extern simprof::cuda::Stream stream;
+void validate(cudaStream_t stream);  // a check that reduces on the GPU and reads back
 #endif
 #if defined(__CUDACC__)
 extern dim3 grid, block;
