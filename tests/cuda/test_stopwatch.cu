@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -29,33 +30,36 @@ class StopwatchTest : public GpuTest {
  protected:
   void SetUp() override {
     GpuTest::SetUp();
-    if (IsSkipped()) return;
-    gt::spin(1000, stream);  // load the module before anything is timed
-    gt::sync(stream);
+    if (IsSkipped()) return;  // no GPU: nothing CUDA may be made (CI has no driver)
+    stream_ = std::make_unique<Stream>();
+    back_ = std::make_unique<DeviceBuffer<unsigned long long>>(1);
+    gt::spin(1000, stream());  // load the module before anything is timed
+    gt::sync(stream());
   }
+  Stream& stream() { return *stream_; }
   // Queues `n` steps, then times a section that spins kSectionNs and reads a value back to the
   // host (the shape of mixed_precision's validation). Returns the lap; `host_s` receives what a
   // host stopwatch started at the same point read.
   double section_after(Stopwatch& w, int n, double* host_s = nullptr) {
-    for (int i = 0; i < n; ++i) gt::spin(kQueuedNs, stream);
+    for (int i = 0; i < n; ++i) gt::spin(kQueuedNs, stream());
     const auto t0 = std::chrono::steady_clock::now();
     {
       auto lap = w.lap();
-      gt::spin(kSectionNs, stream);
+      gt::spin(kSectionNs, stream());
       unsigned long long h = 0;
-      back.copy_to_host(&h, 1, stream);
-      gt::sync(stream);
+      back_->copy_to_host(&h, 1, stream());
+      gt::sync(stream());
     }
     if (host_s)
       *host_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return w.last_s();
   }
-  Stream stream;
-  DeviceBuffer<unsigned long long> back{1};
+  std::unique_ptr<Stream> stream_;
+  std::unique_ptr<DeviceBuffer<unsigned long long>> back_;
 };
 
 TEST_F(StopwatchTest, DeviceLapIgnoresWorkQueuedBeforeIt) {
-  Stopwatch w(stream);
+  Stopwatch w(stream());
   EXPECT_STREQ(w.clock_label(), "CUDA events");
   const double alone = section_after(w, 0);
   double host = 0;
@@ -71,7 +75,7 @@ TEST_F(StopwatchTest, DeviceLapIgnoresWorkQueuedBeforeIt) {
 }
 
 TEST_F(StopwatchTest, DrainedHostLapIgnoresWorkQueuedBeforeIt) {
-  Stopwatch w(stream, StopwatchClock::kHostDrained);
+  Stopwatch w(stream(), StopwatchClock::kHostDrained);
   EXPECT_STREQ(w.clock_label(), "host clock, stream drained");
   const double queued = section_after(w, 20);
   EXPECT_GE(queued, kSection);
@@ -79,13 +83,13 @@ TEST_F(StopwatchTest, DrainedHostLapIgnoresWorkQueuedBeforeIt) {
 }
 
 TEST_F(StopwatchTest, DeviceLapsAreReadLazily) {
-  Stopwatch w(stream, StopwatchClock::kDevice, /*pending=*/2);
+  Stopwatch w(stream(), StopwatchClock::kDevice, /*pending=*/2);
   gt::Gate gate;
-  gate.hold(stream);  // nothing below completes before the gate opens
+  gate.hold(stream());  // nothing below completes before the gate opens
   for (int i = 0; i < 5; ++i) {
     if (i == 2) gate.open();  // the third start() waits for the first lap: let it finish
     auto lap = w.lap();
-    gt::spin(50'000, stream);
+    gt::spin(50'000, stream());
   }
   EXPECT_EQ(w.laps(), 5u);
   EXPECT_GE(w.last_s(), 50e-6);
@@ -100,10 +104,10 @@ TEST_F(StopwatchTest, DeviceLapsAreReadLazily) {
 TEST_F(StopwatchTest, SectionMayEndOnAnotherStream) {
   Stream consumer;
   Event produced(cudaEventDisableTiming);
-  Stopwatch w(stream);
+  Stopwatch w(stream());
   w.start();
-  gt::spin(kSectionNs, stream);
-  produced.record(stream);
+  gt::spin(kSectionNs, stream());
+  produced.record(stream());
   SIMPROF_CUDA_CHECK(cudaStreamWaitEvent(consumer, produced.get(), 0));
   gt::spin(kSectionNs, consumer);
   w.stop(consumer);
@@ -111,8 +115,8 @@ TEST_F(StopwatchTest, SectionMayEndOnAnotherStream) {
 }
 
 TEST_F(StopwatchTest, TimeRunsOneLap) {
-  Stopwatch w(stream);
-  const double s = w.time([&] { gt::spin(kSectionNs, stream); });
+  Stopwatch w(stream());
+  const double s = w.time([&] { gt::spin(kSectionNs, stream()); });
   EXPECT_GE(s, kSection);
   EXPECT_EQ(w.laps(), 1u);
   EXPECT_EQ(s, w.last_s());
@@ -120,9 +124,9 @@ TEST_F(StopwatchTest, TimeRunsOneLap) {
 
 TEST_F(StopwatchTest, MisuseIsNamed) {
   EXPECT_EQ(simprof::testing::error_of<std::invalid_argument>(
-                [&] { Stopwatch(stream, StopwatchClock::kDevice, 0); }),
+                [&] { Stopwatch(stream(), StopwatchClock::kDevice, 0); }),
             "simprof: Stopwatch pending = 0 (expected >= 1 laps read lazily)");
-  Stopwatch w(stream);
+  Stopwatch w(stream());
   EXPECT_EQ(simprof::testing::error_of<std::logic_error>([&] { w.stop(); }),
             "simprof: Stopwatch::stop() without a running lap");
   w.start();
