@@ -46,7 +46,8 @@ void BM_TracerOverhead(benchmark::State& state) {
   StepProfiler prof(po, n);  // only for the clock the tracer aligns with
   cuda::KernelTracerOptions ko;
   ko.mode = config == 1 ? cuda::TraceMode::kGraphLaunch : cuda::TraceMode::kPerKernel;
-  if (config >= 2) ko.runtime_api = ko.memory = ko.synchronization = ko.overhead = false;
+  if (config >= 2)
+    ko.runtime_api = ko.driver_api = ko.memory = ko.synchronization = ko.overhead = false;
   if (config == 3) ko.align_clock = false;
   cuda::KernelTracer tracer(prof, ko);
   if (!tracer.enabled()) {

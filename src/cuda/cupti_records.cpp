@@ -35,15 +35,20 @@ void ActivityRecords::parse(std::uint8_t* buffer, std::size_t valid) {
       case CUPTI_ACTIVITY_KIND_KERNEL:
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
-        kernels_.push_back(KernelRecord{k->start, k->end, k->deviceId, k->streamId,
-                                        k->correlationId, k->graphId, k->graphNodeId,
-                                        Dim3{k->gridX, k->gridY, k->gridZ},
-                                        Dim3{k->blockX, k->blockY, k->blockZ}, intern(k->name)});
+        kernels_.push_back(
+            KernelRecord{k->start, k->end, k->deviceId, k->contextId, k->streamId, k->correlationId,
+                         k->graphId, k->graphNodeId, Dim3{k->gridX, k->gridY, k->gridZ},
+                         Dim3{k->blockX, k->blockY, k->blockZ}, k->registersPerThread,
+                         static_cast<std::uint32_t>(k->staticSharedMemory) + k->dynamicSharedMemory,
+                         intern(k->name)});
         break;
       }
-      case CUPTI_ACTIVITY_KIND_RUNTIME: {
+      case CUPTI_ACTIVITY_KIND_RUNTIME:
+      case CUPTI_ACTIVITY_KIND_DRIVER: {
         const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(rec);
-        launches_.push_back(LaunchRecord{a->start, a->end, a->cbid, a->correlationId, a->threadId});
+        launches_.push_back(LaunchRecord{
+            a->start, a->end, a->cbid, a->correlationId, a->threadId,
+            rec->kind == CUPTI_ACTIVITY_KIND_DRIVER ? LaunchApi::kDriver : LaunchApi::kRuntime});
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -51,14 +56,14 @@ void ActivityRecords::parse(std::uint8_t* buffer, std::size_t valid) {
         const auto kind = m->copyKind <= CUPTI_ACTIVITY_MEMCPY_KIND_PTOP
                               ? static_cast<CopyKind>(m->copyKind)
                               : CopyKind::kUnknown;
-        copies_.push_back(CopyRecord{m->start, m->end, m->bytes, m->deviceId, m->streamId,
-                                     m->correlationId, false, kind});
+        copies_.push_back(CopyRecord{m->start, m->end, m->bytes, m->deviceId, m->contextId,
+                                     m->streamId, m->correlationId, false, kind});
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMSET: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
-        copies_.push_back(CopyRecord{m->start, m->end, m->bytes, m->deviceId, m->streamId,
-                                     m->correlationId, true, CopyKind::kUnknown});
+        copies_.push_back(CopyRecord{m->start, m->end, m->bytes, m->deviceId, m->contextId,
+                                     m->streamId, m->correlationId, true, CopyKind::kUnknown});
         break;
       }
       case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
@@ -66,7 +71,8 @@ void ActivityRecords::parse(std::uint8_t* buffer, std::size_t valid) {
         const auto kind = s->type <= CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE
                               ? static_cast<SyncKind>(s->type)
                               : SyncKind::kUnknown;
-        syncs_.push_back(SyncRecord{s->start, s->end, kind, s->streamId});
+        syncs_.push_back(
+            SyncRecord{s->start, s->end, kind, s->contextId, s->streamId, s->correlationId});
         break;
       }
       case CUPTI_ACTIVITY_KIND_OVERHEAD: {
@@ -90,11 +96,13 @@ void ActivityRecords::clear() noexcept {
 
 namespace {
 
-// "cudaLaunchKernel_v7000" -> "cudaLaunchKernel".
-std::string runtime_call_name(std::uint32_t cbid) {
+// "cudaLaunchKernel_v7000" -> "cudaLaunchKernel"; "cuLaunchKernelEx" as it is.
+std::string call_name(LaunchApi api, std::uint32_t cbid) {
   const char* name = nullptr;
-  if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) != CUPTI_SUCCESS || !name)
-    return "cuda?";
+  const auto domain =
+      api == LaunchApi::kDriver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API;
+  if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name)
+    return api == LaunchApi::kDriver ? "cu?" : "cuda?";
   std::string n = name;
   if (const auto v = n.find("_v"); v != std::string::npos && v + 2 < n.size() &&
                                    std::isdigit(static_cast<unsigned char>(n[v + 2])))
@@ -110,8 +118,20 @@ struct DeviceStart {
 
 }  // namespace
 
+std::vector<std::uint32_t> ActivityRecords::devices() const {
+  std::vector<std::uint32_t> d;
+  for (const auto& k : kernels_) d.push_back(k.device);
+  for (const auto& c : copies_) d.push_back(c.device);
+  std::sort(d.begin(), d.end());
+  d.erase(std::unique(d.begin(), d.end()), d.end());
+  return d;
+}
+
 void ActivityRecords::to_spans(TraceMode mode, std::int64_t offset_ns, std::int64_t pid,
-                               std::vector<Span>& out) const {
+                               std::int32_t default_device, std::vector<Span>& out) const {
+  std::unordered_map<std::uint32_t, std::int32_t> device_of;  // context -> device
+  for (const auto& k : kernels_) device_of[k.context] = static_cast<std::int32_t>(k.device);
+  for (const auto& c : copies_) device_of[c.context] = static_cast<std::int32_t>(c.device);
   auto ns = [offset_ns](std::uint64_t t) { return static_cast<std::int64_t>(t) + offset_ns; };
   // Where each correlation's device work starts: the end of its launch's flow arrow.
   std::unordered_map<std::uint32_t, DeviceStart> first;
@@ -148,8 +168,11 @@ void ActivityRecords::to_spans(TraceMode mode, std::int64_t offset_ns, std::int6
     if (mode == TraceMode::kGraphLaunch && k.graph_id != 0) continue;
     Span s = Span::kernel(names_[static_cast<std::size_t>(k.name)], ns(k.start), ns(k.end),
                           static_cast<std::int32_t>(k.device), k.stream, k.correlation);
+    s.context = k.context;
     s.grid = k.grid;
     s.block = k.block;
+    s.registers = k.registers;
+    s.shared_memory = k.shared_memory;
     s.graph_id = k.graph_id;
     s.graph_node_id = k.graph_node;
     out.push_back(std::move(s));
@@ -157,23 +180,34 @@ void ActivityRecords::to_spans(TraceMode mode, std::int64_t offset_ns, std::int6
   }
   for (const auto& c : copies_) {
     const auto dev = static_cast<std::int32_t>(c.device);
-    out.push_back(
-        c.memset
-            ? Span::memset(c.bytes, ns(c.start), ns(c.end), dev, c.stream, c.correlation)
-            : Span::memcpy(c.kind, c.bytes, ns(c.start), ns(c.end), dev, c.stream, c.correlation));
+    Span s = c.memset ? Span::memset(c.bytes, ns(c.start), ns(c.end), dev, c.stream, c.correlation)
+                      : Span::memcpy(c.kind, c.bytes, ns(c.start), ns(c.end), dev, c.stream,
+                                     c.correlation);
+    s.context = c.context;
+    out.push_back(std::move(s));
     note(c.correlation, ns(c.start), c.device, c.stream);
   }
   for (const auto& a : launches_) {
+    const auto it = first.find(a.correlation);
+    if (a.api == LaunchApi::kDriver && it == first.end()) continue;  // launched nothing
     Span s =
-        Span::launch(runtime_call_name(a.cbid), ns(a.start), ns(a.end), pid, a.tid, a.correlation);
+        Span::launch(call_name(a.api, a.cbid), ns(a.start), ns(a.end), pid, a.tid, a.correlation);
     s.cbid = a.cbid;
+    s.api = a.api;
     out.push_back(std::move(s));
-    if (auto it = first.find(a.correlation); it != first.end())
+    if (it != first.end())
       out.push_back(Span::flow(a.correlation, ns(a.start), pid, a.tid, it->second.ts,
                                it->second.device, it->second.stream));
   }
-  for (const auto& s : syncs_)
-    out.push_back(Span::synchronization(s.kind, ns(s.start), ns(s.end), pid, 0, s.stream));
+  for (const auto& s : syncs_) {
+    const auto dev = device_of.find(s.context);
+    // CUPTI marks "no stream" (a context synchronisation) with all bits set: Kineto writes -1.
+    Span span = Span::synchronization(s.kind, ns(s.start), ns(s.end),
+                                      dev == device_of.end() ? default_device : dev->second,
+                                      static_cast<std::int32_t>(s.stream), s.correlation);
+    span.context = s.context;
+    out.push_back(std::move(span));
+  }
   for (const auto& [b, e] : overheads_)
     out.push_back(Span::overhead("CUPTI overhead", ns(b), ns(e), pid, 0));
 }

@@ -18,25 +18,27 @@ namespace simprof::cuda::detail {
 
 struct KernelRecord {
   std::uint64_t start, end;
-  std::uint32_t device, stream, correlation, graph_id;
+  std::uint32_t device, context, stream, correlation, graph_id;
   std::uint64_t graph_node;
   Dim3 grid, block;
+  std::uint32_t registers, shared_memory;
   int name;
 };
 struct LaunchRecord {
   std::uint64_t start, end;
   std::uint32_t cbid, correlation, tid;
+  LaunchApi api;
 };
 struct CopyRecord {
   std::uint64_t start, end, bytes;
-  std::uint32_t device, stream, correlation;
+  std::uint32_t device, context, stream, correlation;
   bool memset;
   CopyKind kind;
 };
 struct SyncRecord {
   std::uint64_t start, end;
   SyncKind kind;
-  std::uint32_t stream;
+  std::uint32_t context, stream, correlation;
 };
 
 class ActivityRecords {
@@ -44,9 +46,14 @@ class ActivityRecords {
   /// Appends the records of one completed CUPTI buffer.
   void parse(std::uint8_t* buffer, std::size_t valid);
   void clear() noexcept;
-  /// The window's spans: CUPTI timestamps plus `offset_ns`, host spans on process `pid`.
+  /// The window's spans: CUPTI timestamps plus `offset_ns`, host spans on process `pid`; a
+  /// synchronisation whose context ran no device work in the window goes on `default_device`.
+  /// Driver calls are kept where they launched device work (NCCL's cuLaunchKernelEx), the rest
+  /// (the driver calls a library makes between launches) are left out by design.
   void to_spans(TraceMode mode, std::int64_t offset_ns, std::int64_t pid,
-                std::vector<Span>& out) const;
+                std::int32_t default_device, std::vector<Span>& out) const;
+  /// Devices that ran work in the window.
+  std::vector<std::uint32_t> devices() const;
 
  private:
   int intern(const char* mangled);

@@ -77,6 +77,8 @@ struct KernelTracer::Impl {
   detail::ActivityRecords records;
   std::uint64_t dropped = 0;
   std::int64_t offset = 0;  // added to CUPTI timestamps when its clock is not the session's
+  int device = 0;           // the current device when the tracer was made
+  std::vector<std::uint32_t> devices_seen;  // in the last window collected
   // Declared last: destroyed first, so no callback can reach the members above once they go.
   Registration registration{this};
   Subscription subscription;
@@ -84,6 +86,7 @@ struct KernelTracer::Impl {
   std::vector<CUpti_ActivityKind> kinds() const {
     std::vector<CUpti_ActivityKind> k{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
     if (options.runtime_api) k.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
+    if (options.driver_api) k.push_back(CUPTI_ACTIVITY_KIND_DRIVER);
     if (options.memory) {
       k.push_back(CUPTI_ACTIVITY_KIND_MEMCPY);
       k.push_back(CUPTI_ACTIVITY_KIND_MEMSET);
@@ -155,6 +158,10 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
 
 KernelTracer::KernelTracer(const StepProfiler& prof, KernelTracerOptions options)
     : impl_(std::make_unique<Impl>(TimeBase(prof.clock()), options)) {
+  if (cudaGetDevice(&impl_->device) != cudaSuccess) {
+    cudaGetLastError();
+    impl_->device = 0;
+  }
   if (const CUptiResult r = impl_->subscription.subscribe(); r != CUPTI_SUCCESS) {
     impl_->disable(fmt::format("cuptiSubscribe failed: {} (another profiler or tool holds CUPTI?)",
                                cupti_error(r)));
@@ -171,6 +178,12 @@ KernelTracer::KernelTracer(const StepProfiler& prof, KernelTracerOptions options
   if (const CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
       r != CUPTI_SUCCESS) {
     impl_->disable(fmt::format("cuptiActivityRegisterCallbacks failed: {}", cupti_error(r)));
+    return;
+  }
+  // Launches on the thread ids the profiler's CPU stages carry (gettid), as Kineto sets it.
+  if (const CUptiResult r = cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+      r != CUPTI_SUCCESS) {
+    impl_->disable(fmt::format("cuptiSetThreadIdType failed: {}", cupti_error(r)));
     return;
   }
   impl_->enabled = true;
@@ -236,11 +249,46 @@ std::uint64_t KernelTracer::stop_and_collect(std::vector<Span>& out) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->running = false;
   impl_->records.to_spans(impl_->options.mode, impl_->offset, static_cast<std::int64_t>(::getpid()),
-                          out);
+                          impl_->device, out);
+  impl_->devices_seen = impl_->records.devices();
   impl_->records.clear();
   const std::uint64_t lost = impl_->dropped;
   impl_->dropped = 0;
   return lost;
+}
+
+void KernelTracer::describe(Trace& trace) const {
+  std::vector<std::uint32_t> devices;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    devices = impl_->devices_seen;
+  }
+  if (devices.empty()) devices.push_back(static_cast<std::uint32_t>(impl_->device));
+  for (const std::uint32_t d : devices) {
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, static_cast<int>(d)) != cudaSuccess) {
+      cudaGetLastError();
+      continue;
+    }
+    DeviceProperties dp;
+    dp.id = static_cast<int>(d);
+    dp.name = p.name;
+    dp.total_global_mem = p.totalGlobalMem;
+    dp.compute_major = p.major;
+    dp.compute_minor = p.minor;
+    dp.max_threads_per_block = p.maxThreadsPerBlock;
+    dp.max_threads_per_multiprocessor = p.maxThreadsPerMultiProcessor;
+    dp.regs_per_block = p.regsPerBlock;
+    dp.warp_size = p.warpSize;
+    dp.shared_mem_per_block = p.sharedMemPerBlock;
+    dp.num_sms = p.multiProcessorCount;
+    trace.devices.push_back(std::move(dp));
+  }
+  int v = 0;
+  if (cudaDriverGetVersion(&v) == cudaSuccess) trace.versions["cuda_driver_version"] = v;
+  if (cudaRuntimeGetVersion(&v) == cudaSuccess) trace.versions["cuda_runtime_version"] = v;
+  std::uint32_t cupti = 0;
+  if (cuptiGetVersion(&cupti) == CUPTI_SUCCESS) trace.versions["cupti_version"] = cupti;
 }
 
 }  // namespace simprof::cuda

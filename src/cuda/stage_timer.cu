@@ -148,6 +148,7 @@ DeviceStageTimer::DeviceStageTimer(StepProfiler& prof, cudaStream_t stream,
                                    DeviceStageTimerOptions options)
     : prof_(prof),
       stream_(stream),
+      device_id_(bind_device(stream, "DeviceStageTimer")),
       options_(options),
       mirror_(checked_ring(options), cudaHostAllocMapped),
       mirror_view_(mirror_.device_pointer()),

@@ -42,6 +42,7 @@ double elapsed_s(const Event& from, const Event& to) {
 StepPacer::StepPacer(StepProfiler& prof, cudaStream_t stream, StepPacerOptions options)
     : prof_(prof),
       stream_(stream),
+      device_(bind_device(stream, "StepPacer")),
       options_(options),
       ring_(static_cast<std::size_t>(checked(options)) +
             static_cast<std::size_t>(options.mark_every) + 2),

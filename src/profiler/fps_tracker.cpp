@@ -169,6 +169,7 @@ void FpsTracker::complete_sample(std::int64_t now) {
   if (show()) {
     if (!logger_) logger_ = default_logger();
     fmt::basic_memory_buffer<char, 160> line;
+    if (world_ > 1) fmt::format_to(std::back_inserter(line), "[rank {}/{}] ", rank_, world_);
     append_fps_line(line, ema_, n_envs_, clock_kind_);
     logger_->info(std::string_view(line.data(), line.size()));
   }

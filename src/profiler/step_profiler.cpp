@@ -85,6 +85,7 @@ StepProfiler::StepProfiler(ProfilingOptions options, std::int64_t n_envs, Clock 
       timings_(this),
       fps_(options.fps_tracker_alpha, options.fps_sample_interval, n_envs, clock) {
   fps_.set_show(options_.show_fps);
+  fps_.set_rank(RankInfo::from_env());  // "[rank R/W] " on the FPS line of a multi-process run
   tracking_ = options_.timings_window > 1 || options_.stats_window > 0;
   register_stage("step", kNoStage);
   register_stage("period", kNoStage);

@@ -2,6 +2,7 @@
 #include "simprof/trace/analysis.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <unordered_map>
 
@@ -10,6 +11,43 @@
 #include "simprof/base/stats.hpp"
 
 namespace simprof {
+
+namespace {
+
+using Intervals = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
+// The union of intervals, sorted and merged.
+Intervals merged(Intervals iv) {
+  std::sort(iv.begin(), iv.end());
+  Intervals out;
+  for (const auto& [b, e] : iv)
+    if (!out.empty() && b <= out.back().second)
+      out.back().second = std::max(out.back().second, e);
+    else
+      out.emplace_back(b, e);
+  return out;
+}
+
+std::int64_t length(const Intervals& iv) {
+  std::int64_t n = 0;
+  for (const auto& [b, e] : iv) n += e - b;
+  return n;
+}
+
+// Length of the intersection of two merged interval lists.
+std::int64_t overlap(const Intervals& a, const Intervals& b) {
+  std::int64_t n = 0;
+  for (std::size_t i = 0, j = 0; i < a.size() && j < b.size();) {
+    n += std::max<std::int64_t>(
+        0, std::min(a[i].second, b[j].second) - std::max(a[i].first, b[j].first));
+    (a[i].second < b[j].second) ? ++i : ++j;
+  }
+  return n;
+}
+
+bool communication(const Span& k) { return k.name.rfind("nccl", 0) == 0; }
+
+}  // namespace
 
 TraceAnalysis analyze(const Trace& trace, double graph_node_us) {
   TraceAnalysis out;
@@ -55,7 +93,7 @@ TraceAnalysis analyze(const Trace& trace, double graph_node_us) {
     StepAnalysis a;
     a.step = st->step;
     a.host_us = static_cast<double>(st->duration_ns()) * 1e-3;
-    std::vector<std::pair<std::int64_t, std::int64_t>> iv;
+    Intervals iv, comm, comp;
     std::vector<double> latency;
     for (const auto* launch : launches) {
       if (launch->begin_ns < st->begin_ns || launch->begin_ns > st->end_ns) continue;
@@ -63,10 +101,17 @@ TraceAnalysis analyze(const Trace& trace, double graph_node_us) {
       auto [b, e] = by_corr.equal_range(launch->correlation);
       for (auto it = b; it != e; ++it) {
         iv.emplace_back(it->second->begin_ns, it->second->end_ns);
+        (communication(*it->second) ? comm : comp)
+            .emplace_back(it->second->begin_ns, it->second->end_ns);
         latency.push_back(static_cast<double>(it->second->begin_ns - launch->begin_ns) * 1e-3);
       }
     }
     a.kernels = iv.size();
+    comm = merged(std::move(comm));
+    a.comm_us = static_cast<double>(length(comm)) * 1e-3;
+    a.comm_overlap = comm.empty() ? std::nan("")
+                                  : static_cast<double>(overlap(comm, merged(std::move(comp)))) /
+                                        static_cast<double>(length(comm));
     if (!iv.empty()) {
       std::sort(iv.begin(), iv.end());
       std::int64_t busy = 0, cur_b = iv[0].first, cur_e = iv[0].second, max_gap = 0;
@@ -126,15 +171,18 @@ TraceAnalysis analyze(const Trace& trace, double graph_node_us) {
 std::string TraceAnalysis::report(std::size_t top_kernels) const {
   fmt::memory_buffer out;
   fmt::format_to(std::back_inserter(out),
-                 "{}\n\n{:>8} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}\n", verdict,
-                 "step", "kernels", "host us", "gpu span", "gpu busy", "idle us", "lat p50",
-                 "lat p99", "bound");
+                 "{}\n\n{:>8} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8} {:>9} {:>8}\n",
+                 verdict, "step", "kernels", "host us", "gpu span", "gpu busy", "idle us",
+                 "lat p50", "lat p99", "bound", "comm us", "overlap");
   for (const auto& s : steps)
-    fmt::format_to(
-        std::back_inserter(out),
-        "{:>8} {:>8} {:>10.1f} {:>10.1f} {:>10.1f} {:>10.1f} {:>10.1f} {:>10.1f} {:>8}\n", s.step,
-        s.kernels, s.host_us, s.gpu_span_us, s.gpu_busy_us, s.idle_us, s.launch_latency_p50_us,
-        s.launch_latency_p99_us, s.launch_bound ? "launch" : "gpu");
+    fmt::format_to(std::back_inserter(out),
+                   "{:>8} {:>8} {:>10.1f} {:>10.1f} {:>10.1f} {:>10.1f} {:>10.1f} {:>10.1f} {:>8} "
+                   "{:>9.1f} {:>8}\n",
+                   s.step, s.kernels, s.host_us, s.gpu_span_us, s.gpu_busy_us, s.idle_us,
+                   s.launch_latency_p50_us, s.launch_latency_p99_us,
+                   s.launch_bound ? "launch" : "gpu", s.comm_us,
+                   std::isnan(s.comm_overlap) ? std::string("-")
+                                              : fmt::format("{:.0f}%", 100 * s.comm_overlap));
   fmt::format_to(std::back_inserter(out), "\n{:<40} {:>7} {:>11} {:>9} {:>9} {:>9} {:>7}\n",
                  "kernel", "calls", "total us", "mean us", "min us", "max us", "share");
   for (std::size_t i = 0; i < std::min(top_kernels, kernels.size()); ++i) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "simprof/base/io.hpp"
 
@@ -87,6 +88,10 @@ class Args {
       key_(key).append(std::string_view("null"));  // JSON has no NaN or infinity
     return *this;
   }
+  Args& text(std::string_view key, std::string_view v) {
+    fmt::format_to(std::back_inserter(key_(key)), "\"{}\"", json_escape(v));
+    return *this;
+  }
   Args& dim3(std::string_view key, const Dim3& d) {
     fmt::format_to(std::back_inserter(key_(key)), "[{}, {}, {}]", d.x, d.y, d.z);
     return *this;
@@ -103,32 +108,62 @@ class Args {
   bool open_ = false;
 };
 
+// "[0, 1]": Kineto writes lists of ranks and split sizes as strings.
+std::string list_text(const std::vector<int>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
+
+// Kineto's collective arguments (those of torch's record_param_comms).
+void collective_args(Args& a, const CollectiveArgs& c) {
+  a.text("Collective name", to_string(c.op))
+      .integer("In msg nelems", c.in_nelems)
+      .integer("Out msg nelems", c.out_nelems)
+      .integer("Group size", static_cast<std::int64_t>(c.group.ranks.size()))
+      .text("dtype", to_string(c.dtype))
+      .text("In split size", "[]")
+      .text("Out split size", "[]")
+      .text("Process Group Name", c.group.name)
+      .text("Process Group Description", c.group.desc)
+      .text("Process Group Ranks", list_text(c.group.ranks))
+      .integer("Rank", c.rank);
+}
+
+// Where a device span ran: Kineto's device, context, stream and correlation.
+void device_args(Args& a, const Span& s) {
+  a.integer("device", s.device).integer("context", s.context).integer("stream", s.stream);
+  a.integer("correlation", static_cast<std::int64_t>(s.correlation));
+}
+
 void write_args(Buffer& out, const Span& s) {
   Args a(out);
   switch (s.kind) {
     case SpanKind::kCpuStage:
       a.integer("step", static_cast<std::int64_t>(s.step));
+      if (s.collective) collective_args(a, *s.collective);
       break;
-    case SpanKind::kLaunch:
-      a.integer("correlation", static_cast<std::int64_t>(s.correlation)).integer("cbid", s.cbid);
+    case SpanKind::kLaunch:  // a host event: never a stream, or HTA counts it as GPU work
+      a.integer("cbid", s.cbid).integer("correlation", static_cast<std::int64_t>(s.correlation));
       break;
     case SpanKind::kKernel:
-      a.integer("device", s.device)
-          .integer("stream", s.stream)
-          .integer("correlation", static_cast<std::int64_t>(s.correlation));
+      device_args(a, s);
+      if (s.registers) a.integer("registers per thread", s.registers);
+      if (s.grid.x > 0) a.integer("shared memory", s.shared_memory);
       if (s.grid.x > 0) a.dim3("grid", s.grid).dim3("block", s.block);
       if (s.graph_id) a.integer("graph id", static_cast<std::int64_t>(s.graph_id));
       if (s.graph_id && s.kernels == 0)
         a.integer("graph node id", static_cast<std::int64_t>(s.graph_node_id));
       if (s.kernels) a.integer("kernels", static_cast<std::int64_t>(s.kernels));
+      if (s.collective) collective_args(a, *s.collective);
       break;
     case SpanKind::kMemcpy:
     case SpanKind::kMemset:
-      a.integer("bytes", static_cast<std::int64_t>(s.bytes))
-          .integer("correlation", static_cast<std::int64_t>(s.correlation));
+      device_args(a, s);
+      a.integer("bytes", static_cast<std::int64_t>(s.bytes));
+      if (s.duration_ns() > 0)  // bytes per ns are GB/s
+        a.number("memory bandwidth (GB/s)",
+                 static_cast<double>(s.bytes) / static_cast<double>(s.duration_ns()));
       break;
     case SpanKind::kSync:
-      a.integer("type", static_cast<std::int64_t>(s.sync)).integer("stream", s.stream);
+      a.text("cuda_sync_kind", to_string(s.sync));
+      device_args(a, s);
       break;
     case SpanKind::kCounter:
       a.number("value", s.value);
@@ -144,7 +179,7 @@ std::string_view category(const Span& s) {
     case SpanKind::kCpuStage:
       return s.is_step() ? "user_annotation" : "cpu_op";
     case SpanKind::kLaunch:
-      return "cuda_runtime";
+      return s.api == LaunchApi::kDriver ? "cuda_driver" : "cuda_runtime";
     case SpanKind::kKernel:
       return "kernel";
     case SpanKind::kMemcpy:
@@ -164,16 +199,19 @@ std::string_view category(const Span& s) {
 }
 
 bool on_device_track(SpanKind k) {
-  return k == SpanKind::kKernel || k == SpanKind::kMemcpy || k == SpanKind::kMemset;
+  return k == SpanKind::kKernel || k == SpanKind::kMemcpy || k == SpanKind::kMemset ||
+         k == SpanKind::kSync;
 }
 
-// One Chrome event: a span, one end of a flow, or a name.
+// One Chrome event: a span, one end of a flow, or a metadata record.
 struct Record {
   char ph;
   std::int64_t ts;
-  const Span* span;  // null for names
+  const Span* span;  // null for metadata
   std::int64_t pid, tid;
-  std::string label;  // names only
+  std::string_view meta;   // metadata: process_name, thread_sort_index, ...
+  std::string label;       // metadata: the name or label
+  std::int64_t index = 0;  // metadata: the sort index
 };
 
 void append_header(Buffer& out, char ph, std::string_view name, std::string_view cat,
@@ -184,18 +222,20 @@ void append_header(Buffer& out, char ph, std::string_view name, std::string_view
   fmt::format_to(std::back_inserter(out), ", \"pid\": {}, \"tid\": {}", pid, tid);
 }
 
-void append_record(Buffer& out, const Record& r) {
-  if (r.span == nullptr) {  // a process or thread name
-    append_header(out, 'M', r.tid < 0 ? "process_name" : "thread_name", {}, r.pid,
-                  r.tid < 0 ? 0 : r.tid);
-    fmt::format_to(std::back_inserter(out), ", \"args\": {{\"name\": \"{}\"}}}}",
-                   json_escape(r.label));
+void append_record(Buffer& out, const Record& r, std::int64_t base_ns) {
+  if (r.span == nullptr) {  // metadata, as Kineto writes it
+    append_header(out, 'M', r.meta, {}, r.pid, r.tid);
+    if (r.meta.find("sort_index") != std::string_view::npos)
+      fmt::format_to(std::back_inserter(out), ", \"args\": {{\"sort_index\": {}}}}}", r.index);
+    else
+      fmt::format_to(std::back_inserter(out), ", \"args\": {{\"{}\": \"{}\"}}}}",
+                     r.meta == "process_labels" ? "labels" : "name", json_escape(r.label));
     return;
   }
   const Span& s = *r.span;
   append_header(out, r.ph, s.name, category(s), r.pid, r.tid);
   out.append(std::string_view(", \"ts\": "));
-  append_us(out, r.ts);
+  append_us(out, r.ts - base_ns);
   if (r.ph == 'X') {
     out.append(std::string_view(", \"dur\": "));
     append_us(out, s.duration_ns());
@@ -207,28 +247,80 @@ void append_record(Buffer& out, const Record& r) {
   out.push_back('}');
 }
 
-// Process and thread names: the loop's host process and thread, one process per device with one
-// thread per stream, as Kineto lays them out.
+Record meta(std::int64_t pid, std::int64_t tid, std::string_view what, std::string label,
+            std::int64_t index = 0) {
+  return Record{'M', 0, nullptr, pid, tid, what, std::move(label), index};
+}
+
+// Process and thread names, labels and sort indices as Kineto lays them out: the host process
+// (labels "CPU", sorted by pid) with its threads (sorted by tid), one process per device (labels
+// "GPU <d>", sorted after every host) with one thread per stream.
 void add_names(const Trace& trace, std::vector<Record>& out) {
   std::set<std::int64_t> hosts;
-  std::set<std::pair<std::int64_t, std::int64_t>> loops;
+  std::set<std::pair<std::int64_t, std::int64_t>> loops, threads;
   std::map<std::int32_t, std::set<std::int64_t>> devices;
   for (const Span& s : trace.spans) {
-    if (s.kind == SpanKind::kCpuStage) {
-      hosts.insert(s.pid);
-      loops.emplace(s.pid, s.tid);
-    } else if (on_device_track(s.kind)) {
+    if (on_device_track(s.kind)) {
       devices[s.device].insert(s.stream);
+    } else if (s.kind != SpanKind::kCounter) {
+      hosts.insert(s.pid);
+      (s.kind == SpanKind::kCpuStage ? loops : threads).emplace(s.pid, s.tid);
     }
   }
-  for (const auto pid : hosts) out.push_back(Record{'M', 0, nullptr, pid, -1, "simprof host"});
-  for (const auto& [pid, tid] : loops)
-    out.push_back(Record{'M', 0, nullptr, pid, tid, "step loop"});
-  for (const auto& [dev, streams] : devices) {
-    out.push_back(Record{'M', 0, nullptr, dev, -1, fmt::format("GPU {}", dev)});
-    for (const auto s : streams)
-      out.push_back(Record{'M', 0, nullptr, dev, s, fmt::format("stream {}", s)});
+  const std::string process = trace.ranks.distributed()
+                                  ? fmt::format("simprof rank {}", trace.ranks.rank)
+                                  : std::string("simprof");
+  for (const auto pid : hosts) {
+    out.push_back(meta(pid, 0, "process_name", process));
+    out.push_back(meta(pid, 0, "process_labels", "CPU"));
+    out.push_back(meta(pid, 0, "process_sort_index", {}, pid));
   }
+  for (const auto& [pid, tid] : loops) {
+    out.push_back(meta(pid, tid, "thread_name", fmt::format("step loop (thread {})", tid)));
+    out.push_back(meta(pid, tid, "thread_sort_index", {}, tid));
+  }
+  for (const auto& [pid, tid] : threads) {
+    if (loops.count({pid, tid})) continue;
+    out.push_back(meta(pid, tid, "thread_name", fmt::format("thread {}", tid)));
+    out.push_back(meta(pid, tid, "thread_sort_index", {}, tid));
+  }
+  for (const auto& [dev, streams] : devices) {
+    out.push_back(meta(dev, 0, "process_name", process));
+    out.push_back(meta(dev, 0, "process_labels", fmt::format("GPU {}", dev)));
+    out.push_back(meta(dev, 0, "process_sort_index", {}, 5'000'000 + dev));
+    for (const auto s : streams) {
+      if (s < 0) continue;  // a context synchronisation: no stream to name
+      out.push_back(meta(dev, s, "thread_name", fmt::format("stream {}", s)));
+      out.push_back(meta(dev, s, "thread_sort_index", {}, s));
+    }
+  }
+}
+
+// Everything before "traceEvents", as Kineto writes it: HTA reads the rank from the raw text with
+// `"rank":\s+(\d+)`, so every colon is followed by a space.
+void append_preamble(Buffer& out, const Trace& t) {
+  out.append(std::string_view("{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": ["));
+  for (std::size_t i = 0; i < t.devices.size(); ++i) {
+    const DeviceProperties& d = t.devices[i];
+    fmt::format_to(std::back_inserter(out),
+                   "{}\n    {{\"id\": {}, \"name\": \"{}\", \"totalGlobalMem\": {}, "
+                   "\"computeMajor\": {}, \"computeMinor\": {}, \"maxThreadsPerBlock\": {}, "
+                   "\"maxThreadsPerMultiprocessor\": {}, \"regsPerBlock\": {}, \"warpSize\": {}, "
+                   "\"sharedMemPerBlock\": {}, \"numSms\": {}}}",
+                   i ? "," : "", d.id, json_escape(d.name), d.total_global_mem, d.compute_major,
+                   d.compute_minor, d.max_threads_per_block, d.max_threads_per_multiprocessor,
+                   d.regs_per_block, d.warp_size, d.shared_mem_per_block, d.num_sms);
+  }
+  out.append(std::string_view(t.devices.empty() ? "],\n" : "\n  ],\n"));
+  fmt::format_to(std::back_inserter(out),
+                 "  \"distributedInfo\": {{\"backend\": \"{}\", \"rank\": {}, \"local_rank\": {}, "
+                 "\"world_size\": {}}},\n",
+                 json_escape(t.backend), t.ranks.rank, t.ranks.local_rank, t.ranks.world_size);
+  for (const auto& [k, v] : t.versions)
+    fmt::format_to(std::back_inserter(out), "  \"{}\": {},\n", json_escape(k), v);
+  fmt::format_to(std::back_inserter(out),
+                 "  \"displayTimeUnit\": \"ns\",\n  \"baseTimeNanoseconds\": {},\n",
+                 t.base_time_ns);
 }
 
 }  // namespace
@@ -241,31 +333,32 @@ std::string to_chrome_json(const Trace& trace) {
   for (const Span& s : trace.spans) {
     switch (s.kind) {
       case SpanKind::kFlow:
-        events.push_back(Record{'s', s.begin_ns, &s, s.pid, s.tid, {}});
-        events.push_back(Record{'f', s.end_ns, &s, s.device, s.stream, {}});
+        events.push_back(Record{'s', s.begin_ns, &s, s.pid, s.tid, {}, {}});
+        events.push_back(Record{'f', s.end_ns, &s, s.device, s.stream, {}, {}});
         break;
       case SpanKind::kCounter:
-        events.push_back(Record{'C', s.begin_ns, &s, s.pid, s.tid, {}});
+        events.push_back(Record{'C', s.begin_ns, &s, s.pid, s.tid, {}, {}});
         break;
       default:
         if (on_device_track(s.kind))
-          events.push_back(Record{'X', s.begin_ns, &s, s.device, s.stream, {}});
+          events.push_back(Record{'X', s.begin_ns, &s, s.device, s.stream, {}, {}});
         else
-          events.push_back(Record{'X', s.begin_ns, &s, s.pid, s.tid, {}});
+          events.push_back(Record{'X', s.begin_ns, &s, s.pid, s.tid, {}, {}});
     }
   }
   std::stable_sort(events.begin(), events.end(),
                    [](const Record& a, const Record& b) { return a.ts < b.ts; });
   Buffer out;
-  out.append(std::string_view("{\"traceEvents\": [\n"));
+  append_preamble(out, trace);
+  out.append(std::string_view("  \"traceEvents\": [\n"));
   const std::size_t n = names.size() + events.size();
   std::size_t i = 0;
   for (const auto* list : {&names, &events})
     for (const Record& r : *list) {
-      append_record(out, r);
+      append_record(out, r, trace.base_time_ns - trace.wall_offset_ns);
       out.append(std::string_view(++i < n ? ",\n" : "\n"));
     }
-  out.append(std::string_view("],\n\"displayTimeUnit\": \"ns\",\n\"otherData\": {"));
+  out.append(std::string_view("  ],\n  \"otherData\": {"));
   fmt::format_to(std::back_inserter(out), "\"producer\": \"simprof\", \"dropped_events\": \"{}\"",
                  trace.dropped);
   for (const auto& [k, v] : trace.metadata)

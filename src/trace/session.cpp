@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "simprof/trace/session.hpp"
 
+#include <filesystem>
+#include <memory>
 #include <stdexcept>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -45,7 +48,10 @@ TraceSession::TraceSession(StepProfiler& prof, TraceOptions options)
   options_.schedule.validate();
   if (options_.max_cpu_events == 0)
     throw std::invalid_argument("simprof: TraceOptions.max_cpu_events = 0 (expected >= 1)");
+  ranks_ = options_.ranks ? *options_.ranks : RankInfo::from_env();
+  ranks_.validate();
   recorded_.reserve(options_.max_cpu_events);
+  collectives_.reserve(options_.max_collectives);
   open_.resize(prof.num_stages(), 0);
   action_ = options_.schedule.action(0);
   prof_.add_listener(this);
@@ -60,11 +66,18 @@ void TraceSession::add_source(TraceSource* source) {
   sources_.push_back(source);
 }
 
-void TraceSession::on_step_begin(std::uint64_t, std::int64_t ticks) {
+std::string TraceSession::path_of(std::uint64_t window) const {
+  return fmt::format("{}/{}_{}/rank{}.json", options_.dir, options_.prefix, window, ranks_.rank);
+}
+
+void TraceSession::on_step_begin(std::uint64_t step, std::int64_t ticks) {
   const ScheduleAction prev =
       index_ > 0 ? options_.schedule.action(index_ - 1) : ScheduleAction::kNone;
   action_ = options_.schedule.action(index_);
+  step_ = step;
   if (action_ != ScheduleAction::kNone && !sources_running_) {
+    // Anchored to the wall clock per window: no drift between the processes' clocks.
+    if (options_.wall_clock) wall_offset_ = time_base_.wall_offset_ns();
     for (auto* s : sources_) s->start();
     sources_running_ = true;
   } else if (recording(action_) && prev == ScheduleAction::kWarmup) {
@@ -82,7 +95,7 @@ void TraceSession::on_stage_begin(StageId id, std::int64_t ticks) {
 void TraceSession::on_stage_end(StageId id, std::int64_t ticks) {
   if (!recording(action_) || id >= open_.size()) return;
   if (recorded_.size() < options_.max_cpu_events)
-    recorded_.push_back(Recorded{id, static_cast<std::uint64_t>(index_), open_[id], ticks});
+    recorded_.push_back(Recorded{id, step_, open_[id], ticks});
   else
     ++dropped_;
 }
@@ -90,8 +103,7 @@ void TraceSession::on_stage_end(StageId id, std::int64_t ticks) {
 void TraceSession::on_step_end(std::uint64_t, std::int64_t ticks, StepOutcome) {
   if (recording(action_)) {
     if (recorded_.size() < options_.max_cpu_events)
-      recorded_.push_back(
-          Recorded{kStepStage, static_cast<std::uint64_t>(index_), step_begin_, ticks});
+      recorded_.push_back(Recorded{kStepStage, step_, step_begin_, ticks});
     else
       ++dropped_;
     if (prof_.fps().num_samples() != fps_samples_seen_) {
@@ -106,9 +118,52 @@ void TraceSession::on_step_end(std::uint64_t, std::int64_t ticks, StepOutcome) {
   action_ = options_.schedule.action(index_);
 }
 
+void TraceSession::on_collective(const Collective& c, std::int64_t begin, std::int64_t end) {
+  if (!recording(action_)) return;
+  if (collectives_.size() < options_.max_collectives)
+    collectives_.push_back(RecordedCollective{c, step_, begin, end, this_tid()});
+  else
+    ++dropped_;
+}
+
+// Each collective scope becomes a CPU span with Kineto's collective arguments, and gives them to
+// the communication kernels ("nccl...") launched inside it on its thread, found through the
+// launch's correlation id.
+void TraceSession::add_collectives(Trace& t) const {
+  std::vector<std::pair<std::shared_ptr<const CollectiveArgs>, std::size_t>> scopes;
+  for (const RecordedCollective& r : collectives_) {
+    auto args = std::make_shared<CollectiveArgs>();
+    args->op = r.c.op;
+    args->dtype = r.c.dtype;
+    args->in_nelems = r.c.in_nelems;
+    args->out_nelems = r.c.out_nelems;
+    if (r.c.group) args->group = *r.c.group;
+    args->rank = ranks_.rank;
+    Span s = Span::cpu_stage(fmt::format("nccl:{}", to_string(r.c.op)), kNoStage, r.step,
+                             to_ns(r.begin), to_ns(r.end), pid_, r.tid);
+    s.collective = args;
+    scopes.emplace_back(std::move(args), t.spans.size());
+    t.spans.push_back(std::move(s));
+  }
+  if (scopes.empty()) return;
+  std::unordered_map<std::uint64_t, std::shared_ptr<const CollectiveArgs>> by_correlation;
+  for (const Span& l : t.spans) {
+    if (l.kind != SpanKind::kLaunch || l.correlation == 0) continue;
+    for (const auto& [args, i] : scopes) {
+      const Span& c = t.spans[i];
+      if (l.pid == c.pid && l.tid == c.tid && l.begin_ns >= c.begin_ns && l.begin_ns <= c.end_ns)
+        by_correlation[l.correlation] = args;
+    }
+  }
+  for (Span& k : t.spans)
+    if (k.kind == SpanKind::kKernel && k.name.rfind("nccl", 0) == 0)
+      if (const auto it = by_correlation.find(k.correlation); it != by_correlation.end())
+        k.collective = it->second;
+}
+
 void TraceSession::save() {
   Trace t;
-  t.spans.reserve(recorded_.size() + fps_.size());
+  t.spans.reserve(recorded_.size() + fps_.size() + collectives_.size());
   for (const Recorded& r : recorded_) {
     const bool step = r.id == kStepStage;
     t.spans.push_back(Span::cpu_stage(
@@ -120,7 +175,13 @@ void TraceSession::save() {
   std::uint64_t dropped = dropped_;
   for (auto* s : sources_) dropped += s->stop_and_collect(t.spans);
   sources_running_ = false;
+  add_collectives(t);
   t.dropped = dropped;
+  t.ranks = ranks_;
+  t.backend = options_.backend;
+  t.wall_offset_ns = options_.wall_clock ? wall_offset_ : 0;
+  t.base_time_ns = options_.wall_clock ? kTraceBaseTimeNs : 0;
+  for (auto* s : sources_) s->describe(t);
   t.metadata["clock"] = std::string(to_string(prof_.clock().source()));
   t.metadata["window"] = std::to_string(windows_);
   t.metadata["n_envs"] = std::to_string(prof_.n_envs());
@@ -132,8 +193,9 @@ void TraceSession::save() {
   if (ready_) {
     ready_(t, windows_);
   } else {
-    const std::string path = fmt::format("{}/{}_{}.json", options_.dir, options_.prefix, windows_);
+    const std::string path = path_of(windows_);
     try {
+      std::filesystem::create_directories(std::filesystem::path(path).parent_path());
       write_chrome_trace(t, path);
       files_.push_back(path);
       log->info("simprof: trace window {}: {} spans -> {}", windows_, t.spans.size(), path);
@@ -142,6 +204,7 @@ void TraceSession::save() {
     }
   }
   recorded_.clear();
+  collectives_.clear();
   fps_.clear();
   dropped_ = 0;
   ++windows_;

@@ -27,6 +27,12 @@ std::string_view name_of(const std::string_view (&names)[N], E e) noexcept {
 
 std::string_view to_string(SpanKind kind) noexcept { return name_of(kKindNames, kind); }
 std::string_view to_string(CopyKind kind) noexcept { return name_of(kCopyNames, kind); }
+std::string_view to_string(SyncKind kind) noexcept {
+  static constexpr std::string_view kNames[] = {"Synchronize", "Event Synchronize",
+                                                "Stream Wait Event", "Stream Synchronize",
+                                                "Context Synchronize"};
+  return name_of(kNames, kind);
+}
 
 namespace {
 
@@ -96,10 +102,10 @@ Span Span::memset(std::uint64_t bytes, std::int64_t begin_ns, std::int64_t end_n
 }
 
 Span Span::synchronization(SyncKind sync, std::int64_t begin_ns, std::int64_t end_ns,
-                           std::int64_t pid, std::int64_t tid, std::int64_t stream) {
-  Span s = on_host(SpanKind::kSync, "cuda synchronisation", begin_ns, end_ns, pid, tid);
+                           std::int32_t device, std::int64_t stream, std::uint64_t correlation) {
+  Span s = on_device(SpanKind::kSync, std::string(to_string(sync)), begin_ns, end_ns, device,
+                     stream, correlation);
   s.sync = sync;
-  s.stream = stream;
   return s;
 }
 
@@ -110,7 +116,7 @@ Span Span::overhead(std::string name, std::int64_t begin_ns, std::int64_t end_ns
 
 Span Span::flow(std::uint64_t correlation, std::int64_t from_ns, std::int64_t pid, std::int64_t tid,
                 std::int64_t to_ns, std::int32_t device, std::int64_t stream) {
-  Span s = on_host(SpanKind::kFlow, "launch", from_ns, to_ns, pid, tid);
+  Span s = on_host(SpanKind::kFlow, "ac2g", from_ns, to_ns, pid, tid);
   s.device = device;
   s.stream = stream;
   s.correlation = correlation;

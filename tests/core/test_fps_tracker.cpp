@@ -341,3 +341,19 @@ TEST(FpsTracker, FlushWithoutATimeEndsTheSampleAtTheLastStep) {
   EXPECT_DOUBLE_EQ(fps.fps_per_env(), 100.0);
   EXPECT_FALSE(fps.flush());  // the sample is complete
 }
+
+TEST(FpsTracker, SaysItsRankInAMultiProcessRun) {
+  std::ostringstream out;
+  ManualClock mc;
+  FpsTracker fps(0.95, 50ms, 1024, mc.clock());
+  fps.set_logger(capture(out));
+  fps.set_rank(simprof::RankInfo::explicit_ranks(1, 2));
+  fps.tick(mc.now_ns());
+  run(fps, mc, 500, 0.1);  // 100 us steps: 10,000 FPS per env
+  EXPECT_EQ(out.str(),
+            "[rank 1/2] Running at 10,240,000.00 FPS (10,000.00 FPS per env, 1024 envs).\n");
+  out.str("");
+  fps.set_rank(simprof::RankInfo{});  // one process: no prefix
+  run(fps, mc, 500, 0.1);
+  EXPECT_EQ(out.str(), "Running at 10,240,000.00 FPS (10,000.00 FPS per env, 1024 envs).\n");
+}

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -72,8 +73,8 @@ TEST(ChromeTrace, EscapesEverythingJsonNeeds) {
       Span::kernel("k<\"quoted\">\\\n\x02 caf\xc3\xa9", 1000, 1010, /*device=*/0, /*stream=*/7, 1));
   const json j = json::parse(to_chrome_json(t));
   const auto& ev = j["traceEvents"];
-  ASSERT_EQ(ev.size(), 3u);  // the device's and the stream's names, then the kernel
-  EXPECT_EQ(ev[2]["name"], "k<\"quoted\">\\\n\x02 caf\xc3\xa9");
+  ASSERT_EQ(ev.size(), 6u);  // the device's name, label and order, the stream's two, the kernel
+  EXPECT_EQ(ev[5]["name"], "k<\"quoted\">\\\n\x02 caf\xc3\xa9");
 }
 
 TEST(ChromeTrace, FieldsOrderingAndExactMicroseconds) {
@@ -91,30 +92,40 @@ TEST(ChromeTrace, FieldsOrderingAndExactMicroseconds) {
   t.dropped = 3;
   const json j = json::parse(to_chrome_json(t));
   const auto& ev = j["traceEvents"];
-  // Names first: host process and the loop thread, GPU 0 and its stream; then 7 events by time
-  // (the flow is two: its start and its end).
-  ASSERT_EQ(ev.size(), 4u + 7u);
-  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(ev[i]["ph"], "M") << i;
-  EXPECT_EQ(ev[0]["args"]["name"], "simprof host");
-  EXPECT_EQ(ev[1]["args"]["name"], "step loop");
-  EXPECT_EQ(ev[2]["args"]["name"], "GPU 0");
-  EXPECT_EQ(ev[3]["args"]["name"], "stream 13");
-  EXPECT_EQ(ev[3]["pid"], 0);
-  EXPECT_EQ(ev[3]["tid"], 13);
-  for (std::size_t i = 5; i < ev.size(); ++i)
+  // Metadata first, as Kineto writes it: the host process (name, label "CPU", sort index) and the
+  // loop thread (name, sort index), GPU 0 (name, label "GPU 0", sort index) and its stream; then 7
+  // events by time (the flow is two: its start and its end).
+  constexpr std::size_t kMeta = 3 + 2 + 3 + 2;
+  ASSERT_EQ(ev.size(), kMeta + 7u);
+  for (std::size_t i = 0; i < kMeta; ++i) EXPECT_EQ(ev[i]["ph"], "M") << i;
+  EXPECT_EQ(ev[0]["name"], "process_name");
+  EXPECT_EQ(ev[0]["args"]["name"], "simprof");
+  EXPECT_EQ(ev[1]["args"]["labels"], "CPU");
+  EXPECT_EQ(ev[2]["args"]["sort_index"], 100);
+  EXPECT_EQ(ev[3]["args"]["name"], "step loop (thread 101)");
+  EXPECT_EQ(ev[4]["args"]["sort_index"], 101);
+  EXPECT_EQ(ev[6]["args"]["labels"], "GPU 0");
+  EXPECT_EQ(ev[7]["args"]["sort_index"], 5000000);
+  EXPECT_EQ(ev[8]["args"]["name"], "stream 13");
+  EXPECT_EQ(ev[8]["pid"], 0);
+  EXPECT_EQ(ev[8]["tid"], 13);
+  for (std::size_t i = kMeta + 1; i < ev.size(); ++i)
     EXPECT_LE(ev[i - 1]["ts"].get<double>(), ev[i]["ts"].get<double>());
-  EXPECT_EQ(ev[4]["name"], "early");
-  EXPECT_DOUBLE_EQ(ev[4]["ts"].get<double>(), -1.5);
-  EXPECT_EQ(ev[5]["name"], "physics");
-  EXPECT_EQ(ev[5]["cat"], "cpu_op");
-  EXPECT_EQ(ev[5]["args"]["step"], 0);
-  EXPECT_EQ(ev[6]["ph"], "C");
-  EXPECT_EQ(ev[6]["args"]["value"], 1234.5);
-  EXPECT_TRUE(ev[7]["args"]["value"].is_null());  // JSON has no NaN
-  EXPECT_EQ(ev[8]["ph"], "s");
-  EXPECT_EQ(ev[8]["pid"], 100);
-  EXPECT_EQ(ev[8]["tid"], 101);
-  const auto& kernel = ev[9];  // equal times keep the spans' order: the kernel, then its flow end
+  const auto* e = &ev[kMeta];
+  EXPECT_EQ(e[0]["name"], "early");
+  EXPECT_DOUBLE_EQ(e[0]["ts"].get<double>(), -1.5);
+  EXPECT_EQ(e[1]["name"], "physics");
+  EXPECT_EQ(e[1]["cat"], "cpu_op");
+  EXPECT_EQ(e[1]["args"]["step"], 0);
+  EXPECT_FALSE(e[1]["args"].contains("stream"));  // a host event never carries a stream
+  EXPECT_EQ(e[2]["ph"], "C");
+  EXPECT_EQ(e[2]["args"]["value"], 1234.5);
+  EXPECT_TRUE(e[3]["args"]["value"].is_null());  // JSON has no NaN
+  EXPECT_EQ(e[4]["ph"], "s");
+  EXPECT_EQ(e[4]["name"], "ac2g");
+  EXPECT_EQ(e[4]["pid"], 100);
+  EXPECT_EQ(e[4]["tid"], 101);
+  const auto& kernel = e[5];  // equal times keep the spans' order: the kernel, then its flow end
   EXPECT_EQ(kernel["name"], "axpb");
   EXPECT_EQ(kernel["cat"], "kernel");
   EXPECT_DOUBLE_EQ(kernel["ts"].get<double>(), 2001.234);
@@ -130,7 +141,7 @@ TEST(ChromeTrace, FieldsOrderingAndExactMicroseconds) {
   const std::string text = to_chrome_json(t);
   EXPECT_NE(text.find("\"ts\": 2001.234, \"dur\": 5.678"), std::string::npos);
   EXPECT_NE(text.find("\"ts\": 1000.000, \"dur\": 3000.001"), std::string::npos);
-  const auto& fin = ev[10];
+  const auto& fin = e[6];
   EXPECT_EQ(fin["ph"], "f");
   EXPECT_EQ(fin["cat"], "ac2g");
   EXPECT_EQ(fin["bp"], "e");
@@ -159,7 +170,10 @@ TEST(ChromeTrace, EachKindWritesItsTypedFields) {
   Span l = Span::launch("cudaGraphLaunch", 50, 60, 100, 101, 9);
   l.cbid = 311;
   t.spans.push_back(l);
-  t.spans.push_back(Span::synchronization(SyncKind::kStream, 800, 900, 100, 0, 5));
+  t.spans.push_back(Span::synchronization(SyncKind::kStream, 800, 900, 1, 5, 13));
+  Span drv = Span::launch("cuLaunchKernelEx", 70, 80, 100, 101, 10);
+  drv.api = LaunchApi::kDriver;
+  t.spans.push_back(drv);
   t.spans.push_back(Span::overhead("CUPTI overhead", 950, 960, 100, 0));
   const json ev = json::parse(to_chrome_json(t))["traceEvents"];
   auto find = [&](const char* name) {
@@ -181,18 +195,29 @@ TEST(ChromeTrace, EachKindWritesItsTypedFields) {
   EXPECT_EQ(copy["args"]["bytes"], 4096);
   EXPECT_EQ(copy["pid"], 1);
   EXPECT_EQ(copy["tid"], 5);
+  EXPECT_EQ(copy["args"]["device"], 1);  // HTA counts a copy without these as CPU work
+  EXPECT_EQ(copy["args"]["stream"], 5);
+  EXPECT_EQ(copy["args"]["correlation"], 11);
+  EXPECT_DOUBLE_EQ(copy["args"]["memory bandwidth (GB/s)"].get<double>(), 40.96);
   const json memset = find("Memset");
   EXPECT_EQ(memset["cat"], "gpu_memset");
   EXPECT_EQ(memset["args"]["bytes"], 64);
+  EXPECT_EQ(memset["args"]["stream"], 5);
+  EXPECT_EQ(memset["args"]["correlation"], 12);
   const json launch = find("cudaGraphLaunch");
   EXPECT_EQ(launch["cat"], "cuda_runtime");
   EXPECT_EQ(launch["args"]["correlation"], 9);
   EXPECT_EQ(launch["args"]["cbid"], 311);
   EXPECT_EQ(launch["pid"], 100);
   EXPECT_EQ(launch["tid"], 101);
-  const json sync = find("cuda synchronisation");
+  EXPECT_FALSE(launch["args"].contains("stream"));
+  EXPECT_EQ(find("cuLaunchKernelEx")["cat"], "cuda_driver");
+  const json sync = find("Stream Synchronize");  // Kineto's shape: on the device's stream
   EXPECT_EQ(sync["cat"], "cuda_sync");
-  EXPECT_EQ(sync["args"]["type"], 3);  // CUPTI's STREAM_SYNCHRONIZE
+  EXPECT_EQ(sync["args"]["cuda_sync_kind"], "Stream Synchronize");
+  EXPECT_EQ(sync["pid"], 1);
+  EXPECT_EQ(sync["tid"], 5);
+  EXPECT_EQ(sync["args"]["correlation"], 13);
   EXPECT_EQ(find("CUPTI overhead")["cat"], "overhead");
 }
 
@@ -234,6 +259,7 @@ TEST(TraceSession, RecordsTheScheduledStepsOnly) {
   StepProfiler prof(quiet(), 0, mc.clock());
   TraceOptions o;
   o.schedule = Schedule{1, 1, 2, 1, 0};  // step 0 wait, 1 warm-up, 2-3 active
+  o.wall_clock = false;                  // the manual clock's own nanoseconds
   TraceSession session(prof, o);
   FakeSource src;
   session.add_source(&src);
@@ -302,10 +328,11 @@ TEST(TraceSession, DefaultHandlerWritesOneFilePerWindow) {
     mc.advance_ns(100);
   }
   ASSERT_EQ(session.files().size(), 2u);
+  EXPECT_EQ(session.files()[1], o.dir + "/simprof_session_test_1/rank0.json");
   for (const auto& f : session.files()) {
     const json j = json::parse(slurp(f));
     EXPECT_EQ(j["traceEvents"][0]["ph"], "M");
-    std::remove(f.c_str());
+    std::filesystem::remove_all(std::filesystem::path(f).parent_path());
   }
 }
 
@@ -351,7 +378,8 @@ TEST(TraceAnalysis, GpuBoundStepNamesTheTopKernels) {
   EXPECT_FALSE(a.launch_bound);
   EXPECT_EQ(a.verdict.rfind("GPU-bound", 0), 0u) << a.verdict;
   EXPECT_NE(a.verdict.find("forces (50%)"), std::string::npos) << a.verdict;
-  EXPECT_EQ(analyze(Trace{}).verdict.rfind("no kernels", 0), 0u);
+  const Trace empty;
+  EXPECT_EQ(analyze(empty).verdict.rfind("no kernels", 0), 0u);
 }
 
 TEST(TimeBase, ConvertsTicksOfItsClockToNanoseconds) {
@@ -366,4 +394,22 @@ TEST(TimeBase, ConvertsTicksOfItsClockToNanoseconds) {
   EXPECT_EQ(tb.now_ns(), 1'500'001);
   EXPECT_EQ(tb.to_ns(-4), -2);
   EXPECT_EQ(tb.clock().ticks_per_second(), 2e9);
+}
+
+TEST(TraceAnalysis, CommunicationTimeAndItsOverlapWithComputation) {
+  Trace t;
+  t.spans.push_back(Span::cpu_stage("ProfilerStep#1", kStepStage, 1, 0, 100'000, 1, 1));
+  t.spans.push_back(Span::launch("cudaLaunchKernel", 1000, 2000, 1, 1, 1));
+  t.spans.push_back(Span::kernel("integrate", 10'000, 20'000, 0, 7, 1));
+  Span drv = Span::launch("cuLaunchKernelEx", 3000, 4000, 1, 1, 2);
+  drv.api = LaunchApi::kDriver;
+  t.spans.push_back(drv);
+  t.spans.push_back(Span::kernel("ncclDevKernel_AllReduce_Sum_f32", 15'000, 30'000, 0, 9, 2));
+  const auto a = analyze(t);
+  ASSERT_EQ(a.steps.size(), 1u);
+  EXPECT_EQ(a.steps[0].kernels, 2u);
+  EXPECT_NEAR(a.steps[0].comm_us, 15.0, 1e-9);
+  EXPECT_NEAR(a.steps[0].comm_overlap, 5.0 / 15.0, 1e-12);  // 15-20 us overlapped integrate
+  EXPECT_NE(a.report().find("33%"), std::string::npos) << a.report();
+  EXPECT_TRUE(std::isnan(analyze(synthetic(100, 2)).steps[0].comm_overlap));  // no comm: NaN
 }

@@ -12,6 +12,7 @@
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/graphs/step_graph.hpp"
 #include "simprof/cuda/instrumentation.hpp"
+#include "test_util.hpp"
 
 using namespace simprof::cuda;
 namespace gt = simprof::cuda::gputest;
@@ -414,4 +415,32 @@ TEST(CaptureDiagnosis, ClassifiesWithoutAGpu) {
   const auto d =
       diagnose_capture(cudaErrorStreamCaptureUnsupported, "cudaMemcpyAsync(a, b, n, k, s)");
   EXPECT_EQ(d.pitfall, CapturePitfall::kUnsupported);  // an Async copy is not the culprit
+}
+
+// A cache belongs to one device: the one current when it was made (its stream's).
+TEST_F(GpuTest, CacheIsBoundToItsDevice) {
+  Stream stream;
+  GraphCache cache(stream);
+  EXPECT_EQ(cache.device(), current_device());
+  EXPECT_EQ(stream_device(stream), current_device());
+  int devices = 0;
+  SIMPROF_CUDA_CHECK(cudaGetDeviceCount(&devices));
+  if (devices < 2)
+    GTEST_SKIP() << "needs 2 GPUs to change devices (this machine has " << devices
+                 << "); the one-device part passed";
+  DeviceBuffer<float> x(256);
+  cache.run({1}, [&](cudaStream_t s) { gt::axpb(x.data(), 256, 1.0f, s); });
+  SIMPROF_CUDA_CHECK(cudaSetDevice(1));
+  const std::string err = simprof::testing::error_of<std::logic_error>(
+      [&] { cache.run({1}, [&](cudaStream_t s) { gt::axpb(x.data(), 256, 1.0f, s); }); });
+  EXPECT_EQ(
+      err,
+      "simprof: GraphCache of device 0 run with device 1 current: a graph captured on one "
+      "device is never replayed on another (cudaSetDevice(0) first, or one cache per device)");
+  // A tool made with another device current than its stream's is refused, naming both.
+  EXPECT_EQ(simprof::testing::error_of<std::invalid_argument>([&] { GraphCache other(stream); }),
+            "simprof: GraphCache: the stream is on device 0 but device 1 is current (what it makes "
+            "is made on the current device: cudaSetDevice(0) first)");
+  SIMPROF_CUDA_CHECK(cudaSetDevice(0));
+  stream.synchronize();
 }

@@ -3,14 +3,23 @@
 // to itself.
 #include <gtest/gtest.h>
 
+#include <cuda.h>
 #include <cupti.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "gpu_test.hpp"
+#include "kineto_contract.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/kernel_tracer.hpp"
+#include "simprof/profiler/collective.hpp"
 #include "simprof/trace/analysis.hpp"
 #include "simprof/trace/session.hpp"
 #include "trace_test.hpp"
@@ -216,4 +225,94 @@ TEST(KernelTracerRegistration, OnePerProcessAndFreedWithItsOwner) {
     }
   }
   EXPECT_NO_THROW(KernelTracer again(prof));  // the first one gave the registration back
+}
+
+// Named as NCCL names its kernels (HTA classes a kernel as communication by the "nccl" prefix):
+// extern "C", so its traced name is exactly that.
+extern "C" __global__ void ncclDevKernel_SimprofTest(float* x) { x[threadIdx.x] += 1.0f; }
+
+// A real CUPTI trace of steps with a runtime launch, a driver-API launch (as NCCL launches) inside
+// a collective scope, a copy, a memset and a synchronisation, held to HTA's and Kineto's rules.
+TEST_F(GpuTest, ARealTracePassesTheKinetoContract) {
+  Stream stream;
+  DeviceBuffer<float> x(4096);
+  PinnedBuffer<float> host(4096);
+  StepProfiler prof(quiet(), 0);
+  TraceOptions o;
+  o.schedule = Schedule{0, 1, 3, 1, 0};
+  o.dir = ::testing::TempDir() + "simprof_cupti_contract";
+  o.ranks = RankInfo::explicit_ranks(0, 1);
+  TraceSession session(prof, o);
+  KernelTracer tracer(prof);
+  ASSERT_TRUE(tracer.enabled()) << tracer.disabled_reason();
+  session.add_source(&tracer);
+  cudaFunction_t fn = nullptr;
+  ASSERT_EQ(cudaGetFuncBySymbol(&fn, reinterpret_cast<const void*>(&ncclDevKernel_SimprofTest)),
+            cudaSuccess);
+  // The driver's cuLaunchKernel through the runtime (the test links no libcuda: CI has none).
+  using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                unsigned, unsigned, CUstream, void**, void**);
+  void* entry = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  ASSERT_EQ(
+      cudaGetDriverEntryPointByVersion("cuLaunchKernel", &entry, 12000, cudaEnableDefault, &found),
+      cudaSuccess);
+  ASSERT_EQ(found, cudaDriverEntryPointSuccess);
+  const auto cu_launch = reinterpret_cast<LaunchFn>(entry);
+  const ProcessGroup world = ProcessGroup::world(1);
+  for (int i = 0; i < 4; ++i) {
+    auto step = prof.step();
+    {
+      auto st = prof.stage("physics");
+      gt::axpb(x.data(), 4096, 1.0f, stream);
+    }
+    {
+      auto c = collective(prof, CollectiveOp::kAllReduce, 32, DType::kFloat, world);
+      float* arg = x.data();
+      void* args[] = {&arg};
+      ASSERT_EQ(cu_launch(reinterpret_cast<CUfunction>(fn), 1, 1, 1, 32, 1, 1, 0,
+                          reinterpret_cast<CUstream>(stream.get()), args, nullptr),
+                CUDA_SUCCESS);
+    }
+    SIMPROF_CUDA_CHECK(cudaMemsetAsync(x.data(), 0, 64, stream));
+    x.copy_to_host(host.data(), 4096, stream);
+    stream.synchronize();
+  }
+  ASSERT_EQ(session.files().size(), 1u);
+  std::ifstream in(session.files()[0]);
+  const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto bad = simprof::testing::kineto_violations(raw, 0);
+  std::string listed;
+  for (const auto& b : bad) listed += "\n  " + b;
+  EXPECT_TRUE(bad.empty()) << listed;
+  const auto j = nlohmann::json::parse(raw);
+  std::map<std::string, int> cats;
+  int nccl = 0, on_loop_thread = 0, launches = 0;
+  std::int64_t loop_tid = -1;
+  for (const auto& e : j["traceEvents"])
+    if (e.value("name", "") == "physics") loop_tid = e["tid"].get<std::int64_t>();
+  for (const auto& e : j["traceEvents"]) {
+    if (e.value("ph", "") != "X") continue;
+    ++cats[e.value("cat", "")];
+    const std::string cat = e.value("cat", "");
+    if (cat == "cuda_runtime" || cat == "cuda_driver") {
+      ++launches;
+      on_loop_thread += e["tid"].get<std::int64_t>() == loop_tid;
+    }
+    if (cat == "kernel" && e.value("name", "").find("ncclDevKernel_SimprofTest") == 0) {
+      ++nccl;
+      EXPECT_EQ(e["args"]["Collective name"], "allreduce");
+      EXPECT_EQ(e["args"]["In msg nelems"], 32);
+    }
+  }
+  EXPECT_EQ(nccl, 3);
+  EXPECT_EQ(cats["cuda_driver"], 3) << "the driver-API launches (cuLaunchKernel)";
+  EXPECT_GE(cats["gpu_memcpy"], 3);
+  EXPECT_GE(cats["gpu_memset"], 3);
+  EXPECT_GE(cats["cuda_sync"], 3);
+  EXPECT_EQ(on_loop_thread, launches) << "launches carry the loop thread's id (CUPTI system ids)";
+  ASSERT_FALSE(j["deviceProperties"].empty());
+  EXPECT_EQ(j["deviceProperties"][0]["computeMajor"], 9);
+  EXPECT_TRUE(j.contains("cuda_driver_version"));
+  std::filesystem::remove_all(o.dir);
 }

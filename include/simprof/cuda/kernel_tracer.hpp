@@ -41,7 +41,10 @@ enum class TraceMode { kPerKernel, kGraphLaunch };
 
 struct KernelTracerOptions {
   TraceMode mode = TraceMode::kPerKernel;
-  bool runtime_api = true;      ///< runtime calls (launches, graph launches, copies, syncs): flows
+  bool runtime_api = true;  ///< runtime calls (launches, graph launches, copies, syncs): flows
+  /// Driver calls that launch device work ("cuda_driver": NCCL launches through cuLaunchKernelEx;
+  /// without them its kernels have no launch and HTA drops them).
+  bool driver_api = true;
   bool memory = true;           ///< memcpy and memset
   bool synchronization = true;  ///< stream/event/device synchronisations
   bool overhead = true;         ///< CUPTI's own overhead records
@@ -74,6 +77,8 @@ class KernelTracer : public TraceSource {
   void discard() override;
   /// Waits for the device (the window's work must be complete), flushes CUPTI and converts.
   std::uint64_t stop_and_collect(std::vector<Span>& out) override;
+  /// deviceProperties of the devices the last window ran on, and the CUDA and CUPTI versions.
+  void describe(Trace& trace) const override;
 
   struct Impl;
 

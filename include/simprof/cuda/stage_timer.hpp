@@ -94,6 +94,8 @@ class DeviceStageTimer : public StepListener {
   std::uint64_t joined() const noexcept { return joined_; }
   std::uint64_t dropped() const noexcept { return dropped_; }
   const DeviceStageTimerOptions& options() const noexcept { return options_; }
+  /// The device the timer belongs to: its stream's, current when it was made.
+  int device() const noexcept { return device_id_; }
   /// The pacer, when pacing (max_in_flight > 0).
   const StepPacer* pacer() const noexcept { return pacer_ ? &*pacer_ : nullptr; }
   /// The stream stamps go to (the one the engine's step runs on).
@@ -115,6 +117,7 @@ class DeviceStageTimer : public StepListener {
 
   StepProfiler& prof_;
   cudaStream_t stream_;
+  int device_id_;  // the current device when made: the stream's (bind_device)
   DeviceStageTimerOptions options_;
   std::optional<StepPacer> pacer_;  // made first: its listener runs before this one
   Stream side_;                     // publishes each step's record, off the step's path

@@ -65,9 +65,9 @@ struct StepPacerCounters {
 
 class StepPacer : public StepListener {
  public:
-  /// Attaches to `prof`; `stream` is the one the engine's steps end on. Throws
-  /// std::invalid_argument for max_in_flight or mark_every < 1 or span_every < 0, CudaError when
-  /// the events cannot be made.
+  /// Attaches to `prof`; `stream` is the one the engine's steps end on, on the current device (the
+  /// pacer's events are made there). Throws std::invalid_argument for max_in_flight or mark_every
+  /// < 1, span_every < 0 or a stream of another device, CudaError when the events cannot be made.
   StepPacer(StepProfiler& prof, cudaStream_t stream, StepPacerOptions options = {});
   ~StepPacer() override;
   StepPacer(const StepPacer&) = delete;
@@ -80,6 +80,7 @@ class StepPacer : public StepListener {
   const DeviceSteps& device_steps() const noexcept { return steps_; }
   const StepPacerCounters& counters() const noexcept { return counters_; }
   const StepPacerOptions& options() const noexcept { return options_; }
+  int device() const noexcept { return device_; }
   /// Called with each step's device times when they are taken in, in step order (for tools that
   /// join other device readings to the step: DeviceStageTimer).
   void set_on_step(std::function<void(const DeviceStep&)> f) { on_step_ = std::move(f); }
@@ -103,6 +104,7 @@ class StepPacer : public StepListener {
 
   StepProfiler& prof_;
   cudaStream_t stream_;
+  int device_;
   StepPacerOptions options_;
   std::vector<Slot> ring_;      // max_in_flight + mark_every + 2 steps
   std::uint64_t recorded_ = 0;  // steps ended (in the pacer's own sequence)

@@ -53,4 +53,13 @@ class Event {
   EventHandle e_;
 };
 
+/// The device current on this thread (cudaGetDevice).
+int current_device();
+/// The device `stream` belongs to (cudaStreamGetDevice).
+int stream_device(cudaStream_t stream);
+/// Binds a tool to one device: returns the device of `stream`, which must be the current one —
+/// what `who` makes (events, buffers, graphs) is made on the current device. Throws
+/// std::invalid_argument naming `who` and both devices otherwise.
+int bind_device(cudaStream_t stream, const char* who);
+
 }  // namespace simprof::cuda

@@ -37,6 +37,7 @@
 #include <string>
 
 #include "simprof/base/clock.hpp"
+#include "simprof/base/ranks.hpp"
 
 namespace spdlog {
 class logger;
@@ -129,6 +130,12 @@ class FpsTracker {
   void set_logger(std::shared_ptr<spdlog::logger> logger);
   /// Called once per sample, whether or not lines are shown (use it to plot or export the rate).
   void set_callback(Callback callback) { callback_ = std::move(callback); }
+  /// One process of several: lines begin "[rank R/W] " (nothing when world_size is 1). A
+  /// StepProfiler sets it from the launcher's environment (RankInfo::from_env).
+  void set_rank(const RankInfo& ranks) noexcept {
+    rank_ = ranks.rank;
+    world_ = ranks.world_size;
+  }
 
  private:
   void complete_sample(std::int64_t now);
@@ -153,6 +160,7 @@ class FpsTracker {
   std::atomic<bool> show_{true};
   std::shared_ptr<spdlog::logger> logger_;
   Callback callback_;
+  int rank_ = 0, world_ = 1;
 };
 
 }  // namespace simprof

@@ -17,6 +17,8 @@
 
 namespace simprof {
 
+struct Collective;  // profiler/collective.hpp
+
 /// How a step ended, as listeners see it.
 enum class StepOutcome { kCompleted, kVetoed, kAborted };
 
@@ -30,6 +32,9 @@ class StepListener {
   virtual void on_stage_begin(StageId /*id*/, std::int64_t /*ticks*/) {}
   virtual void on_stage_end(StageId /*id*/, std::int64_t /*ticks*/) {}
   virtual void on_step_end(std::uint64_t /*step*/, std::int64_t /*ticks*/, StepOutcome) {}
+  /// A collective scope (profiler/collective.hpp) ended, on the thread that ran it.
+  virtual void on_collective(const Collective& /*c*/, std::int64_t /*begin_ticks*/,
+                             std::int64_t /*end_ticks*/) {}
 };
 
 }  // namespace simprof

@@ -252,11 +252,11 @@ class StepProfiler {
   /// Safe from any thread; takes effect at the next sample.
   void set_show_fps(bool show) noexcept { fps_.set_show(show); }
 
-  // --- plumbing
-  // -----------------------------------------------------------------------------------
+  // --- plumbing ------------------------------------------------------------------------------
   /// Listeners are not owned and must outlive the profiler or be removed first.
   void add_listener(StepListener* listener);
   void remove_listener(StepListener* listener) noexcept;
+  const std::vector<StepListener*>& listeners() const noexcept { return listeners_; }
   /// Where misuse detected in a destructor goes (it cannot throw there). Default: the simprof
   /// logger at error level.
   void set_error_handler(std::function<void(const std::string&)> handler);

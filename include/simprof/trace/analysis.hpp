@@ -10,8 +10,9 @@
 /* clang-format on */
 //
 // It reads the typed spans: steps are the session's step spans (Span::is_step()), and a kernel
-// belongs to the step whose host span holds the launch (kernel or graph launch) with the kernel's
-// correlation id.
+// belongs to the step whose host span holds the launch (kernel or graph launch, runtime or driver
+// API) with the kernel's correlation id. Communication kernels (NCCL's) are counted apart: their
+// time in the step, and how much of it overlapped computation.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +41,10 @@ struct StepAnalysis {
   double launch_latency_p50_us = 0, launch_latency_p99_us = 0;  ///< API call start -> kernel start
   bool launch_bound = false;
   double predicted_graph_us = 0;  ///< busy + kernels x per-node cost, when launch-bound
+  /// Communication kernels (names starting "nccl", as HTA classes them): their busy time, and the
+  /// share of it that overlapped computation kernels (HTA's comp/comm overlap; NaN without any).
+  double comm_us = 0;
+  double comm_overlap = 0;
 };
 
 struct TraceAnalysis {

@@ -9,8 +9,16 @@
 //   topt.dir = "traces";
 //   simprof::TraceSession trace(prof, topt);
 //   simprof::cuda::KernelTracer kernels(prof);  trace.add_source(&kernels);
-//   for (int i = 0; i < 100; ++i) { auto step = prof.step(); /* ... */ }  // traces/simprof_trace_0.json
+//   for (int i = 0; i < 100; ++i) { auto step = prof.step(); /* ... */ }
+//   // traces/simprof_trace_0/rank0.json: one directory per window, one file per rank
 /* clang-format on */
+//
+// Many processes (one per GPU): each writes dir/<prefix>_<window>/rank<R>.json, R from the
+// launcher's environment (RankInfo::from_env) or TraceOptions::ranks. Every file carries Kineto's
+// header (schemaVersion, deviceProperties, distributedInfo with the rank, baseTimeNanoseconds),
+// span times are wall-clock time anchored at each window's start, and steps are named
+// ProfilerStep#N after the profiler's own step number — the same N on every rank — so Holistic
+// Trace Analysis reads the window's directory as one run and Perfetto lines the files up.
 //
 // The hot path (stage begin/end while recording) stores two ticks into a preallocated array; names
 // and JSON come later. Spans beyond max_cpu_events are dropped and counted, and the count is
@@ -19,6 +27,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,13 +51,29 @@ class TraceSource {
   virtual void discard() = 0;
   /// Stop, and append the window's spans; return how many were lost.
   virtual std::uint64_t stop_and_collect(std::vector<Span>& out) = 0;
+  /// Adds what the source knows to the trace's header (the CUDA tracer: deviceProperties and the
+  /// CUDA versions). Called after stop_and_collect().
+  virtual void describe(Trace& /*trace*/) const {}
 };
+
+/// Subtracted from wall-clock span times when a trace is written ("baseTimeNanoseconds": Kineto's
+/// field): 2026-01-01T00:00:00Z. One constant for every process, so files written by different
+/// ranks (or hosts whose clocks agree) share their ts origin; and small enough that a reader's
+/// double keeps nanoseconds for years.
+inline constexpr std::int64_t kTraceBaseTimeNs = 1'767'225'600'000'000'000;
 
 struct TraceOptions {
   Schedule schedule;
   std::string dir = ".";
-  std::string prefix = "simprof_trace";
+  std::string prefix = "simprof_trace";  ///< window w goes to dir/<prefix>_<w>/rank<R>.json
   std::size_t max_cpu_events = std::size_t{1} << 16;
+  /// This process's rank; none: RankInfo::from_env() when the session is made.
+  std::optional<RankInfo> ranks = std::nullopt;
+  std::string backend = "none";  ///< distributedInfo.backend ("nccl" where ranks talk through NCCL)
+  /// Written times on the wall clock (the offset taken at each window's start), relative to
+  /// kTraceBaseTimeNs. False: the profiler clock's own nanoseconds, base 0 (deterministic tests).
+  bool wall_clock = true;
+  std::size_t max_collectives = 4096;  ///< collective scopes kept per window; beyond, dropped
 };
 
 class TraceSession : public StepListener {
@@ -81,6 +106,11 @@ class TraceSession : public StepListener {
   void on_stage_begin(StageId id, std::int64_t ticks) override;
   void on_stage_end(StageId id, std::int64_t ticks) override;
   void on_step_end(std::uint64_t step, std::int64_t ticks, StepOutcome outcome) override;
+  void on_collective(const Collective& c, std::int64_t begin, std::int64_t end) override;
+
+  const RankInfo& ranks() const noexcept { return ranks_; }
+  /// Where window `w` is written by the default handler: dir/<prefix>_<w>/rank<R>.json.
+  std::string path_of(std::uint64_t window) const;
 
  private:
   struct Recorded {
@@ -88,7 +118,13 @@ class TraceSession : public StepListener {
     std::uint64_t step;
     std::int64_t begin, end;
   };
+  struct RecordedCollective {
+    Collective c;
+    std::uint64_t step;
+    std::int64_t begin, end, tid;
+  };
   void save();
+  void add_collectives(Trace& t) const;
 
   StepProfiler& prof_;
   TraceOptions options_;
@@ -98,7 +134,11 @@ class TraceSession : public StepListener {
   std::int64_t index_ = 0;  // schedule steps seen
   ScheduleAction action_ = ScheduleAction::kNone;
   bool sources_running_ = false;
-  std::vector<Recorded> recorded_;  // preallocated
+  std::vector<Recorded> recorded_;               // preallocated
+  std::vector<RecordedCollective> collectives_;  // preallocated
+  RankInfo ranks_;
+  std::uint64_t step_ = 0;          // the profiler's number of the step in progress
+  std::int64_t wall_offset_ = 0;    // wall clock minus the timebase, at the window's start
   std::vector<std::int64_t> open_;  // begin ticks of open stages, by id
   std::int64_t step_begin_ = 0;
   std::uint64_t dropped_ = 0, dropped_total_ = 0;

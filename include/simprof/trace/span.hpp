@@ -16,21 +16,25 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "simprof/base/ranks.hpp"
+#include "simprof/profiler/collective.hpp"
 #include "simprof/profiler/timings.hpp"
 
 namespace simprof {
 
 enum class SpanKind : std::uint8_t {
   kCpuStage,  ///< a profiler stage scope on the loop's thread, or the whole step (kStepStage)
-  kLaunch,    ///< a CUDA runtime call on a host thread: kernel and graph launches, copies, syncs
+  kLaunch,    ///< a CUDA runtime or driver call on a host thread: launches, copies, syncs
   kKernel,    ///< a kernel on a device stream (graph-launch mode: one launch's kernels merged)
   kMemcpy,    ///< a copy on a device stream
   kMemset,    ///< a memset on a device stream
-  kSync,      ///< a host thread waiting for the device (stream, event or context synchronisation)
+  kSync,      ///< a synchronisation (stream, event, context), on the device track as Kineto has it
   kOverhead,  ///< time the tracer itself took (CUPTI's own records)
   kFlow,      ///< an arrow from a launch (begin, on the host track) to its device work (end)
   kCounter,   ///< a sampled value at begin_ns (the FPS line)
@@ -56,6 +60,22 @@ std::string_view to_string(CopyKind kind) noexcept;
 
 /// What a host synchronisation waited for (CUPTI's synchronisation types).
 enum class SyncKind : std::uint8_t { kUnknown, kEvent, kStreamWaitEvent, kStream, kContext };
+/// "Event Synchronize", "Stream Wait Event", "Stream Synchronize", "Context Synchronize"
+/// (Kineto's).
+std::string_view to_string(SyncKind kind) noexcept;
+
+/// Which CUDA API a launch went through: the runtime (cudaLaunchKernel, cudaGraphLaunch, ...) or
+/// the driver (cuLaunchKernelEx: NCCL launches its kernels this way).
+enum class LaunchApi : std::uint8_t { kRuntime, kDriver };
+
+/// A collective's arguments as Kineto writes them on the NCCL kernel (and on the host scope).
+struct CollectiveArgs {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  DType dtype = DType::kFloat;
+  std::int64_t in_nelems = 0, out_nelems = 0;
+  ProcessGroup group;
+  int rank = 0;  ///< the rank that ran it
+};
 
 struct Dim3 {
   std::int32_t x = 0, y = 0, z = 0;
@@ -82,8 +102,14 @@ struct Span {
   std::uint64_t bytes = 0;          ///< copies and memsets
   CopyKind copy = CopyKind::kUnknown;
   SyncKind sync = SyncKind::kUnknown;
-  Dim3 grid, block;          ///< kernels (zero in graph-launch mode)
-  std::uint32_t cbid = 0;    ///< launches: CUPTI's callback id of the call
+  Dim3 grid, block;                     ///< kernels (zero in graph-launch mode)
+  std::uint32_t cbid = 0;               ///< launches: CUPTI's callback id of the call
+  LaunchApi api = LaunchApi::kRuntime;  ///< launches: runtime or driver API
+  std::uint32_t context = 0;            ///< device spans: CUDA context id (0: unknown)
+  std::uint32_t registers = 0;          ///< kernels: registers per thread
+  std::uint32_t shared_memory = 0;      ///< kernels: static + dynamic shared memory, bytes
+  /// Kernels launched inside a collective scope, and the scope's own CPU span.
+  std::shared_ptr<const CollectiveArgs> collective;
   StageId stage = kNoStage;  ///< CPU stages: the profiler's id (kStepStage for the step)
   std::uint64_t step = 0;    ///< CPU stages: the step's index in the trace session
   double value = 0;          ///< counters
@@ -101,8 +127,9 @@ struct Span {
                      std::int32_t device, std::int64_t stream, std::uint64_t correlation);
   static Span memset(std::uint64_t bytes, std::int64_t begin_ns, std::int64_t end_ns,
                      std::int32_t device, std::int64_t stream, std::uint64_t correlation);
+  /// On the device track (pid = device, tid = stream; -1 for a context synchronisation).
   static Span synchronization(SyncKind sync, std::int64_t begin_ns, std::int64_t end_ns,
-                              std::int64_t pid, std::int64_t tid, std::int64_t stream);
+                              std::int32_t device, std::int64_t stream, std::uint64_t correlation);
   static Span overhead(std::string name, std::int64_t begin_ns, std::int64_t end_ns,
                        std::int64_t pid, std::int64_t tid);
   /// From (pid, tid) at `from_ns` to (device, stream) at `to_ns`.
@@ -111,11 +138,34 @@ struct Span {
   static Span counter(std::string name, std::int64_t ts_ns, std::int64_t pid, double value);
 };
 
-/// One trace window: spans of every source in one timebase.
+/// A GPU as Kineto's "deviceProperties" lists it.
+struct DeviceProperties {
+  int id = 0;
+  std::string name;
+  std::uint64_t total_global_mem = 0;
+  int compute_major = 0, compute_minor = 0;
+  int max_threads_per_block = 0, max_threads_per_multiprocessor = 0;
+  int regs_per_block = 0, warp_size = 0, num_sms = 0;
+  std::uint64_t shared_mem_per_block = 0;
+};
+
+/// One trace window: spans of every source in one timebase, and the header Kineto's readers
+/// (Holistic Trace Analysis, Perfetto, TensorBoard) expect before the events.
 struct Trace {
   std::vector<Span> spans;
   std::map<std::string, std::string> metadata;  ///< written under "otherData"
   std::uint64_t dropped = 0;                    ///< spans lost by any source (also in otherData)
+  /// "distributedInfo": rank, world size; written always (HTA needs a rank in every file).
+  RankInfo ranks;
+  std::string backend = "none";           ///< distributedInfo.backend: "nccl" where NCCL is used
+  std::vector<DeviceProperties> devices;  ///< "deviceProperties" (the CUDA tracer's)
+  std::map<std::string, std::int64_t> versions;  ///< "cuda_driver_version", "cupti_version", ...
+  /// Added to every span's time when written: spans are nanoseconds of the session's clock, and a
+  /// session on the wall clock (its default) sets this so that begin_ns + wall_offset_ns is
+  /// wall-clock time, measured at the window's start.
+  std::int64_t wall_offset_ns = 0;
+  /// "baseTimeNanoseconds", subtracted when written: ts = (ns + wall_offset_ns - base) / 1000.
+  std::int64_t base_time_ns = 0;
 };
 
 }  // namespace simprof

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "simprof/cuda/graphs/graph_cache.hpp"
 
+#include <cuda.h>
+
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
@@ -8,6 +10,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "simprof/base/config.hpp"
 #include "simprof/base/log.hpp"
 #include "simprof/cuda/error.hpp"
 
@@ -24,15 +27,42 @@ std::string key_text(const GraphKey& k) {
                 : fmt::format("n_envs={}", k.n_envs);
 }
 
+// The driver's cuCtxGetCurrent, reached through the runtime (simprof links no libcuda).
+using GetContext = CUresult (*)(CUcontext*);
+
 }  // namespace
 
 GraphCache::GraphCache(cudaStream_t stream, GraphCacheOptions options)
-    : stream_(stream), options_(options) {
+    : stream_(stream), device_(bind_device(stream, "GraphCache")), options_(options) {
   if (options.warmup < 0)
     throw std::invalid_argument(
         fmt::format("simprof: GraphCacheOptions.warmup = {} (expected >= 0)", options.warmup));
   if (options.capacity == 0)
     throw std::invalid_argument("simprof: GraphCacheOptions.capacity = 0 (expected >= 1)");
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &get_context_, 12000, cudaEnableDefault,
+                                       &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    cudaGetLastError();
+    get_context_ = nullptr;  // run() then asks the runtime for the device instead
+  }
+  CUcontext ctx = nullptr;
+  if (get_context_ != nullptr && reinterpret_cast<GetContext>(get_context_)(&ctx) == CUDA_SUCCESS)
+    context_ = ctx;
+}
+
+void GraphCache::check_device() const {
+  CUcontext now = nullptr;
+  if (get_context_ != nullptr && reinterpret_cast<GetContext>(get_context_)(&now) == CUDA_SUCCESS &&
+      now == context_)
+    return;
+  int current = 0;
+  SIMPROF_CUDA_CHECK(cudaGetDevice(&current));
+  if (current != device_)
+    throw std::logic_error(fmt::format(
+        "simprof: GraphCache of device {} run with device {} current: a graph captured on one "
+        "device is never replayed on another (cudaSetDevice({}) first, or one cache per device)",
+        device_, current, device_));
 }
 
 GraphCache::~GraphCache() {
@@ -107,6 +137,7 @@ void GraphCache::clear() {
 }
 
 void GraphCache::run(const GraphKey& key, const Body& body) {
+  check_device();
   // The steady state: the same key as last time, already captured. A compare and one launch.
   if (last_ != nullptr && last_->exec && last_->key == key) {
     last_->last_use = ++tick_;

@@ -31,6 +31,10 @@
 //
 // The addresses a body uses are baked into its graph: keep inputs and outputs in persistent buffers
 // (buffer.hpp) and stage new data into them.
+//
+// A cache belongs to one device, the current one when it is made (its stream's): one process per
+// GPU has one cache per device, and run() with another device current throws std::logic_error
+// naming both — a graph captured on one device is never replayed on another.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -99,8 +103,8 @@ class GraphCache {
  public:
   using Body = std::function<void(cudaStream_t)>;
 
-  /// `stream` must be a non-blocking stream that outlives the cache. Throws std::invalid_argument
-  /// for warmup < 0 or capacity 0.
+  /// `stream` must be a non-blocking stream of the current device that outlives the cache. Throws
+  /// std::invalid_argument for warmup < 0, capacity 0 or a stream of another device.
   explicit GraphCache(cudaStream_t stream, GraphCacheOptions options = {});
   ~GraphCache();
   GraphCache(const GraphCache&) = delete;
@@ -125,6 +129,8 @@ class GraphCache {
   std::size_t size() const noexcept;
   const GraphCacheCounters& counters() const noexcept { return counters_; }
   cudaStream_t stream() const noexcept { return stream_; }
+  /// The device the cache belongs to.
+  int device() const noexcept { return device_; }
   /// Counters and cold starts are logged at debug level here (default: the "simprof" logger).
   void set_logger(std::shared_ptr<spdlog::logger> logger);
 
@@ -148,6 +154,12 @@ class GraphCache {
   void launch(Entry& e);
 
   cudaStream_t stream_;
+  int device_;
+  // The replay path's device check: the driver's current context, compared with the one the cache
+  // was made in (cuCtxGetCurrent through the runtime's entry point: no runtime call to trace).
+  void* context_ = nullptr;
+  void* get_context_ = nullptr;
+  void check_device() const;
   Stream sentinel_{cudaStreamDefault};  // blocking: exposes legacy-stream work during capture
   Event fork_{cudaEventDisableTiming}, join_{cudaEventDisableTiming};
   Entry* last_ = nullptr;  // the entry run last: the replay fast path
