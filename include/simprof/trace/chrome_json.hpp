@@ -6,11 +6,15 @@
 //   simprof::write_chrome_trace(trace, "step.json");   // atomic: a temporary file, then rename
 /* clang-format on */
 //
-// Each span kind has its Kineto category (cpu_op, user_annotation, cuda_runtime, kernel,
-// gpu_memcpy, gpu_memset, cuda_sync, overhead, ac2g flows) and its typed fields as args. Host spans
-// go on (pid, tid); device spans on pid = device, tid = stream. Process and thread names are
-// derived from the spans. Times are printed as microseconds with three decimals, exactly (integer
-// arithmetic), as Kineto does.
+// Kineto's header comes first (schemaVersion, deviceProperties, distributedInfo with the rank
+// written "rank": R as HTA's raw-text regex needs, the CUDA versions, baseTimeNanoseconds), then
+// the events. Each span kind has its Kineto category (cpu_op, user_annotation, cuda_runtime,
+// cuda_driver, kernel, gpu_memcpy, gpu_memset, cuda_sync, overhead, ac2g flows) and its typed
+// fields as args. Host spans go on (pid, tid) and never carry a stream; device spans (kernels,
+// copies, memsets, syncs) on pid = device, tid = stream. Process and thread names, labels and sort
+// indices are derived from the spans as Kineto writes them. Times are printed as microseconds with
+// three decimals, exactly (integer arithmetic), as Kineto does: ts = (ns + wall offset - base) /
+// 1000.
 #pragma once
 
 #include <string>
@@ -24,7 +28,7 @@ namespace simprof {
 /// UTF-8 passes through; invalid bytes become U+FFFD.
 std::string json_escape(std::string_view s);
 
-/// The trace as Chrome Trace Event JSON: {"traceEvents": [...], "displayTimeUnit": "ns",
+/// The trace as Chrome Trace Event JSON: {Kineto's header, "traceEvents": [...],
 /// "otherData": {...}}. Metadata events first, then by time (stable: equal times keep the spans'
 /// order; a flow's end follows the spans before it).
 std::string to_chrome_json(const Trace& trace);
