@@ -22,15 +22,7 @@ using namespace simprof;
 using json = nlohmann::json;
 
 using simprof::testing::quiet;
-
-namespace {
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-}  // namespace
+using simprof::testing::slurp;
 
 TEST(Schedule, MatchesTorchProfilerSchedule) {
   Schedule s{/*wait=*/1, /*warmup=*/1, /*active=*/2, /*repeat=*/2, /*skip_first=*/2};

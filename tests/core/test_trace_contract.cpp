@@ -30,16 +30,10 @@ using json = nlohmann::json;
 using simprof::testing::kineto_violations;
 using simprof::testing::profiler_steps;
 using simprof::testing::quiet;
+using simprof::testing::slurp;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string joined(const std::vector<std::string>& v) {
   std::string s;

@@ -2,6 +2,8 @@
 // Small helpers shared by the core tests.
 #pragma once
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "simprof/profiler/options.hpp"
@@ -24,6 +26,14 @@ std::string error_of(F&& f) {
     return e.what();
   }
   return "";
+}
+
+/// A file's whole text ("" when it cannot be read).
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 }  // namespace simprof::testing

@@ -279,8 +279,7 @@ TEST_F(GpuTest, ARealTracePassesTheKinetoContract) {
     stream.synchronize();
   }
   ASSERT_EQ(session.files().size(), 1u);
-  std::ifstream in(session.files()[0]);
-  const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string raw = simprof::testing::slurp(session.files()[0]);
   const auto bad = simprof::testing::kineto_violations(raw, 0);
   std::string listed;
   for (const auto& b : bad) listed += "\n  " + b;
