@@ -60,6 +60,12 @@ TEST(ChromeTrace, EscapesEverythingJsonNeeds) {
   EXPECT_EQ(json_escape(std::string("\x01\x1f", 2)), "\\u0001\\u001f");
   EXPECT_EQ(json_escape("caf\xc3\xa9 \xe6\xa8\xa1"), "caf\xc3\xa9 \xe6\xa8\xa1");  // UTF-8 passes
   EXPECT_EQ(json_escape("bad\xff"), "bad\xef\xbf\xbd");                            // U+FFFD
+  // Not JSON-parsable UTF-8 either (the fuzz test found these): a surrogate, an overlong form, a
+  // code point past U+10FFFF: U+FFFD for each byte.
+  const std::string fffd = "\xef\xbf\xbd";
+  EXPECT_EQ(json_escape("\xed\xa0\x80"), fffd + fffd + fffd);
+  EXPECT_EQ(json_escape("\xe0\x80\x80"), fffd + fffd + fffd);
+  EXPECT_EQ(json_escape("\xf4\x90\x80\x80"), fffd + fffd + fffd + fffd);
   Trace t;
   t.spans.push_back(
       Span::kernel("k<\"quoted\">\\\n\x02 caf\xc3\xa9", 1000, 1010, /*device=*/0, /*stream=*/7, 1));
