@@ -26,8 +26,9 @@ std::vector<StageRow> stage_rows(const StepProfiler& prof) {
     r.depth = depth;
     // The share of all the window's step time: a stage that ran in only some steps (the capture
     // of a replayed graph, say) gets its part of the time of all of them, not of its own steps.
+    // (The ratio first: 100 * t / t can round to 100.00000000000001; t / t is exactly 1.)
     r.share = step_total > 0
-                  ? 100.0 * r.stats.mean * static_cast<double>(r.stats.count) / step_total
+                  ? 100.0 * (r.stats.mean * static_cast<double>(r.stats.count) / step_total)
                   : 0.0;
     r.partial = id != kPeriodStage && r.stats.count < step.count;
     rows.push_back(std::move(r));
