@@ -15,6 +15,7 @@
 
 #include "cupti_records.hpp"
 #include "simprof/base/log.hpp"
+#include "simprof/detail/buffer_pool.hpp"
 
 namespace simprof::cuda {
 
@@ -64,16 +65,17 @@ struct KernelTracer::Impl {
     Registration& operator=(const Registration&) = delete;
   };
 
-  Impl(const TimeBase& tb, const KernelTracerOptions& o) : options(o), time_base(tb) {}
+  Impl(const TimeBase& tb, const KernelTracerOptions& o)
+      : options(o), time_base(tb), pool(o.buffer_bytes, o.max_buffers) {}
 
   KernelTracerOptions options;
   TimeBase time_base;  // written only while no window is open (bind)
   bool enabled = false;
   std::string reason;
+  simprof::detail::BufferPool
+      pool;          // lent to CUPTI, returned on its thread (thread-safe on its own)
   std::mutex mutex;  // guards everything below: CUPTI completes buffers on its own thread
   bool running = false;
-  std::vector<std::unique_ptr<std::uint8_t[]>> pool;
-  std::vector<std::uint8_t*> free_list;
   detail::ActivityRecords records;
   std::uint64_t dropped = 0;
   std::int64_t offset = 0;  // added to CUPTI timestamps when its clock is not the session's
@@ -117,17 +119,8 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   *size = 0;
   KernelTracer::Impl* impl = g_impl.load();
   if (!impl) return;
-  std::lock_guard<std::mutex> lock(impl->mutex);
-  if (impl->free_list.empty() && impl->pool.size() < impl->options.max_buffers) {
-    impl->pool.push_back(std::make_unique<std::uint8_t[]>(impl->options.buffer_bytes + 8));
-    impl->free_list.push_back(impl->pool.back().get());
-  }
-  if (impl->free_list.empty()) return;  // CUPTI drops records and counts them
-  std::uint8_t* raw = impl->free_list.back();
-  impl->free_list.pop_back();
-  *buffer =
-      raw + ((8 - reinterpret_cast<std::uintptr_t>(raw) % 8) % 8);  // CUPTI wants 8-byte alignment
-  *size = impl->options.buffer_bytes;
+  *buffer = impl->pool.acquire();  // null when all are out: CUPTI drops records and counts them
+  if (*buffer) *size = impl->pool.buffer_bytes();
 }
 
 void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t,
@@ -145,13 +138,7 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
   size_t lost = 0;
   if (cuptiActivityGetNumDroppedRecords(ctx, stream_id, &lost) == CUPTI_SUCCESS)
     impl->dropped += lost;
-  for (auto& p : impl->pool) {
-    const std::uint8_t* raw = p.get();
-    if (buffer >= raw && buffer < raw + 8) {
-      impl->free_list.push_back(p.get());
-      break;
-    }
-  }
+  impl->pool.release(buffer);
 }
 
 }  // namespace

@@ -183,22 +183,26 @@ void TraceSession::save() {
   t.base_time_ns = options_.wall_clock ? kTraceBaseTimeNs : 0;
   for (auto* s : sources_) s->describe(t);
   t.metadata["clock"] = std::string(to_string(prof_.clock().source()));
-  t.metadata["window"] = std::to_string(windows_);
+  const std::uint64_t window = windows_.load(std::memory_order_relaxed);
+  t.metadata["window"] = std::to_string(window);
   t.metadata["n_envs"] = std::to_string(prof_.n_envs());
   dropped_total_ += dropped;
   auto log = default_logger();
   if (dropped)
     log->warn("simprof: trace window {}: {} events were dropped (see otherData.dropped_events)",
-              windows_, dropped);
+              window, dropped);
   if (ready_) {
-    ready_(t, windows_);
+    ready_(t, window);
   } else {
-    const std::string path = path_of(windows_);
+    const std::string path = path_of(window);
     try {
       std::filesystem::create_directories(std::filesystem::path(path).parent_path());
       write_chrome_trace(t, path);
-      files_.push_back(path);
-      log->info("simprof: trace window {}: {} spans -> {}", windows_, t.spans.size(), path);
+      {
+        std::lock_guard<std::mutex> lock(files_mutex_);
+        files_.push_back(path);
+      }
+      log->info("simprof: trace window {}: {} spans -> {}", window, t.spans.size(), path);
     } catch (const std::exception& e) {
       log->error("{}", e.what());  // a failed write must not stop the simulation
     }
@@ -207,7 +211,7 @@ void TraceSession::save() {
   collectives_.clear();
   fps_.clear();
   dropped_ = 0;
-  ++windows_;
+  windows_.store(window + 1, std::memory_order_release);
 }
 
 }  // namespace simprof

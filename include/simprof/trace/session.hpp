@@ -25,8 +25,10 @@
 // written into the trace and logged: nothing is lost silently.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -92,9 +94,14 @@ class TraceSession : public StepListener {
   /// Replaces the default handler, which writes dir/prefix_<window>.json.
   void on_trace_ready(ReadyFn fn) { ready_ = std::move(fn); }
 
-  std::uint64_t windows() const noexcept { return windows_; }
-  std::uint64_t dropped() const noexcept { return dropped_total_; }
-  const std::vector<std::string>& files() const noexcept { return files_; }
+  // Results: safe to read from another thread while the loop runs.
+  std::uint64_t windows() const noexcept { return windows_.load(std::memory_order_acquire); }
+  std::uint64_t dropped() const noexcept { return dropped_total_.load(std::memory_order_relaxed); }
+  /// The files written so far (a copy).
+  std::vector<std::string> files() const {
+    std::lock_guard<std::mutex> lock(files_mutex_);
+    return files_;
+  }
   /// The action of the step in progress (or of the next step between steps).
   ScheduleAction action() const noexcept { return action_; }
   /// The timebase of every span in this session's traces (built from the profiler's clock).
@@ -141,10 +148,12 @@ class TraceSession : public StepListener {
   std::int64_t wall_offset_ = 0;    // wall clock minus the timebase, at the window's start
   std::vector<std::int64_t> open_;  // begin ticks of open stages, by id
   std::int64_t step_begin_ = 0;
-  std::uint64_t dropped_ = 0, dropped_total_ = 0;
+  std::uint64_t dropped_ = 0;
+  std::atomic<std::uint64_t> dropped_total_{0};
   std::uint64_t fps_samples_seen_ = 0;
   std::vector<std::pair<std::int64_t, double>> fps_;  // (ticks, total fps) in the window
-  std::uint64_t windows_ = 0;
+  std::atomic<std::uint64_t> windows_{0};
+  mutable std::mutex files_mutex_;
   std::vector<std::string> files_;
   std::int64_t pid_, tid_;
 };
