@@ -23,19 +23,12 @@
 #include <spdlog/spdlog.h>
 
 #include "cli.hpp"
+#include "resident.hpp"
 #include "simprof/simprof.hpp"
 
 namespace {
 
 using namespace simprof;
-
-// Resident memory in KiB (/proc/self/statm: pages).
-long rss_kb() {
-  std::ifstream statm("/proc/self/statm");
-  long size = 0, resident = 0;
-  statm >> size >> resident;
-  return resident * (::sysconf(_SC_PAGESIZE) / 1024);
-}
 
 struct Args {
   int steps = 10'000'000;
@@ -116,13 +109,13 @@ int main(int argc, char** argv) try {
     { auto s = prof.stage(imu); }
     if (i % 64 == 0) stats.update(timers.read());
     if (i % sample_every == 0) {
-      rss.push_back(rss_kb());
+      rss.push_back(bench::resident_kb());
       if (i >= a.steps / 10 && warm == 0) warm = rss.back();  // after the first tenth: warm
     }
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  rss.push_back(rss_kb());
+  rss.push_back(bench::resident_kb());
   std::remove(path.c_str());
 
   const long start = rss.front(), end = rss.back(),

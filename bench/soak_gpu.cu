@@ -22,18 +22,12 @@
 
 #include "cli.hpp"
 #include "engine/cuda_engine.hpp"
+#include "resident.hpp"
 #include "simprof/cuda.hpp"
 
 namespace {
 
 using namespace simprof;
-
-long rss_kb() {
-  std::ifstream statm("/proc/self/statm");
-  long size = 0, resident = 0;
-  statm >> size >> resident;
-  return resident * (::sysconf(_SC_PAGESIZE) / 1024);
-}
 
 long device_used_kb() {
   std::size_t free = 0, total = 0;
@@ -100,7 +94,7 @@ int main(int argc, char** argv) try {
     if (i % 100 == 0) timers.read_async(stream);
     if (timers.latest()) ++frames;
     if (i % sample_every == 0) {
-      host.push_back(rss_kb());
+      host.push_back(bench::resident_kb());
       device.push_back(device_used_kb());
       if (i >= steps / 10 && host_warm == 0) {
         host_warm = host.back();
@@ -111,7 +105,7 @@ int main(int argc, char** argv) try {
   dev.synchronize();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  host.push_back(rss_kb());
+  host.push_back(bench::resident_kb());
   device.push_back(device_used_kb());
   std::remove(path.c_str());
   fmt::print(
