@@ -22,7 +22,7 @@ int run_cuda_rank(const Args&, const RankInfo&) { return 2; }
 #endif
 
 int run_cpu_rank(const Args& a, const RankInfo& ranks) {
-  const int n_envs = a.n_envs ? a.n_envs : 1024;
+  const int n_envs = envs_of_rank(a, ranks, 1024);
   const int steps = a.steps ? a.steps : 200;
   ProfilingOptions o = ProfilingOptions::from_env();
   if (a.quiet) o.show_fps = false;

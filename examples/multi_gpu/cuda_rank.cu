@@ -107,7 +107,7 @@ int run_cuda_rank(const Args& a, const RankInfo& r) {
         fmt::format("rank {} has local rank {} but this host has {} GPU(s): one process per GPU",
                     r.rank, r.local_rank, devices));
   SIMPROF_CUDA_CHECK(cudaSetDevice(r.local_rank));  // before anything CUDA is made
-  const int n_envs = a.n_envs ? a.n_envs : 30000;
+  const int n_envs = envs_of_rank(a, r, 30000);
   const int steps = a.steps ? a.steps : 1000;
   const Comm comm(r.world_size, exchange_id(r), r.rank);
   int nccl_version = 0;
@@ -204,7 +204,7 @@ int run_cuda_rank(const Args& a, const RankInfo& r) {
       format_thousands(mine, 0), seconds / steps * 1e6, watch.clock_label(),
       format_thousands(prof.fps().total_fps(), 0));
   if (r.rank == 0)
-    fmt::print("all {} ranks: {} env-steps/s ({} envs each, NCCL {}.{}.{})\n", r.world_size,
+    fmt::print("all {} ranks: {} env-steps/s (rank 0: {} envs; NCCL {}.{}.{})\n", r.world_size,
                format_thousands(all, 0), n_envs, nccl_version / 10000, nccl_version / 100 % 100,
                nccl_version % 100);
   return 0;

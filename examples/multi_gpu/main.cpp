@@ -25,9 +25,10 @@ namespace {
 
 constexpr const char* kUsage =
     "multi_gpu [--ranks N] [--backend auto|cpu|cuda] [--n-envs N] [--steps S] [--warmup W]\n"
-    "          [--trace DIR] [--eager] [--quiet]\n"
+    "          [--total-envs N] [--trace DIR] [--eager] [--quiet]\n"
     "  --ranks N     start N processes on this host (without it: the launcher's ranks, or 1)\n"
-    "  --n-envs N    envs per rank (weak scaling: the same N on 1 and on 2 GPUs)\n";
+    "  --n-envs N    envs per rank (weak scaling: the same N on 1 and on 2 GPUs)\n"
+    "  --total-envs N  envs split across the ranks instead (strong scaling)\n";
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -35,6 +36,7 @@ Args parse(int argc, char** argv) {
       .integer("--ranks", a.ranks, 1, 1024)
       .choice("--backend", a.backend, {"auto", "cpu", "cuda"})
       .integer("--n-envs", a.n_envs, 1)
+      .integer("--total-envs", a.total_envs, 1)
       .integer("--steps", a.steps, 1)
       .integer("--warmup", a.warmup, 0)
       .text("--trace", a.trace)
@@ -45,12 +47,24 @@ Args parse(int argc, char** argv) {
 }
 
 }  // namespace
+
+int envs_of_rank(const Args& a, const RankInfo& r, int fallback) {
+  if (a.n_envs) return a.n_envs;
+  if (!a.total_envs) return fallback;
+  if (a.total_envs < r.world_size)
+    throw std::invalid_argument(
+        fmt::format("--total-envs {} is fewer than the {} ranks", a.total_envs, r.world_size));
+  return a.total_envs / r.world_size + (r.rank < a.total_envs % r.world_size ? 1 : 0);
+}
+
 }  // namespace simprof::examples
 
 int main(int argc, char** argv) try {
   using namespace simprof::examples;
   const Args a = parse(argc, argv);
   const simprof::RankInfo ranks = simprof::RankInfo::from_env();
+  if (a.n_envs && a.total_envs)
+    throw std::invalid_argument("--n-envs and --total-envs: give one (per rank, or split)");
   if (ranks.source == "default" && a.ranks > 1) {
     // No launcher started us: start the ranks ourselves, with a file for NCCL's id.
     const std::string id_file = fmt::format("/tmp/simprof_nccl_{}.id", ::getpid());

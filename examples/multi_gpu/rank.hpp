@@ -12,6 +12,7 @@ struct Args {
   int ranks = 0;                 // --ranks N: start N local processes when no launcher did
   std::string backend = "auto";  // auto: cuda where a GPU is visible and NCCL was built
   int n_envs = 0;                // per rank (default 30,000 on CUDA, 1,024 on the CPU)
+  int total_envs = 0;            // --total-envs: split across the ranks instead (strong scaling)
   int steps = 0;                 // timed steps (default 1,000 on CUDA, 200 on the CPU)
   int warmup = 20;
   std::string trace;  // DIR: a trace window per rank, DIR/simprof_trace_0/rank<R>.json
@@ -19,6 +20,9 @@ struct Args {
   bool quiet = false;
 };
 
+/// This rank's envs: --n-envs, or its share of --total-envs (the first total % world ranks take one
+/// more).
+int envs_of_rank(const Args& args, const RankInfo& ranks, int fallback);
 /// One rank on the CPU engine: no communication, a trace per rank.
 int run_cpu_rank(const Args& args, const RankInfo& ranks);
 /// One rank on its GPU: the engine's step as a CUDA graph and an NCCL all-reduce per step.
