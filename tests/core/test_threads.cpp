@@ -79,14 +79,15 @@ TEST(Threads, TraceResultsReadFromAnotherThreadWhileWindowsAreWritten) {
 }
 
 TEST(Threads, BufferPoolHandsBuffersToAnotherThreadAndBack) {
+  constexpr std::uint64_t kHandOffs = 2000;
   detail::BufferPool pool(/*buffer_bytes=*/256, /*max_buffers=*/4);
   std::vector<std::uint8_t*> in_flight;
   std::mutex m;
-  std::atomic<bool> done{false};
   std::atomic<std::uint64_t> returned{0};
-  // CUPTI's side: completes (returns) whatever the requester lent out, on its own thread.
+  // CUPTI's side: completes (returns) whatever the requester lent out, on its own thread, until it
+  // has returned every buffer the requester will lend.
   std::thread completer([&] {
-    while (!done.load() || returned.load() < 5000) {
+    while (returned.load() < kHandOffs) {
       std::uint8_t* b = nullptr;
       {
         std::lock_guard<std::mutex> lock(m);
@@ -95,17 +96,17 @@ TEST(Threads, BufferPoolHandsBuffersToAnotherThreadAndBack) {
           in_flight.pop_back();
         }
       }
-      if (b) {
-        b[0] = 1;  // the "records" written into it
-        pool.release(b);
-        ++returned;
-      } else if (done.load()) {
-        break;
+      if (b == nullptr) {
+        std::this_thread::yield();
+        continue;
       }
+      b[0] = 1;  // the "records" written into it
+      EXPECT_TRUE(pool.release(b));
+      ++returned;
     }
   });
   std::uint64_t lent = 0, refused = 0;
-  while (lent < 5000) {
+  while (lent < kHandOffs) {
     std::uint8_t* b = pool.acquire();
     if (b == nullptr) {  // all 4 out: CUPTI would drop and count the records
       ++refused;
@@ -118,11 +119,10 @@ TEST(Threads, BufferPoolHandsBuffersToAnotherThreadAndBack) {
     in_flight.push_back(b);
     ++lent;
   }
-  done = true;
   completer.join();
   EXPECT_EQ(returned.load(), lent);
   EXPECT_LE(pool.allocated(), 4u);
   EXPECT_EQ(pool.exhausted(), refused);
-  EXPECT_EQ(pool.release(reinterpret_cast<std::uint8_t*>(&lent)), false)  // not the pool's
+  EXPECT_FALSE(pool.release(reinterpret_cast<std::uint8_t*>(&lent)))  // not the pool's
       << "a foreign pointer is refused";
 }
