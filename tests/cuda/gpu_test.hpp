@@ -18,6 +18,13 @@
 
 namespace simprof::cuda::gputest {
 
+/// SIMPROF_TEST_SCALE=small (scripts/gpu-sanitize sets it): `small` instead of `full`, so that
+/// every GPU test binary runs under compute-sanitizer in about a minute.
+inline int scaled(int full, int small) {
+  const char* v = std::getenv("SIMPROF_TEST_SCALE");
+  return v && std::string(v) == "small" ? small : full;
+}
+
 class GpuTest : public ::testing::Test {
  protected:
   void SetUp() override {

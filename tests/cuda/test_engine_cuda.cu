@@ -32,7 +32,7 @@ TEST_F(GpuTest, CpuAndCudaEnginesAgree) {
   engine::CpuEngine cpu(p, n, 99);
   engine::CudaEngine gpu(p, n, stream, 99);
   EXPECT_EQ(cpu.snapshot(), gpu.snapshot(stream)) << "initial states differ";
-  for (int i = 0; i < 500; ++i) {
+  for (int i = 0, steps = cuda::gputest::scaled(500, 50); i < steps; ++i) {
     cpu.step();
     gpu.enqueue_step(stream);
   }

@@ -14,7 +14,8 @@ using gt::GpuTest;
 
 namespace {
 
-constexpr int kN = 1 << 20;  // floats per slot: large, so that writing one takes a while
+// Floats per slot: large, so that writing one takes a while (smaller under compute-sanitizer).
+const int kN = gt::scaled(1 << 20, 1 << 14);
 
 __global__ void bump(int* counter) { ++*counter; }
 
@@ -81,9 +82,11 @@ void run_frames(bool overlap, int frames) {
 
 }  // namespace
 
-TEST_F(GpuTest, OverlappedConsumerNeverReadsAHalfWrittenSlot) { run_frames(true, 300); }
+TEST_F(GpuTest, OverlappedConsumerNeverReadsAHalfWrittenSlot) {
+  run_frames(true, gt::scaled(300, 30));
+}
 
-TEST_F(GpuTest, SerialisedPipelineReadsEverySlotWhole) { run_frames(false, 100); }
+TEST_F(GpuTest, SerialisedPipelineReadsEverySlotWhole) { run_frames(false, gt::scaled(100, 10)); }
 
 // The check above has teeth: without the events, a consumer reading while the producer writes sees
 // a torn slot (made certain by holding the producer half-way with a gate).

@@ -321,7 +321,7 @@ void stage_times_agree_with_cupti(bool graph) {
   sched.warmup = 1;
   sched.active = 10;
   gt::KernelTraceSession kt(prof, sched);
-  ASSERT_TRUE(kt.tracer.enabled()) << kt.tracer.disabled_reason();
+  SIMPROF_REQUIRE_CUPTI(kt.tracer);
   GraphCache cache(loop.stream);
   loop.run(prof, graph ? &cache : nullptr, 20);
   dev.synchronize();

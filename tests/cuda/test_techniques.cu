@@ -101,7 +101,7 @@ TEST_F(SolverTest, TracerAndPerEnvTimersSeeEveryPassOfTheWhileNode) {
   StepProfiler prof(gt::quiet(), kEnvs);
   // The 6th step: a replay (3 warm-up runs, then the capture).
   gt::KernelTraceSession kt(prof, Schedule{5, 0, 1, 1, 0});
-  ASSERT_TRUE(kt.tracer.enabled()) << kt.tracer.disabled_reason();
+  SIMPROF_REQUIRE_CUPTI(kt.tracer);
   const std::vector<Trace>& traces = kt.traces;
   for (int f = 0; f < 6; ++f) {
     auto step = prof.step();

@@ -3,11 +3,25 @@
 // every trace it finishes.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <string>
 #include <vector>
 
 #include "simprof/cuda/kernel_tracer.hpp"
 #include "simprof/trace/session.hpp"
 #include "test_util.hpp"
+
+// A tracer without CUPTI because another tool holds it (compute-sanitizer, Nsight): the test skips
+// and says so. Any other reason is a failure.
+#define SIMPROF_REQUIRE_CUPTI(tracer)                                                    \
+  do {                                                                                   \
+    if (!(tracer).enabled()) {                                                           \
+      if ((tracer).disabled_reason().find("cuptiSubscribe") != std::string::npos)        \
+        GTEST_SKIP() << "CUPTI is held by another tool: " << (tracer).disabled_reason(); \
+      FAIL() << (tracer).disabled_reason();                                              \
+    }                                                                                    \
+  } while (0)
 
 namespace simprof::cuda::gputest {
 
