@@ -57,7 +57,34 @@ TraceSession::TraceSession(StepProfiler& prof, TraceOptions options)
   prof_.add_listener(this);
 }
 
-TraceSession::~TraceSession() { prof_.remove_listener(this); }
+// A session that ends inside a window says so; when the active phase had recorded steps, it writes
+// their CPU spans as a valid trace marked incomplete (otherData.incomplete) to the default path.
+TraceSession::~TraceSession() {
+  prof_.remove_listener(this);
+  if (!sources_running_ && active_steps_ == 0) return;
+  try {
+    const Schedule& s = options_.schedule;
+    if (active_steps_ == 0) {  // the warm-up: nothing recorded to keep
+      default_logger()->warn(
+          "simprof: trace session ended in window {}'s warm-up (before its {} active steps): "
+          "nothing was recorded",
+          windows_.load(), s.active);
+      return;
+    }
+    default_logger()->warn(
+        "simprof: trace session ended in window {}'s active phase after {} of {} steps: writing "
+        "its CPU spans to {}, marked incomplete",
+        windows_.load(), active_steps_, s.active, path_of(windows_.load()));
+    incomplete_ = true;
+    save();
+  } catch (const std::exception& e) {
+    try {
+      default_logger()->error("simprof: trace session ending early: {}", e.what());
+    } catch (...) {
+    }
+  } catch (...) {
+  }
+}
 
 void TraceSession::add_source(TraceSource* source) {
   if (source == nullptr)
@@ -110,6 +137,7 @@ void TraceSession::on_step_end(std::uint64_t, std::int64_t ticks, StepOutcome) {
       fps_samples_seen_ = prof_.fps().num_samples();
       fps_.emplace_back(ticks, prof_.fps().total_fps());
     }
+    ++active_steps_;
     if (action_ == ScheduleAction::kRecordAndSave) save();
   } else {
     fps_samples_seen_ = prof_.fps().num_samples();
@@ -172,8 +200,11 @@ void TraceSession::save() {
   }
   for (const auto& [ticks, fps] : fps_)
     t.spans.push_back(Span::counter("FPS", to_ns(ticks), pid_, fps));
+  // Ending early (the destructor) the sources are left alone: they may be gone already (they are
+  // often declared after the session), and they stop themselves.
   std::uint64_t dropped = dropped_;
-  for (auto* s : sources_) dropped += s->stop_and_collect(t.spans);
+  if (!incomplete_)
+    for (auto* s : sources_) dropped += s->stop_and_collect(t.spans);
   sources_running_ = false;
   add_collectives(t);
   t.dropped = dropped;
@@ -181,17 +212,22 @@ void TraceSession::save() {
   t.backend = options_.backend;
   t.wall_offset_ns = options_.wall_clock ? wall_offset_ : 0;
   t.base_time_ns = options_.wall_clock ? kTraceBaseTimeNs : 0;
-  for (auto* s : sources_) s->describe(t);
+  if (!incomplete_)
+    for (auto* s : sources_) s->describe(t);
   t.metadata["clock"] = std::string(to_string(prof_.clock().source()));
   const std::uint64_t window = windows_.load(std::memory_order_relaxed);
   t.metadata["window"] = std::to_string(window);
   t.metadata["n_envs"] = std::to_string(prof_.n_envs());
+  if (incomplete_) {
+    t.metadata["incomplete"] = "true";
+    t.metadata["active_steps"] = fmt::format("{} of {}", active_steps_, options_.schedule.active);
+  }
   dropped_total_ += dropped;
   auto log = default_logger();
   if (dropped)
     log->warn("simprof: trace window {}: {} events were dropped (see otherData.dropped_events)",
               window, dropped);
-  if (ready_) {
+  if (ready_ && !incomplete_) {  // ending early, the handler's captures may be gone: the file
     ready_(t, window);
   } else {
     const std::string path = path_of(window);
@@ -209,6 +245,7 @@ void TraceSession::save() {
   }
   recorded_.clear();
   collectives_.clear();
+  active_steps_ = 0;
   fps_.clear();
   dropped_ = 0;
   windows_.store(window + 1, std::memory_order_release);

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 #include "simprof/base/manual_clock.hpp"
@@ -410,4 +412,63 @@ TEST(TraceAnalysis, CommunicationTimeAndItsOverlapWithComputation) {
   EXPECT_NEAR(a.steps[0].comm_overlap, 5.0 / 15.0, 1e-12);  // 15-20 us overlapped integrate
   EXPECT_NE(a.report().find("33%"), std::string::npos) << a.report();
   EXPECT_TRUE(std::isnan(analyze(synthetic(100, 2)).steps[0].comm_overlap));  // no comm: NaN
+}
+
+namespace {
+std::shared_ptr<spdlog::logger> capture_log(std::ostringstream& out) {
+  auto logger = std::make_shared<spdlog::logger>(
+      "simprof", std::make_shared<spdlog::sinks::ostream_sink_st>(out));
+  logger->set_pattern("%v");
+  return logger;
+}
+}  // namespace
+
+// A session destroyed inside its window says so, and writes what its active phase recorded as a
+// valid trace marked incomplete; one destroyed in the warm-up writes nothing.
+TEST(TraceSession, EndingEarlySaysSoAndWritesWhatItHas) {
+  std::ostringstream log;
+  auto previous = spdlog::get("simprof");
+  spdlog::drop("simprof");
+  spdlog::register_logger(capture_log(log));
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  TraceOptions o;
+  o.schedule = Schedule{1, 1, 3, 1, 0};  // step 0 wait, 1 warm-up, 2-4 active
+  o.dir = ::testing::TempDir() + "simprof_early_end";
+  o.wall_clock = false;
+  std::filesystem::remove_all(o.dir);
+  std::string path;
+  {
+    TraceSession session(prof, o);
+    path = session.path_of(0);
+    for (int i = 0; i < 4; ++i) {  // two of the three active steps
+      auto step = prof.step();
+      auto s = prof.stage("physics");
+      mc.advance_ns(1000);
+    }
+  }
+  EXPECT_NE(log.str().find("trace session ended in window 0's active phase after 2 of 3 steps"),
+            std::string::npos)
+      << log.str();
+  const json j = json::parse(slurp(path));
+  EXPECT_EQ(j["otherData"]["incomplete"], "true");
+  EXPECT_EQ(j["otherData"]["active_steps"], "2 of 3");
+  int steps = 0;
+  for (const auto& e : j["traceEvents"])
+    steps += e.value("name", "").rfind("ProfilerStep#", 0) == 0;
+  EXPECT_EQ(steps, 2);
+  std::filesystem::remove_all(o.dir);
+  log.str("");
+  {
+    TraceSession session(prof, o);  // ends in the warm-up: nothing to write
+    for (int i = 0; i < 2; ++i) auto step = prof.step();
+  }
+  EXPECT_NE(log.str().find("trace session ended in window 0's warm-up"), std::string::npos)
+      << log.str();
+  EXPECT_FALSE(std::filesystem::exists(o.dir + "/simprof_trace_0"));
+  log.str("");
+  { TraceSession quiet_session(prof, o); }  // never started a window: nothing said
+  EXPECT_EQ(log.str(), "");
+  spdlog::drop("simprof");
+  if (previous) spdlog::register_logger(previous);
 }

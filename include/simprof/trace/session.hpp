@@ -84,6 +84,10 @@ class TraceSession : public StepListener {
 
   /// Attaches to `prof` (validates the schedule).
   TraceSession(StepProfiler& prof, TraceOptions options = {});
+  /// Ending inside a window says so (one warning naming the phase and the steps seen); when its
+  /// active phase had recorded steps, their CPU spans are written as a valid trace marked
+  /// incomplete (otherData "incomplete": "true", "active_steps": "2 of 3") to path_of(window). The
+  /// sources and the ready handler are not called then: they may be gone already.
   ~TraceSession() override;
   TraceSession(const TraceSession&) = delete;
   TraceSession& operator=(const TraceSession&) = delete;
@@ -146,6 +150,8 @@ class TraceSession : public StepListener {
   RankInfo ranks_;
   std::uint64_t step_ = 0;          // the profiler's number of the step in progress
   std::int64_t wall_offset_ = 0;    // wall clock minus the timebase, at the window's start
+  int active_steps_ = 0;            // steps recorded in the window in progress
+  bool incomplete_ = false;         // the window is written by the destructor
   std::vector<std::int64_t> open_;  // begin ticks of open stages, by id
   std::int64_t step_begin_ = 0;
   std::uint64_t dropped_ = 0;
