@@ -45,8 +45,6 @@ std::int64_t overlap(const Intervals& a, const Intervals& b) {
   return n;
 }
 
-bool communication(const Span& k) { return k.name.rfind("nccl", 0) == 0; }
-
 }  // namespace
 
 TraceAnalysis analyze(const Trace& trace, double graph_node_us) {
@@ -101,7 +99,7 @@ TraceAnalysis analyze(const Trace& trace, double graph_node_us) {
       auto [b, e] = by_corr.equal_range(launch->correlation);
       for (auto it = b; it != e; ++it) {
         iv.emplace_back(it->second->begin_ns, it->second->end_ns);
-        (communication(*it->second) ? comm : comp)
+        (it->second->is_communication() ? comm : comp)
             .emplace_back(it->second->begin_ns, it->second->end_ns);
         latency.push_back(static_cast<double>(it->second->begin_ns - launch->begin_ns) * 1e-3);
       }
@@ -113,19 +111,12 @@ TraceAnalysis analyze(const Trace& trace, double graph_node_us) {
                                   : static_cast<double>(overlap(comm, merged(std::move(comp)))) /
                                         static_cast<double>(length(comm));
     if (!iv.empty()) {
-      std::sort(iv.begin(), iv.end());
-      std::int64_t busy = 0, cur_b = iv[0].first, cur_e = iv[0].second, max_gap = 0;
-      for (std::size_t i = 1; i < iv.size(); ++i) {
-        if (iv[i].first > cur_e) {
-          busy += cur_e - cur_b;
-          max_gap = std::max(max_gap, iv[i].first - cur_e);
-          cur_b = iv[i].first;
-        }
-        cur_e = std::max(cur_e, iv[i].second);
-      }
-      busy += cur_e - cur_b;
-      a.gpu_span_us = static_cast<double>(cur_e - iv[0].first) * 1e-3;
-      a.gpu_busy_us = static_cast<double>(busy) * 1e-3;
+      const Intervals busy = merged(std::move(iv));
+      std::int64_t max_gap = 0;
+      for (std::size_t i = 1; i < busy.size(); ++i)
+        max_gap = std::max(max_gap, busy[i].first - busy[i - 1].second);
+      a.gpu_span_us = static_cast<double>(busy.back().second - busy.front().first) * 1e-3;
+      a.gpu_busy_us = static_cast<double>(length(busy)) * 1e-3;
       a.idle_us = a.gpu_span_us - a.gpu_busy_us;
       a.max_gap_us = static_cast<double>(max_gap) * 1e-3;
       std::sort(latency.begin(), latency.end());

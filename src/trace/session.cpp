@@ -184,7 +184,7 @@ void TraceSession::add_collectives(Trace& t) const {
     }
   }
   for (Span& k : t.spans)
-    if (k.kind == SpanKind::kKernel && k.name.rfind("nccl", 0) == 0)
+    if (k.is_communication())
       if (const auto it = by_correlation.find(k.correlation); it != by_correlation.end())
         k.collective = it->second;
 }

@@ -116,6 +116,11 @@ struct Span {
 
   std::int64_t duration_ns() const noexcept { return end_ns - begin_ns; }
   bool is_step() const noexcept { return kind == SpanKind::kCpuStage && stage == kStepStage; }
+  /// A communication kernel: named "nccl..." (NCCL's kernels), as Holistic Trace Analysis classes
+  /// kernels.
+  bool is_communication() const noexcept {
+    return kind == SpanKind::kKernel && name.rfind("nccl", 0) == 0;
+  }
 
   static Span cpu_stage(std::string name, StageId stage, std::uint64_t step, std::int64_t begin_ns,
                         std::int64_t end_ns, std::int64_t pid, std::int64_t tid);
