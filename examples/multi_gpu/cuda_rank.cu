@@ -11,7 +11,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <stdexcept>
@@ -138,9 +137,7 @@ int run_cuda_rank(const Args& a, const RankInfo& r) {
     tracer.emplace(prof);
     trace->add_source(&*tracer);
     trace->on_trace_ready([&](const Trace& tr, std::uint64_t w) {
-      const std::string path = trace->path_of(w);
-      std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-      write_chrome_trace(tr, path);
+      const std::string path = trace->write(tr, w);
       const TraceAnalysis an = analyze(tr);
       double comm_us = 0, span = 0, overlap = 0;
       int n = 0;

@@ -97,6 +97,15 @@ std::string TraceSession::path_of(std::uint64_t window) const {
   return fmt::format("{}/{}_{}/rank{}.json", options_.dir, options_.prefix, window, ranks_.rank);
 }
 
+std::string TraceSession::write(const Trace& trace, std::uint64_t window) {
+  const std::string path = path_of(window);
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  write_chrome_trace(trace, path);
+  std::lock_guard<std::mutex> lock(files_mutex_);
+  files_.push_back(path);
+  return path;
+}
+
 void TraceSession::on_step_begin(std::uint64_t step, std::int64_t ticks) {
   const ScheduleAction prev =
       index_ > 0 ? options_.schedule.action(index_ - 1) : ScheduleAction::kNone;
@@ -230,14 +239,8 @@ void TraceSession::save() {
   if (ready_ && !incomplete_) {  // ending early, the handler's captures may be gone: the file
     ready_(t, window);
   } else {
-    const std::string path = path_of(window);
     try {
-      std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-      write_chrome_trace(t, path);
-      {
-        std::lock_guard<std::mutex> lock(files_mutex_);
-        files_.push_back(path);
-      }
+      const std::string path = write(t, window);
       log->info("simprof: trace window {}: {} spans -> {}", window, t.spans.size(), path);
     } catch (const std::exception& e) {
       log->error("{}", e.what());  // a failed write must not stop the simulation

@@ -122,6 +122,10 @@ class TraceSession : public StepListener {
   const RankInfo& ranks() const noexcept { return ranks_; }
   /// Where window `w` is written by the default handler: dir/<prefix>_<w>/rank<R>.json.
   std::string path_of(std::uint64_t window) const;
+  /// What the default handler does, for a handler of one's own that also wants the file: writes
+  /// `trace` to path_of(window) (directories made), lists it in files() and returns the path.
+  /// Throws std::runtime_error naming the path when it cannot be written.
+  std::string write(const Trace& trace, std::uint64_t window);
 
  private:
   struct Recorded {
