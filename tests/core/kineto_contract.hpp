@@ -32,13 +32,18 @@ inline bool device_category(const std::string& cat) {
 }
 
 /// The ProfilerStep numbers of a trace (for "the same N on every rank").
+// HTA's iteration marker (trace.py's add_iteration): "ProfilerStep#N".
+inline const std::regex& profiler_step_re() {
+  static const std::regex re(R"(ProfilerStep\s*#\s*(\d+))");
+  return re;
+}
+
 inline std::set<int> profiler_steps(const nlohmann::json& j) {
   std::set<int> steps;
-  static const std::regex step_re(R"(ProfilerStep\s*#\s*(\d+))");
   for (const auto& e : j["traceEvents"]) {
     std::smatch m;
     const std::string name = e.value("name", "");
-    if (e.value("ph", "") == "X" && std::regex_match(name, m, step_re))
+    if (e.value("ph", "") == "X" && std::regex_match(name, m, profiler_step_re()))
       steps.insert(std::stoi(m[1].str()));
   }
   return steps;
@@ -127,7 +132,7 @@ inline std::vector<std::string> kineto_violations(const std::string& raw, int ra
         fail("host", cat + " event '" + name + "' carries a stream");
       if ((cat == "cuda_runtime" || cat == "cuda_driver") && args.contains("correlation"))
         host_launch[args["correlation"].get<std::int64_t>()] = cat;
-      if (std::regex_match(name, std::regex(R"(ProfilerStep\s*#\s*\d+)"))) ++steps;
+      if (std::regex_match(name, profiler_step_re())) ++steps;
     } else if (device_category(cat)) {
       // 4. GPU events on pid = device, tid = stream, with device, stream and correlation.
       for (const char* key : {"device", "stream", "correlation"})

@@ -7,12 +7,12 @@
 #include <stdexcept>
 #include <vector>
 
-#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include "simprof/base/manual_clock.hpp"
 #include "simprof/profiler/fps_tracker.hpp"
 #include "simprof/profiler/step_profiler.hpp"
+#include "test_util.hpp"
 
 using namespace std::chrono_literals;
 using simprof::FpsTracker;
@@ -21,10 +21,7 @@ using simprof::ManualClock;
 namespace {
 
 std::shared_ptr<spdlog::logger> capture(std::ostringstream& out) {
-  auto sink = std::make_shared<spdlog::sinks::ostream_sink_st>(out);
-  auto logger = std::make_shared<spdlog::logger>("capture", sink);
-  logger->set_pattern("%v");
-  return logger;
+  return simprof::testing::capture_logger(out);
 }
 
 // Ticks every `dt_ms` milliseconds `n` times, advancing the manual clock.

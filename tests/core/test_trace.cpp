@@ -7,7 +7,6 @@
 #include <fstream>
 #include <sstream>
 
-#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
@@ -414,22 +413,13 @@ TEST(TraceAnalysis, CommunicationTimeAndItsOverlapWithComputation) {
   EXPECT_TRUE(std::isnan(analyze(synthetic(100, 2)).steps[0].comm_overlap));  // no comm: NaN
 }
 
-namespace {
-std::shared_ptr<spdlog::logger> capture_log(std::ostringstream& out) {
-  auto logger = std::make_shared<spdlog::logger>(
-      "simprof", std::make_shared<spdlog::sinks::ostream_sink_st>(out));
-  logger->set_pattern("%v");
-  return logger;
-}
-}  // namespace
-
 // A session destroyed inside its window says so, and writes what its active phase recorded as a
 // valid trace marked incomplete; one destroyed in the warm-up writes nothing.
 TEST(TraceSession, EndingEarlySaysSoAndWritesWhatItHas) {
   std::ostringstream log;
   auto previous = spdlog::get("simprof");
   spdlog::drop("simprof");
-  spdlog::register_logger(capture_log(log));
+  spdlog::register_logger(simprof::testing::capture_logger(log, "simprof"));
   ManualClock mc;
   StepProfiler prof(quiet(), 0, mc.clock());
   TraceOptions o;

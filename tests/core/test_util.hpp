@@ -3,8 +3,12 @@
 #pragma once
 
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
+
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "simprof/profiler/options.hpp"
 
@@ -26,6 +30,17 @@ std::string error_of(F&& f) {
     return e.what();
   }
   return "";
+}
+
+/// A logger named `name` whose lines (formatted by `pattern`) go to `out`, for tests that read what
+/// simprof logs.
+inline std::shared_ptr<spdlog::logger> capture_logger(std::ostringstream& out,
+                                                      const std::string& name = "capture",
+                                                      const std::string& pattern = "%v") {
+  auto logger =
+      std::make_shared<spdlog::logger>(name, std::make_shared<spdlog::sinks::ostream_sink_st>(out));
+  logger->set_pattern(pattern);
+  return logger;
 }
 
 /// A file's whole text ("" when it cannot be read).

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <gtest/gtest.h>
 
-#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <sstream>
@@ -27,9 +26,7 @@ class GraphCacheTest : public GpuTest {
   void SetUp() override {
     GpuTest::SetUp();
     if (IsSkipped()) return;
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_st>(log);
-    logger = std::make_shared<spdlog::logger>("graph-test", sink);
-    logger->set_pattern("%l %v");
+    logger = simprof::testing::capture_logger(log, "graph-test", "%l %v");
   }
   // A step of `k` kernels over n floats.
   static GraphCache::Body body(float* x, int n, int k) {
