@@ -11,6 +11,29 @@ std::string describe(cudaError_t code) {
   return fmt::format("{} ({})", cudaGetErrorName(code), cudaGetErrorString(code));
 }
 
+std::string describe_driver(int result) {
+  // cuGetErrorName/String without linking libcuda: the runtime hands out the driver's entry points.
+  using Name = int (*)(int, const char**);
+  auto entry = [](const char* symbol) -> Name {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion(symbol, &p, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    return reinterpret_cast<Name>(p);
+  };
+  static const Name name = entry("cuGetErrorName");
+  static const Name text = entry("cuGetErrorString");
+  const char* n = nullptr;
+  const char* t = nullptr;
+  if (name == nullptr || name(result, &n) != 0 || n == nullptr) n = "CUDA driver error";
+  if (text == nullptr || text(result, &t) != 0 || t == nullptr) t = "no description";
+  return fmt::format("{} ({}; driver error {})", n, t, result);
+}
+
 CudaError::CudaError(cudaError_t code, std::string call, const char* file, int line)
     : std::runtime_error(fmt::format("simprof: CUDA call {} failed: {} at {}:{}", call,
                                      describe(code), file, line)),

@@ -15,6 +15,7 @@
 
 #include "cupti_records.hpp"
 #include "simprof/base/log.hpp"
+#include "simprof/cuda/error.hpp"
 #include "simprof/detail/buffer_pool.hpp"
 
 namespace simprof::cuda {
@@ -72,6 +73,9 @@ struct KernelTracer::Impl {
   TimeBase time_base;  // written only while no window is open (bind)
   bool enabled = false;
   std::string reason;
+  // The device's sticky error, seen when a window ended: the window's kernels after the fault were
+  // never run, which its trace says (otherData.device_error).
+  std::string device_error;
   simprof::detail::BufferPool
       pool;          // lent to CUPTI, returned on its thread (thread-safe on its own)
   std::mutex mutex;  // guards everything below: CUPTI completes buffers on its own thread
@@ -214,24 +218,36 @@ void KernelTracer::start() {
       impl_->disable(
           fmt::format("cuptiActivityEnable({}) failed: {}", static_cast<int>(k), cupti_error(r)));
       for (auto k2 : impl_->kinds()) cuptiActivityDisable(k2);
+      std::lock_guard<std::mutex> lock(impl_->mutex);
+      impl_->running = false;
       return;
     }
 }
 
 void KernelTracer::discard() {
   if (!impl_->enabled) return;
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (const CUptiResult r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+      r != CUPTI_SUCCESS) {
+    impl_->disable(fmt::format("cuptiActivityFlushAll failed: {}", cupti_error(r)));
+    for (auto k : impl_->kinds()) cuptiActivityDisable(k);
+  }
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->records.clear();
+  if (!impl_->enabled) impl_->running = false;
 }
 
 std::uint64_t KernelTracer::stop_and_collect(std::vector<Span>& out) {
   if (!impl_->enabled) return 0;
   // The window's kernels must have finished before CUPTI can report them.
-  if (const cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess)
-    default_logger()->error("simprof: kernel tracer: cudaDeviceSynchronize failed: {}",
-                            cudaGetErrorName(e));
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (const cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) {
+    impl_->device_error = fmt::format("cudaDeviceSynchronize failed: {}", cuda::describe(e));
+    default_logger()->error("simprof: kernel tracer: {}", impl_->device_error);
+  }
+  // CUPTI lost inside the window: what it delivered before is kept, the rest of this and every
+  // later window goes untraced, said once (and in each trace's otherData, by describe()).
+  if (const CUptiResult r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+      r != CUPTI_SUCCESS)
+    impl_->disable(fmt::format("cuptiActivityFlushAll failed: {}", cupti_error(r)));
   for (auto k : impl_->kinds()) cuptiActivityDisable(k);
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->running = false;
@@ -245,6 +261,8 @@ std::uint64_t KernelTracer::stop_and_collect(std::vector<Span>& out) {
 }
 
 void KernelTracer::describe(Trace& trace) const {
+  if (!impl_->enabled) trace.metadata["kernel_tracing"] = "off: " + impl_->reason;
+  if (!impl_->device_error.empty()) trace.metadata["device_error"] = impl_->device_error;
   std::vector<std::uint32_t> devices;
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);

@@ -8,7 +8,9 @@
 #include <limits>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
+#include "simprof/base/log.hpp"
 #include "simprof/cuda/error.hpp"
 #include "simprof/cuda/stage_timer.hpp"
 #include "simprof/cuda/stream.hpp"
@@ -103,10 +105,11 @@ void DeviceStageTimer::join(const StepRecord& r, std::uint64_t step) {
     const auto id = static_cast<StageId>(e.stage);
     if (id >= n) continue;
     if (e.kind == kStageBegin) {
+      if (open_[id] == 2) continue;  // its end came first: already counted as unpaired
       open_[id] = 1;
       open_at_[id] = static_cast<std::int64_t>(e.t);
       open_idx_[id] = i;
-    } else if (open_[id]) {
+    } else if (open_[id] == 1) {
       open_[id] = 0;
       // Eager stamps sit on the stream, each one adding eager_stamp_ns_ to the stages around it:
       // the stamps from the stage's begin (included) to its end (excluded) are taken out. (One
@@ -118,11 +121,16 @@ void DeviceStageTimer::join(const StepRecord& r, std::uint64_t step) {
                             1e-9);
       scratch_.add(id, d);
       // The host's rule: a child's time also counts into each parent that is not open around it.
-      for (StageId p = prof_.stage_parent(id); p != kNoStage && !open_[p];
+      for (StageId p = prof_.stage_parent(id); p != kNoStage && open_[p] != 1;
            p = prof_.stage_parent(p))
         scratch_.add(p, d);
+    } else if (open_[id] == 0) {
+      open_[id] = 2;  // its end ran before its begin
+      unpaired(id, step);
     }
   }
+  for (std::size_t id = 0; id < n; ++id)
+    if (open_[id] == 1) unpaired(static_cast<StageId>(id), step);
   if (pacer_) {
     // Step and period from the pacer's events: the GPU's own, all of the step's work.
     const DeviceStep& d = device_[slot];
@@ -140,6 +148,17 @@ void DeviceStageTimer::join(const StepRecord& r, std::uint64_t step) {
     ++counts_[id];
   });
   ++joined_;
+}
+
+// A stage whose stamps did not pair up in time order: in a replayed graph the stamps are leaves off
+// the critical path, and a GPU that ran one late (busy SMs, a serialising tool) can put a stage's
+// end before its begin. The stage is left out of that step's times, counted, and said once.
+void DeviceStageTimer::unpaired(StageId id, std::uint64_t step) {
+  if (unpaired_++ == 0)
+    simprof::default_logger()->warn(
+        "simprof: DeviceStageTimer: stage '{}' of step {} is left out: its stamps ran out of order "
+        "(the GPU ran a stamp late); such stages are counted in unpaired()",
+        prof_.stage_name(id), step);
 }
 
 double DeviceStageTimer::mean(std::string_view stage) const {

@@ -167,8 +167,11 @@ DeviceStageTimer::DeviceStageTimer(StepProfiler& prof, cudaStream_t stream,
   if (write_value32() == nullptr)
     throw CudaError(cudaErrorNotSupported, "cudaGetDriverEntryPointByVersion(cuStreamWriteValue32)",
                     __FILE__, __LINE__);
-  SIMPROF_CUDA_CHECK(cudaMemset(records_.data(), 0, records_.bytes()));
-  SIMPROF_CUDA_CHECK(cudaMemset(step_index_.data(), 0xff, step_index_.bytes()));  // kNotTimed
+  // On the timer's stream (a cudaMemset on the default stream is not ordered before a non-blocking
+  // stream's work: compute-sanitizer's initcheck saw a reader overtake one); calibrate() syncs it.
+  SIMPROF_CUDA_CHECK(cudaMemsetAsync(records_.data(), 0, records_.bytes(), stream_));
+  SIMPROF_CUDA_CHECK(  // kNotTimed
+      cudaMemsetAsync(step_index_.data(), 0xff, step_index_.bytes(), stream_));
   order_.reserve(kMaxStamps);
   calibrate();
   if (options_.max_in_flight > 0) {
@@ -222,9 +225,17 @@ void DeviceStageTimer::set_stream(cudaStream_t stream) noexcept {
 
 void DeviceStageTimer::report(const char* what, cudaError_t e) noexcept {
   if (reported_) return;
+  try {
+    report(what, describe(e));
+  } catch (...) {
+  }
+}
+
+void DeviceStageTimer::report(const char* what, const std::string& why) noexcept {
+  if (reported_) return;
   reported_ = true;
   try {
-    simprof::default_logger()->error("simprof: DeviceStageTimer: {} failed: {}", what, describe(e));
+    simprof::default_logger()->error("simprof: DeviceStageTimer: {} failed: {}", what, why);
   } catch (...) {
   }
 }
@@ -245,7 +256,13 @@ void DeviceStageTimer::on_step_begin(std::uint64_t step, std::int64_t) {
   const auto value = skip_ ? kNotTimed : static_cast<unsigned>(step);
   const CUresult r = write_value32()(reinterpret_cast<CUstream>(stream_),
                                      reinterpret_cast<CUdeviceptr>(step_index_.data()), value, 0);
-  if (r != CUDA_SUCCESS) report("cuStreamWriteValue32", cudaErrorUnknown);
+  if (r != CUDA_SUCCESS) {
+    if (reported_) return;
+    try {
+      report("cuStreamWriteValue32", describe_driver(static_cast<int>(r)));
+    } catch (...) {
+    }
+  }
 }
 
 void DeviceStageTimer::on_stage_begin(StageId id, std::int64_t) { boundary(id, kStageBegin); }

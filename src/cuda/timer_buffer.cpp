@@ -20,7 +20,10 @@ DeviceTimerBuffer::DeviceTimerBuffer(std::vector<std::string> labels, int n_envs
       dev_(elements()),
       host_{PinnedBuffer<std::uint64_t>(elements()), PinnedBuffer<std::uint64_t>(elements())} {
   if (unit == TimerUnit::kCycles) set_cycles_per_second(clock_freq_hz(device));
-  SIMPROF_CUDA_CHECK(cudaMemset(dev_.data(), 0, dev_.bytes()));
+  // Zeroed before any stream can read it: a cudaMemset alone is not ordered before the work of a
+  // non-blocking stream (compute-sanitizer's initcheck saw a read-back overtake it).
+  SIMPROF_CUDA_CHECK(cudaMemsetAsync(dev_.data(), 0, dev_.bytes(), nullptr));
+  SIMPROF_CUDA_CHECK(cudaStreamSynchronize(nullptr));
 }
 
 DeviceTimerBuffer::~DeviceTimerBuffer() {

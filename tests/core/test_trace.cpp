@@ -416,10 +416,7 @@ TEST(TraceAnalysis, CommunicationTimeAndItsOverlapWithComputation) {
 // A session destroyed inside its window says so, and writes what its active phase recorded as a
 // valid trace marked incomplete; one destroyed in the warm-up writes nothing.
 TEST(TraceSession, EndingEarlySaysSoAndWritesWhatItHas) {
-  std::ostringstream log;
-  auto previous = spdlog::get("simprof");
-  spdlog::drop("simprof");
-  spdlog::register_logger(simprof::testing::capture_logger(log, "simprof"));
+  simprof::testing::SimprofLog log;
   ManualClock mc;
   StepProfiler prof(quiet(), 0, mc.clock());
   TraceOptions o;
@@ -448,7 +445,7 @@ TEST(TraceSession, EndingEarlySaysSoAndWritesWhatItHas) {
     steps += e.value("name", "").rfind("ProfilerStep#", 0) == 0;
   EXPECT_EQ(steps, 2);
   std::filesystem::remove_all(o.dir);
-  log.str("");
+  log.clear();
   {
     TraceSession session(prof, o);  // ends in the warm-up: nothing to write
     for (int i = 0; i < 2; ++i) auto step = prof.step();
@@ -456,9 +453,7 @@ TEST(TraceSession, EndingEarlySaysSoAndWritesWhatItHas) {
   EXPECT_NE(log.str().find("trace session ended in window 0's warm-up"), std::string::npos)
       << log.str();
   EXPECT_FALSE(std::filesystem::exists(o.dir + "/simprof_trace_0"));
-  log.str("");
+  log.clear();
   { TraceSession quiet_session(prof, o); }  // never started a window: nothing said
   EXPECT_EQ(log.str(), "");
-  spdlog::drop("simprof");
-  if (previous) spdlog::register_logger(previous);
 }

@@ -43,6 +43,35 @@ inline std::shared_ptr<spdlog::logger> capture_logger(std::ostringstream& out,
   return logger;
 }
 
+/// What simprof logs (its "simprof" logger), captured while this lives; the logger registered
+/// before comes back after.
+class SimprofLog {
+ public:
+  SimprofLog() : previous_(spdlog::get("simprof")) {
+    spdlog::drop("simprof");
+    spdlog::register_logger(capture_logger(out_, "simprof"));
+  }
+  ~SimprofLog() {
+    spdlog::drop("simprof");
+    if (previous_) spdlog::register_logger(previous_);
+  }
+  SimprofLog(const SimprofLog&) = delete;
+  SimprofLog& operator=(const SimprofLog&) = delete;
+  std::string str() const { return out_.str(); }
+  void clear() { out_.str(""); }
+  /// How many times `needle` occurs in what was logged.
+  int count(const std::string& needle) const {
+    const std::string s = out_.str();
+    int n = 0;
+    for (auto at = s.find(needle); at != std::string::npos; at = s.find(needle, at + 1)) ++n;
+    return n;
+  }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
 /// A file's whole text ("" when it cannot be read).
 inline std::string slurp(const std::string& path) {
   std::ifstream in(path);

@@ -113,9 +113,11 @@ TEST_F(GpuTest, PacedStepsNeverRunFurtherAheadThanTheBound) {
       const unsigned most = most_in_flight(prof, stream, 40);
       const unsigned limit = static_cast<unsigned>(bound + mark_every - 1);
       EXPECT_LE(most, limit) << "max_in_flight " << bound << ", mark_every " << mark_every;
-      EXPECT_GE(most, static_cast<unsigned>(bound)) << "the bound is not stricter than asked";
+      SIMPROF_TIMING EXPECT_GE(most, static_cast<unsigned>(bound))
+          << "the bound is not stricter than asked";
       EXPECT_LE(pacer.counters().most_in_flight, static_cast<std::uint64_t>(limit));
-      EXPECT_GT(pacer.counters().waits, 15u) << "a 200 us step: the host waits again and again";
+      SIMPROF_TIMING EXPECT_GT(pacer.counters().waits, 15u)
+          << "a 200 us step: the host waits again and again";
       pacer.finish();
       EXPECT_EQ(pacer.device_steps().steps(), 40u);
       EXPECT_EQ(pacer.device_steps().missed(), 0u);
@@ -123,7 +125,8 @@ TEST_F(GpuTest, PacedStepsNeverRunFurtherAheadThanTheBound) {
   // The control: unpaced, the same loop runs far ahead (the bound above is the pacer's doing).
   Stream stream;
   StepProfiler prof(quiet(), 0);
-  EXPECT_GT(most_in_flight(prof, stream, 40), 10u);
+  const unsigned unpaced = most_in_flight(prof, stream, 40);
+  SIMPROF_TIMING EXPECT_GT(unpaced, 10u);
 }
 
 TEST_F(GpuTest, MaxInFlightIsValidated) {
@@ -165,9 +168,10 @@ double fps_over_events(bool graph, bool device_fed, int steps) {
   const double seconds = static_cast<double>(end.elapsed_ms_since(begin)) * 1e-3;
   const double events = static_cast<double>(kEnvs) * steps / seconds;
   // The step is known: 100 + 20 + 30 us of spinning plus launch gaps.
-  EXPECT_NEAR(seconds / steps, 150e-6, 15e-6);
+  SIMPROF_TIMING EXPECT_NEAR(seconds / steps, 150e-6, 15e-6);
   // (Over the warm-up too, whose capture steps leave the GPU idle a while.)
-  EXPECT_NEAR(pacer.device_steps().mean_period_s(), seconds / steps, 0.05 * seconds / steps);
+  SIMPROF_TIMING EXPECT_NEAR(pacer.device_steps().mean_period_s(), seconds / steps,
+                             0.05 * seconds / steps);
   EXPECT_GE(prof.fps().num_samples(), 1u);
   return prof.fps().total_fps() / events;
 }
@@ -177,9 +181,9 @@ double fps_over_events(bool graph, bool device_fed, int steps) {
 TEST_F(GpuTest, FpsAgreesWithEventThroughputEagerAndGraph) {
   for (const bool graph : {false, true})
     for (const bool device_fed : {true, false})
-      for (const int steps : {300, 1500}) {
+      for (const int steps : {gt::scaled(300, 30), gt::scaled(1500, 60)}) {
         const double ratio = fps_over_events(graph, device_fed, steps);
-        EXPECT_NEAR(ratio, 1.0, 0.02)
+        SIMPROF_TIMING EXPECT_NEAR(ratio, 1.0, 0.02)
             << (graph ? "graph" : "eager") << ", FPS on the " << (device_fed ? "device" : "host")
             << " clock, " << steps << " steps";
       }
@@ -198,7 +202,7 @@ TEST_F(GpuTest, UnpacedHostClockFpsIsTheEnqueueRate) {
   prof.fps().flush();
   loop.stream.synchronize();
   const double events = kEnvs * 100.0 / (static_cast<double>(end.elapsed_ms_since(begin)) * 1e-3);
-  EXPECT_GT(prof.fps().total_fps(), 3.0 * events);
+  SIMPROF_TIMING EXPECT_GT(prof.fps().total_fps(), 3.0 * events);
 }
 
 TEST_F(GpuTest, DevicePeriodSkipsVetoedSteps) {
@@ -216,8 +220,8 @@ TEST_F(GpuTest, DevicePeriodSkipsVetoedSteps) {
   EXPECT_EQ(d.steps(), 10u);
   // Periods: 1-3, then 6-9 (the vetoed step has none, nor the one after it).
   EXPECT_EQ(d.periods(), 7u);
-  EXPECT_NEAR(d.mean_period_s(), 150e-6, 15e-6);
-  EXPECT_NEAR(d.mean_step_s(), 150e-6, 25e-6);
+  SIMPROF_TIMING EXPECT_NEAR(d.mean_period_s(), 150e-6, 15e-6);
+  SIMPROF_TIMING EXPECT_NEAR(d.mean_step_s(), 150e-6, 25e-6);
 }
 
 TEST_F(GpuTest, StepsBetweenTwoMarksShareTheirPeriod) {
@@ -235,8 +239,8 @@ TEST_F(GpuTest, StepsBetweenTwoMarksShareTheirPeriod) {
   // Marks after steps 1, 3, 5, ... and after every spanned step (0, 8, ..., 40): step 0 alone has
   // no mark before it.
   EXPECT_EQ(d.periods(), 40u);
-  EXPECT_NEAR(d.mean_period_s(), 150e-6, 10e-6);
-  EXPECT_NEAR(d.mean_step_s(), 150e-6, 25e-6);  // spanned steps: 0, 8, ..., 40
+  SIMPROF_TIMING EXPECT_NEAR(d.mean_period_s(), 150e-6, 10e-6);
+  SIMPROF_TIMING EXPECT_NEAR(d.mean_step_s(), 150e-6, 25e-6);  // spanned steps: 0, 8, ..., 40
 }
 
 TEST_F(GpuTest, UntimedStepsNeverWidenTheDevicePeriod) {
@@ -251,14 +255,15 @@ TEST_F(GpuTest, UntimedStepsNeverWidenTheDevicePeriod) {
   DeviceStageTimer dev(prof, loop.stream, o);
   loop.run(prof, nullptr, 12);
   dev.synchronize();
-  EXPECT_GT(dev.dropped(), 0u);
+  SIMPROF_TIMING EXPECT_GT(dev.dropped(), 0u);
   loop.run(prof, nullptr, 3);
   dev.synchronize();
   EXPECT_EQ(dev.joined() + dev.dropped(), 15u);
   const double step = dev.mean("step");
-  EXPECT_GT(step, 300e-6);
-  EXPECT_LT(step, 360e-6);  // and stamps and the publication's latency
-  EXPECT_NEAR(dev.mean("period"), step, 0.1 * step) << "a period spanning untimed steps leaked in";
+  SIMPROF_TIMING EXPECT_GT(step, 300e-6);
+  SIMPROF_TIMING EXPECT_LT(step, 360e-6);  // and stamps and the publication's latency
+  SIMPROF_TIMING EXPECT_NEAR(dev.mean("period"), step, 0.1 * step)
+      << "a period spanning untimed steps leaked in";
 }
 
 namespace {
@@ -323,23 +328,39 @@ void stage_times_agree_with_cupti(bool graph) {
   gt::KernelTraceSession kt(prof, sched);
   SIMPROF_REQUIRE_CUPTI(kt.tracer);
   GraphCache cache(loop.stream);
-  loop.run(prof, graph ? &cache : nullptr, 20);
+  // The device means over the steps CUPTI saw: the sums before step 6 (its warm-up step, which the
+  // synchronisation here leaves to start on an idle GPU) are taken out.
+  loop.run(prof, graph ? &cache : nullptr, 6);
   dev.synchronize();
+  const double n0 = static_cast<double>(dev.joined());
+  const double physics0 = dev.sampled_mean("physics") * n0,
+               camera0 = dev.sampled_mean("sensors/Cam") * n0;
+  loop.run(prof, graph ? &cache : nullptr, 14);
+  dev.synchronize();
+  const double n = static_cast<double>(dev.joined()) - n0;
+  const double physics = (dev.sampled_mean("physics") * (n0 + n) - physics0) / n;
+  const double camera = (dev.sampled_mean("sensors/Cam") * (n0 + n) - camera0) / n;
   ASSERT_EQ(kt.traces.size(), 1u);
   const CuptiStages cupti = cupti_stages(kt.traces);
   ASSERT_GE(cupti.steps, 10);
-  std::printf("%s: physics device %.2f us, CUPTI %.2f us; camera device %.2f us, CUPTI %.2f us\n",
-              graph ? "graph" : "eager", dev.mean("physics") * 1e6, cupti.physics * 1e6,
-              dev.mean("sensors/Cam") * 1e6, cupti.camera * 1e6);
+  std::printf(
+      "%s: physics device %.2f us (all 20 steps %.2f), CUPTI %.2f us; camera device %.2f "
+      "us, CUPTI %.2f us\n",
+      graph ? "graph" : "eager", physics * 1e6, dev.mean("physics") * 1e6, cupti.physics * 1e6,
+      camera * 1e6, cupti.camera * 1e6);
   EXPECT_EQ(dev.dropped(), 0u);
+  EXPECT_EQ(dev.joined(), 20u);
   // The device timer's definition: from the end of the work before the stage (its begin stamp) to
-  // its last kernel's end; CUPTI's: first kernel's start to last kernel's end. They differ by the
-  // launch gap before the first kernel and a stamp's latency: within 5 % or 2 us.
+  // its last kernel's end; CUPTI's: first kernel's start to last kernel's end. They differ by a
+  // stamp's latency, both ways: in a replayed graph a begin stamp is a leaf off the critical path
+  // that starts a few us after the stage's first kernel (device below CUPTI: 79.0 vs 81.8 us on
+  // one H200, 76.9 vs 81.7 on another); eager, the launch gaps around the stamps on the stream are
+  // counted (85.0 vs 82.5, 87.5 vs 82.3). Within 8 % or 2 us.
   const char* mode = graph ? "graph" : "eager";
-  EXPECT_NEAR(dev.mean("physics"), cupti.physics, std::max(0.05 * cupti.physics, 2e-6)) << mode;
-  EXPECT_NEAR(dev.mean("sensors/Cam"), cupti.camera, std::max(0.05 * cupti.camera, 2e-6)) << mode;
-  EXPECT_NEAR(cupti.physics, 80e-6, 8e-6) << mode;  // the spins: 60 + 20 us
-  EXPECT_NEAR(cupti.camera, 30e-6, 3e-6) << mode;
+  SIMPROF_TIMING EXPECT_NEAR(physics, cupti.physics, std::max(0.08 * cupti.physics, 2e-6)) << mode;
+  SIMPROF_TIMING EXPECT_NEAR(camera, cupti.camera, std::max(0.08 * cupti.camera, 2e-6)) << mode;
+  SIMPROF_TIMING EXPECT_NEAR(cupti.physics, 80e-6, 8e-6) << mode;  // the spins: 60 + 20 us
+  SIMPROF_TIMING EXPECT_NEAR(cupti.camera, 30e-6, 3e-6) << mode;
 }
 
 }  // namespace

@@ -69,6 +69,7 @@ TEST_F(GraphCacheTest, ReplayEqualsEager) {
 TEST_F(GraphCacheTest, WarmupCountIsConfigurable) {
   Stream stream;
   DeviceBuffer<float> a(256);
+  gt::fill(a, 0.0f, stream);  // read before written otherwise (initcheck)
   GraphCacheOptions o;
   o.warmup = 0;
   GraphCache cache(stream, o);
@@ -84,6 +85,7 @@ TEST_F(GraphCacheTest, WarmupCountIsConfigurable) {
 TEST_F(GraphCacheTest, NewShapeBeyondCapacityUpdatesTheLeastRecentlyUsed) {
   Stream stream;
   DeviceBuffer<float> x(262144);
+  gt::fill(x, 0.0f, stream);  // read before written otherwise (initcheck)
   GraphCacheOptions o;
   o.warmup = 0;
   o.capacity = 2;
@@ -131,6 +133,7 @@ TEST_F(GraphCacheTest, UpdatedExecutableComputesTheNewShape) {
 TEST_F(GraphCacheTest, TopologyChangeIsRefusedThenInstantiated) {
   Stream stream;
   DeviceBuffer<float> x(1024);
+  gt::fill(x, 0.0f, stream);  // read before written otherwise (initcheck)
   GraphCacheOptions o;
   o.warmup = 0;
   o.capacity = 1;
@@ -288,6 +291,7 @@ INSTANTIATE_TEST_SUITE_P(GraphCache, Pitfalls, ::testing::Range(0, 7),
 TEST_F(GraphCacheTest, NoFallbackThrowsTheDiagnosis) {
   Stream stream;
   DeviceBuffer<float> x(256);
+  gt::fill(x, 0.0f, stream);  // read before written otherwise (initcheck)
   GraphCacheOptions o;
   o.warmup = 0;
   o.eager_fallback = false;
@@ -358,6 +362,7 @@ struct CountingTool : GraphInstrumentation {
 TEST_F(GraphCacheTest, InstrumentedExecutableRunsOnlyWhenTheToolAsks) {
   Stream stream;
   DeviceBuffer<float> x(256);
+  gt::fill(x, 0.0f, stream);  // read before written otherwise (initcheck)
   DeviceBuffer<unsigned> counter(1);
   counter.fill_zero(stream);
   auto tool = std::make_shared<CountingTool>();
@@ -426,6 +431,7 @@ TEST_F(GpuTest, CacheIsBoundToItsDevice) {
     GTEST_SKIP() << "needs 2 GPUs to change devices (this machine has " << devices
                  << "); the one-device part passed";
   DeviceBuffer<float> x(256);
+  gt::fill(x, 0.0f, stream);  // read before written otherwise (initcheck)
   cache.run({1}, [&](cudaStream_t s) { gt::axpb(x.data(), 256, 1.0f, s); });
   SIMPROF_CUDA_CHECK(cudaSetDevice(1));
   const std::string err = simprof::testing::error_of<std::logic_error>(

@@ -92,6 +92,7 @@ TEST_F(Leaks, HandleOwnersReleaseEverythingWhenConstructionFails) {
 TEST_F(Leaks, GraphOwnersReleaseEverythingWhenConstructionFails) {
   Stream stream;
   DeviceBuffer<float> x(256);
+  gt::fill(x, 0.0f, stream);  // read before written otherwise (initcheck)
   auto body = [&](cudaStream_t s) { gt::axpb(x.data(), 256, 1.0f, s); };
   EXPECT_GE(sweep("GraphCache", [&] { GraphCache c(stream); }), 3);
   EXPECT_GE(sweep("StepGraph", [&] { StepGraph g(stream, body); }), 3);
@@ -114,6 +115,7 @@ TEST_F(Leaks, CaptureAndInstantiationFailuresLeaveNoGraph) {
   // then falls back to eager, absorbing the failure) or the instantiation (it throws).
   Stream stream;
   DeviceBuffer<float> x(256);
+  gt::fill(x, 0.0f, stream);  // read before written otherwise (initcheck)
   GraphCacheOptions o;
   o.warmup = 0;
   const long calls = sweep(

@@ -71,14 +71,14 @@ TEST_F(GpuTest, DeviceStageTimesAgreeWithEvents) {
   const double busy_events = step.busy1.elapsed_ms_since(step.busy0) * 1e-3;
   const double cam_events = step.cam1.elapsed_ms_since(step.cam0) * 1e-3;
   // A device stage time spans one extra timestamp kernel: a few microseconds at most.
-  EXPECT_NEAR(t.at("busy"), busy_events, 0.05 * busy_events + 10e-6);
-  EXPECT_NEAR(t.at("sensors/Cam"), cam_events, 0.05 * cam_events + 10e-6);
+  SIMPROF_TIMING EXPECT_NEAR(t.at("busy"), busy_events, 0.05 * busy_events + 10e-6);
+  SIMPROF_TIMING EXPECT_NEAR(t.at("sensors/Cam"), cam_events, 0.05 * cam_events + 10e-6);
   EXPECT_NEAR(t.at("sensors"), t.at("sensors/Cam"), 1e-12);  // rolled up like the host
   EXPECT_GE(t.at("step"), t.at("busy") + t.at("sensors/Cam"));
   EXPECT_TRUE(t.contains("period"));
-  EXPECT_NEAR(dev.mean("busy"), 300e-6, 0.1 * 300e-6);
+  SIMPROF_TIMING EXPECT_NEAR(dev.mean("busy"), 300e-6, 0.1 * 300e-6);
   // Host stage times are launch times: far shorter than the device's.
-  EXPECT_LT(prof.timings().at("busy"), t.at("busy"));
+  SIMPROF_TIMING EXPECT_LT(prof.timings().at("busy"), t.at("busy"));
 }
 
 TEST_F(GpuTest, DeviceStageTimesInsideAReplayedGraph) {
@@ -104,17 +104,22 @@ TEST_F(GpuTest, DeviceStageTimesInsideAReplayedGraph) {
     if (i >= 2) {  // replays: the host ran no "busy" scope, the graph's timestamps did
       dev.synchronize();
       EXPECT_EQ(dev.device_timings().step(), static_cast<std::uint64_t>(i));
-      busy.push_back(dev.device_timings().at("busy"));
+      if (dev.device_timings().contains("busy"))
+        busy.push_back(dev.device_timings().at("busy"));
+      else  // only a serialising tool runs a leaf stamp that late
+        EXPECT_FALSE(gt::timing_asserted()) << "replay " << i << ": 'busy' left out";
     }
   }
   dev.synchronize();
   EXPECT_EQ(cache.counters().replays, 5u);
   EXPECT_EQ(dev.joined(), 6u);
-  ASSERT_EQ(busy.size(), 4u);
+  SIMPROF_TIMING EXPECT_EQ(dev.unpaired(), 0u);
+  EXPECT_EQ(busy.size() + dev.unpaired(), 4u) << "every replay's 'busy' read or counted";
   // Readings are taken at every replay: each replay measured itself, not a copy of another.
   for (std::size_t k = 0; k < busy.size(); ++k)
-    EXPECT_NEAR(busy[k], length_us(static_cast<int>(k) + 2) * 1e-6, 15e-6) << "replay " << k;
-  EXPECT_NEAR(dev.device_timings().at("sensors/Cam"), 100e-6, 20e-6);
+    SIMPROF_TIMING EXPECT_NEAR(busy[k], length_us(static_cast<int>(k) + 2) * 1e-6, 15e-6)
+        << "replay " << k;
+  SIMPROF_TIMING EXPECT_NEAR(dev.device_timings().at("sensors/Cam"), 100e-6, 20e-6);
 }
 
 TEST_F(GpuTest, VetoedStepsAreNotPublishedOnTheDevice) {
@@ -148,7 +153,7 @@ TEST_F(GpuTest, AFullRingLeavesStepsUntimedNotWaiting) {
     step.enqueue(stream, false);
   }
   dev.synchronize();
-  EXPECT_GT(dev.dropped(), 0u);
+  SIMPROF_TIMING EXPECT_GT(dev.dropped(), 0u);
   EXPECT_EQ(dev.joined() + dev.dropped(), 12u);
 }
 
@@ -172,10 +177,10 @@ TEST_F(GpuTest, OnlySampledStepsRunTheStamps) {
   EXPECT_EQ(cache.counters().instrumented_replays, 3u);
   EXPECT_EQ(cache.counters().replays, 61u);
   EXPECT_EQ(dev.device_timings().step(), 48u);
-  EXPECT_NEAR(dev.mean("busy"), 300e-6, 20e-6);
-  EXPECT_NEAR(dev.mean("sensors/Cam"), 100e-6, 15e-6);
+  SIMPROF_TIMING EXPECT_NEAR(dev.mean("busy"), 300e-6, 20e-6);
+  SIMPROF_TIMING EXPECT_NEAR(dev.mean("sensors/Cam"), 100e-6, 15e-6);
   // Step and period: the loop without stamps (every unsampled step), close to the sum of spins.
-  EXPECT_NEAR(dev.mean("period"), 400e-6, 30e-6);
+  SIMPROF_TIMING EXPECT_NEAR(dev.mean("period"), 400e-6, 30e-6);
   EXPECT_GE(dev.sampled_mean("step"), dev.mean("busy") + dev.mean("sensors/Cam"));
 }
 

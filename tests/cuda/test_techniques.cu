@@ -30,7 +30,7 @@ using gt::GpuTest;
 
 namespace {
 
-constexpr int kEnvs = 1024;
+const int kEnvs = gt::scaled(1024, 128);  // smaller under compute-sanitizer
 constexpr int kMaxPasses = 32;
 constexpr float kTol = 1e-5f;
 
@@ -138,7 +138,7 @@ TEST_F(GpuTest, PrecisionCheckerPassesIdenticalBuffersAndFindsKnownErrors) {
   engine::CudaEngine ref(p, kEnvs, stream);
   engine::MixedEngine same(p, kEnvs, engine::Storage::kFp32, stream);
   GraphCache cache(stream, no_warmup());
-  for (int i = 0; i < 50; ++i) {
+  for (int i = 0, steps = gt::scaled(50, 10); i < steps; ++i) {
     cache.run({kEnvs, 0}, [&](cudaStream_t s) { ref.enqueue_solver(s, nullptr); });
     cache.run({kEnvs, 1}, [&](cudaStream_t s) { same.enqueue_step(s); });
   }
@@ -199,7 +199,7 @@ TEST_F(GpuTest, PrecisionCheckerPassesIdenticalBuffersAndFindsKnownErrors) {
   for (engine::Storage st : {engine::Storage::kFp16, engine::Storage::kBf16}) {
     engine::CudaEngine r2(p, kEnvs, stream);
     engine::MixedEngine m(p, kEnvs, st, stream);
-    for (int k = 0; k < 20; ++k) {
+    for (int k = 0, steps = gt::scaled(20, 5); k < steps; ++k) {
       r2.enqueue_solver(stream, nullptr);
       m.enqueue_step(stream);
     }

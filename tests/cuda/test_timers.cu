@@ -58,12 +58,14 @@ TEST_F(GpuTest, EnvDependentSpinsKeepTheirOrderAndRatios) {
   const TimerFrame fn = ns.read(stream);
   for (int e = 0; e < n; ++e) {
     const double want_ns = static_cast<double>(kUnitNs * (e + 1));
-    EXPECT_NEAR(static_cast<double>(fn.ticks(0, e)), want_ns, 0.05 * want_ns + 200) << e;
+    EXPECT_GE(static_cast<double>(fn.ticks(0, e)), want_ns) << e;
+    SIMPROF_TIMING EXPECT_NEAR(static_cast<double>(fn.ticks(0, e)), want_ns, 0.05 * want_ns + 200)
+        << e;
     if (e > 0) EXPECT_GT(fc.ticks(0, e), fc.ticks(0, e - 1)) << e;
     const double ratio = static_cast<double>(fc.ticks(0, e)) / static_cast<double>(fc.ticks(0, 0));
-    EXPECT_NEAR(ratio, e + 1.0, 0.10 * (e + 1.0)) << e;
+    SIMPROF_TIMING EXPECT_NEAR(ratio, e + 1.0, 0.10 * (e + 1.0)) << e;
     // Cycles / nominal clock approximate seconds: SM clocks boost and throttle, so 20 %.
-    EXPECT_NEAR(fc.seconds(0, e) / fn.seconds(0, e), 1.0, 0.20) << e;
+    SIMPROF_TIMING EXPECT_NEAR(fc.seconds(0, e) / fn.seconds(0, e), 1.0, 0.20) << e;
   }
   RecordProperty("cycles_per_ns_env15", std::to_string(static_cast<double>(fc.ticks(0, 15)) /
                                                        static_cast<double>(fn.ticks(0, 15))));
@@ -88,6 +90,7 @@ TEST_F(GpuTest, ReadingsInsideAReplayedGraphChangeEveryReplay) {
 }
 
 TEST_F(GpuTest, AsyncReadbackNeverWaitsAndCatchesUp) {
+  SIMPROF_SKIP_GATED_UNDER_SANITIZER();
   Stream stream;
   DeviceTimerBuffer b({"t"}, 8, TimerUnit::kNanoseconds);
   EXPECT_FALSE(b.latest().has_value());
@@ -114,6 +117,12 @@ TEST_F(GpuTest, OutOfRangeIsAnError) {
   EXPECT_THROW(f.ticks(0, 4), std::out_of_range);
   EXPECT_THROW(b.labels().row("c"), std::invalid_argument);
   EXPECT_THROW(DeviceTimerBuffer({"a"}, 0), std::invalid_argument);
+}
+
+// A device fault on purpose: StickyErrors tests are kept out of compute-sanitizer's runs.
+using StickyErrors = GpuTest;
+
+TEST_F(StickyErrors, OutOfRangeRecordTrapsAndSurfacesAsACudaError) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   // The kernel prints the check (to stdout) and traps; the host's synchronisation reports a
   // CudaError.
@@ -123,13 +132,13 @@ TEST_F(GpuTest, OutOfRangeIsAnError) {
 
 TEST_F(GpuTest, SolverTimersOnTheCudaEngine) {
   engine::Params p;
-  const int n = 512;
+  const int n = gputest::scaled(512, 64);
   Stream stream;
   engine::CudaEngine plain(p, n, stream, 11), timed(p, n, stream, 11);
   engine::CpuEngine cpu(p, n, 11);
   DeviceTimerBuffer t({"solve", "forces", "contacts", "integrate"}, n);
   const TimerView v = t.view();
-  for (int i = 0; i < 50; ++i) {
+  for (int i = 0, steps = gputest::scaled(50, 5); i < steps; ++i) {
     plain.enqueue_solver(stream, nullptr);
     plain.enqueue_sensors(stream);
     timed.enqueue_solver(stream, &v);

@@ -2,6 +2,8 @@
 // WhileLoop: captured as a conditional while node, and host-driven when not capturing.
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+
 #include "gpu_test.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/graphs/while_loop.hpp"
@@ -30,6 +32,12 @@ int read(const DeviceBuffer<int>& b, int i, cudaStream_t s) {
   return b.to_host(s)[static_cast<std::size_t>(i)];
 }
 
+// read() copies whole buffers to the host: every element written first (compute-sanitizer's
+// initcheck reports copies of never-written device memory).
+void zero(cudaStream_t s, std::initializer_list<DeviceBuffer<int>*> buffers) {
+  for (DeviceBuffer<int>* b : buffers) b->fill_zero(s);
+}
+
 }  // namespace
 
 TEST(WhileLoopInput, RejectsANonPositiveHostBound) {
@@ -45,6 +53,7 @@ TEST_F(GpuTest, HostDrivenLoopRunsUntilTheBodySaysStop) {
   if (!conditional_nodes_supported()) GTEST_SKIP() << "conditional nodes need CUDA >= 12.4";
   Stream stream;
   DeviceBuffer<int> counter(2), log(64);
+  zero(stream, {&counter, &log});
   WhileLoop loop;
   reset_counter<<<1, 1, 0, stream>>>(counter.data(), 7);
   const int n = loop.enqueue(stream, [&](cudaStream_t s, const LoopCondition& c) {
@@ -67,6 +76,7 @@ TEST_F(GpuTest, CapturedLoopIteratesOnTheDeviceAtEveryReplay) {
   if (!conditional_nodes_supported()) GTEST_SKIP() << "conditional nodes need CUDA >= 12.4";
   Stream stream;
   DeviceBuffer<int> counter(2), log(64), target(1);
+  zero(stream, {&counter, &log, &target});
   WhileLoop loop;
   GraphCacheOptions o;
   o.warmup = 0;
@@ -99,6 +109,7 @@ TEST_F(GpuTest, HostDrivenLoopThatNeverStopsIsCaughtAtItsBound) {
   if (!conditional_nodes_supported()) GTEST_SKIP() << "conditional nodes need CUDA >= 12.4";
   Stream stream;
   DeviceBuffer<int> counter(2), log(64);
+  zero(stream, {&counter, &log});
   WhileLoop loop(10);
   reset_counter<<<1, 1, 0, stream>>>(counter.data(), 1000);
   const std::string err = simprof::testing::error_of<std::exception>([&] {

@@ -36,6 +36,9 @@ class CudaError : public std::runtime_error {
 
 /// "cudaErrorIllegalAddress (an illegal memory access was encountered)".
 std::string describe(cudaError_t code);
+/// A driver API result (CUresult) by the driver's own name: "CUDA_ERROR_ILLEGAL_ADDRESS (an
+/// illegal memory access was encountered; driver error 700)".
+std::string describe_driver(int result);
 
 [[noreturn]] void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line);
 

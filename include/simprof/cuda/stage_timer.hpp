@@ -93,6 +93,8 @@ class DeviceStageTimer : public StepListener {
   /// read them, more than kMaxStamps boundaries, or a failed stamp). Nothing is lost silently.
   std::uint64_t joined() const noexcept { return joined_; }
   std::uint64_t dropped() const noexcept { return dropped_; }
+  /// Stage readings left out because the stage's stamps ran out of order (said once, when first).
+  std::uint64_t unpaired() const noexcept { return unpaired_; }
   const DeviceStageTimerOptions& options() const noexcept { return options_; }
   /// The device the timer belongs to: its stream's, current when it was made.
   int device() const noexcept { return device_id_; }
@@ -109,10 +111,12 @@ class DeviceStageTimer : public StepListener {
  private:
   void boundary(StageId stage, int kind) noexcept;
   void join(const detail::StepRecord& r, std::uint64_t step);
+  void unpaired(StageId id, std::uint64_t step);
   void device_step(const DeviceStep& d);
   cudaGraph_t instrumented_copy(cudaGraph_t graph) noexcept;
   void calibrate();
   void report(const char* what, cudaError_t e) noexcept;
+  void report(const char* what, const std::string& why) noexcept;
   class Hook;
 
   StepProfiler& prof_;
@@ -153,7 +157,7 @@ class DeviceStageTimer : public StepListener {
   std::uint64_t prev_step_ = 0;
   std::uint64_t prev_begin_ns_ = 0;
   bool have_prev_ = false;
-  std::uint64_t joined_ = 0, dropped_ = 0;
+  std::uint64_t joined_ = 0, dropped_ = 0, unpaired_ = 0;
   bool reported_ = false;
 };
 
