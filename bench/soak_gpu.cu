@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // soak_gpu: many replayed steps of the demo engine with everything attached — the CUPTI kernel
 // tracer in a trace session repeating forever, the device stage timer (pacing the loop), per-env
-// device timers read back asynchronously, the FPS line — sampling host resident memory and the
+// device timers read back asynchronously, memory accounting (DeviceAllocations and a MemoryTracker,
+// its counters in every trace window), the FPS line — sampling host resident memory and the
 // device's used memory along the way. Exits non-zero when either grew by more than its bound after
 // the warm-up, when a trace window was lost, or when spans were dropped.
 //
@@ -59,6 +60,7 @@ int main(int argc, char** argv) try {
   prof.fps().set_logger(std::make_shared<spdlog::logger>(
       "soak_gpu", std::make_shared<spdlog::sinks::null_sink_mt>()));
   cuda::Stream stream;
+  cuda::DeviceAllocations allocations;  // memory accounting on: every CUDA allocation from here
   engine::CudaEngine eng(engine::Params{}, n_envs, stream);
   eng.attach(prof);
   cuda::DeviceTimerBuffer timers({"solve", "forces", "contacts", "integrate"}, n_envs);
@@ -70,6 +72,9 @@ int main(int argc, char** argv) try {
   TraceSession trace(prof, t);
   cuda::KernelTracer tracer(prof);
   trace.add_source(&tracer);
+  // Device and host (the hook in soak_gpu_hook.cpp); warned about after 10 steps.
+  MemoryTracker memory(prof, &allocations, &host_allocations());
+  trace.add_source(&memory);  // counter tracks in every window
   const std::string path = fmt::format("/tmp/simprof_soak_gpu_{}.json", ::getpid());
   std::uint64_t written = 0, kernels = 0;
   trace.on_trace_ready([&](const Trace& tr, std::uint64_t) {
@@ -119,7 +124,25 @@ int main(int argc, char** argv) try {
              device_warm, device.back(), *std::max_element(device.begin(), device.end()));
   fmt::print("dropped spans {}; tracer {}\n", trace.dropped(),
              tracer.enabled() ? "on" : tracer.disabled_reason());
-  bool ok = tracer.enabled();
+  fmt::print(
+      "memory accounting: {} CUDA allocations ({} bytes) in {} steps, {} steady steps allocated; "
+      "in use {} KiB at the end, peak {} KiB; graph memory {} KiB\n",
+      memory.total("step", MemorySide::kDevice).allocs,
+      memory.total("step", MemorySide::kDevice).alloc_bytes, memory.steps("step"),
+      memory.steady_allocating_steps(), memory.device_in_use_bytes() / 1024,
+      memory.device_peak_bytes() / 1024, cache.graph_memory() / 1024);
+  const AllocCounts heap = memory.total("step", MemorySide::kHost);
+  fmt::print(
+      "host heap inside the steps (operator new): {} allocations ({} bytes), {} frees ({} bytes "
+      "known); {:.4f} allocations per step\n",
+      heap.allocs, heap.alloc_bytes, heap.frees, heap.free_bytes,
+      static_cast<double>(heap.allocs) /
+          static_cast<double>(std::max<std::uint64_t>(1, memory.steps("step"))));
+  bool ok = tracer.enabled() && allocations.enabled();
+  if (memory.steady_allocating_steps() != 0) {
+    fmt::print("FAIL: replayed steps allocated on the device\n");
+    ok = false;
+  }
   if (host.back() - host_warm > host_kb) {
     fmt::print("FAIL: host memory grew {} KiB after the warm-up (bound {})\n",
                host.back() - host_warm, host_kb);

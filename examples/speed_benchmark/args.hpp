@@ -20,9 +20,10 @@ struct Args {
   std::string trace;   // write a Chrome/Perfetto trace of a few steps here
   std::string trace_mode = "kernel";  // CUDA: kernel (one event per kernel) or graph (per launch)
   bool nvtx = false;                  // CUDA: NVTX ranges for steps and stages
-  bool sync = false;   // CUDA: synchronise before each step (to read a trace, not to time)
-  int in_flight = -1;  // CUDA: steps the GPU may hold queued (-1: the default, 2; 0: unbounded)
-  std::string json;    // write the run as JSON here
+  bool sync = false;    // CUDA: synchronise before each step (to read a trace, not to time)
+  int in_flight = -1;   // CUDA: steps the GPU may hold queued (-1: the default, 2; 0: unbounded)
+  std::string json;     // write the run as JSON here
+  bool memory = false;  // allocations and bytes per step and stage, the device peak
 };
 
 /// The trace schedule of a run of `steps` steps: wait until the middle, 2 warm-up steps, 3 active.

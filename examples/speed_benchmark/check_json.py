@@ -10,7 +10,7 @@ import sys
 
 exe, out = sys.argv[1], sys.argv[2]
 subprocess.run([exe, "--backend", "cpu", "--n-envs", "64", "--steps", "20", "--quiet",
-                "--json", out], check=True, stdout=subprocess.DEVNULL)
+                "--memory", "--json", out], check=True, stdout=subprocess.DEVNULL)
 with open(out, encoding="utf-8") as f:
     doc = json.load(f)
 prov = doc["provenance"]
@@ -26,4 +26,10 @@ for name in ("physics", "step", "period"):
     assert name in stages, f"no {name} row: {sorted(stages)}"
 assert stages["step"]["steps"] == 20, stages["step"]
 assert all(0 <= row["share_percent"] <= 100 for name, row in stages.items() if name != "period")
+memory = run["memory"]  # --memory: the host heap through the hook; no CUDA calls on the CPU
+assert memory["device_peak_bytes"] is None and memory["host_peak_resident_kib"] > 0, memory
+rows = {row["stage"]: row for row in memory["stages"]}
+assert "step" in rows and "physics" in rows, sorted(rows)
+assert rows["step"]["host_allocs_per_step"] >= rows["physics"]["host_allocs_per_step"] >= 0, rows
+assert rows["step"]["device_allocs_per_step"] == 0, rows["step"]
 print("json ok")

@@ -12,6 +12,7 @@
 
 #include "engine/cuda_engine.hpp"
 #include "simprof/cuda/buffer.hpp"
+#include "simprof/cuda/device_allocations.hpp"
 #include "simprof/cuda/device_clock.cuh"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/kernel_tracer.hpp"
@@ -104,6 +105,9 @@ std::string or_none(double fps) {
 // steps are bracketed by CUDA events: the throughput the GPU delivered, to hold the FPS line to.
 void profiled_run(const engine::Params& params, int n_envs, bool graph, int warmup, int steps,
                   bool quiet, const cuda::Stream& stream, const Args& args, JsonReport* json) {
+  // --memory: every CUDA allocation from here on (the engine's buffers are the run's "in use").
+  std::optional<cuda::DeviceAllocations> allocations;
+  if (args.memory) allocations.emplace();
   engine::CudaEngine eng(params, n_envs, stream);
   ProfilingOptions o = ProfilingOptions::from_env();
   if (quiet) o.show_fps = false;
@@ -181,6 +185,9 @@ void profiled_run(const engine::Params& params, int n_envs, bool graph, int warm
   }
   prof.reset_stats();  // the timed steps only, from here
   prof.fps().reset();
+  // The timed steps' allocations, device and host: after the warm-up and capture, every one counts.
+  std::optional<MemoryTracker> memory;
+  if (args.memory) memory.emplace(prof, &*allocations, &host_allocations(), MemoryOptions{0});
   cuda::Stopwatch watch(stream);
   watch.start();
   for (int i = 0; i < steps; ++i) one();
@@ -191,6 +198,7 @@ void profiled_run(const engine::Params& params, int n_envs, bool graph, int warm
   rec.throughput = static_cast<double>(n_envs) * steps / rec.seconds;
   rec.throughput_clock = "cuda events";
   rec.host = stage_rows(prof);
+  if (memory) rec.memory = memory_record(prof, *memory, cache.graph_memory());
   fmt::print("\nhost stage times of the {} timed steps: {}\n{}", steps,
              pacer ? (graph ? "'step' is the host's: a graph launch, and the wait for the GPU when "
                               "the steps in flight are at their bound; 'period' is the loop's"
@@ -198,7 +206,7 @@ void profiled_run(const engine::Params& params, int n_envs, bool graph, int warm
                               "wait for the GPU when the steps in flight are at their bound")
                    : (graph ? "'step' is the host's time to launch the graph, 'period' the loop's"
                             : "the time to enqueue, not to run; 'period' is the loop's"),
-             stage_table(prof));
+             memory ? stage_table(prof, *memory) : stage_table(prof));
   if (dev) {
     fmt::print(
         "\ndevice stage times: stages on the {} sampled steps joined (1 step in {} is stamped; {} "
@@ -243,6 +251,7 @@ void profiled_run(const engine::Params& params, int n_envs, bool graph, int warm
       "step); FPS line: {} ({} clock, {} samples); ratio {:.4f}\n\n",
       format_thousands(rec.throughput), steps, rec.seconds / steps * 1e6, or_none(rec.fps),
       rec.fps_clock == "device" ? "GPU" : "host", rec.fps_samples, rec.fps / rec.throughput);
+  if (rec.memory) fmt::print("{}\n", memory_line(*rec.memory));
   if (json) json->add(rec);
 }
 

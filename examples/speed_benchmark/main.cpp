@@ -19,6 +19,7 @@
 #include "cli.hpp"
 #include "engine/cpu_engine.hpp"
 #include "run_record.hpp"
+#include "simprof/memory/host_hook.hpp"
 #include "simprof/simprof.hpp"
 
 #if SIMPROF_EXAMPLES_CUDA
@@ -31,7 +32,7 @@ std::string usage() {
   return "usage: speed_benchmark [--backend auto|cpu|cuda] [--n-envs N[,N...]] [--steps N]\n"
          "                       [--warmup N] [--quiet] [--eager] [--sweep] [--trace FILE]\n"
          "                       [--trace-mode kernel|graph] [--nvtx] [--sync] [--in-flight N]\n"
-         "                       [--json FILE]\n";
+         "                       [--json FILE] [--memory]\n";
 }
 
 Schedule trace_schedule(int steps) {
@@ -63,6 +64,7 @@ Args parse_args(int argc, char** argv) {
       .flag("--sync", a.sync)
       .integer("--in-flight", a.in_flight, 0)
       .text("--json", a.json)
+      .flag("--memory", a.memory)
       .parse(argc, argv);
   if (a.json.empty() && std::find(argv, argv + argc, std::string("--json")) != argv + argc)
     throw std::invalid_argument("--json: expected a file name");
@@ -95,6 +97,10 @@ int run_cpu(const Args& args, JsonReport* json) {
         to_string(prof.clock().source()));
     for (int i = 0; i < warmup; ++i) engine.step();  // first touches of the arrays stay out
     engine.attach(prof);
+    // --memory: the host heap through the hook this binary installs (SIMPROF_COUNT_HOST_ALLOCATIONS
+    // below); the CPU engine makes no CUDA calls.
+    std::optional<MemoryTracker> memory;
+    if (args.memory) memory.emplace(prof, nullptr, &host_allocations(), MemoryOptions{0});
     std::optional<TraceSession> trace;
     if (!args.trace.empty()) {
       trace.emplace(prof, TraceOptions{trace_schedule(steps)});
@@ -113,7 +119,7 @@ int run_cpu(const Args& args, JsonReport* json) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     prof.fps().flush();  // to the last step: a run shorter than a sample still gets its rate
     const auto st = prof.stats("step");
-    fmt::print("\n{}", stage_table(prof));
+    fmt::print("\n{}", memory ? stage_table(prof, *memory) : stage_table(prof));
     HistogramOptions ho;
     ho.bins = 12;
     ho.width = 40;
@@ -138,14 +144,19 @@ int run_cpu(const Args& args, JsonReport* json) {
       r.fps_clock = "host";
       r.fps_samples = prof.fps().num_samples();
       r.host = stage_rows(prof);
+      if (memory) r.memory = memory_record(prof, *memory, 0);
       json->add(r);
     }
+    if (memory) fmt::print("{}\n", memory_line(memory_record(prof, *memory, 0)));
   }
   return 0;
 }
 
 }  // namespace
 }  // namespace simprof::examples
+
+// --memory counts the host heap through simprof's opt-in hook: this binary installs it.
+SIMPROF_COUNT_HOST_ALLOCATIONS();
 
 int main(int argc, char** argv) {
   using namespace simprof::examples;

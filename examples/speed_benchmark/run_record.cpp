@@ -88,7 +88,34 @@ Json run_json(const RunRecord& r) {
                             {"waits", r.pacer->waits},
                             {"wait_s", r.pacer->wait_s},
                             {"most_in_flight", r.pacer->most_in_flight}};
+  if (r.memory) {
+    const MemoryRecord& m = *r.memory;
+    Json rows = Json::array();
+    for (const MemoryRow& row : m.stages)
+      rows.push_back({{"stage", row.name},
+                      {"depth", row.depth},
+                      {"device_allocs_per_step", number(row.device_allocs)},
+                      {"device_bytes_per_step", number(row.device_bytes)},
+                      {"host_allocs_per_step", number(row.host_allocs)},
+                      {"host_bytes_per_step", number(row.host_bytes)}});
+    auto known = [](std::int64_t v) { return v < 0 ? Json(nullptr) : Json(v); };
+    j["memory"] = {{"device_peak_bytes", known(m.device_peak_bytes)},
+                   {"device_in_use_bytes", known(m.device_in_use_bytes)},
+                   {"graph_memory_bytes", m.graph_memory_bytes},
+                   {"steady_allocating_steps", m.steady_allocating_steps},
+                   {"host_peak_resident_kib", known(m.host_peak_resident_kib)},
+                   {"stages", rows}};
+  }
   return j;
+}
+
+// The process's resident peak (VmHWM in /proc/self/status), KiB; -1 where there is none.
+std::int64_t peak_resident_kib() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
+  return -1;
 }
 
 std::string utc_now() {
@@ -116,6 +143,50 @@ std::string host_name() {
 }
 
 }  // namespace
+
+MemoryRecord memory_record(const StepProfiler& prof, const MemoryTracker& memory,
+                           std::int64_t graph_memory_bytes) {
+  MemoryRecord m;
+  for_each_stage_row(prof, [&](StageId id, int depth) {
+    if (id == kPeriodStage) return;
+    const std::string name(prof.stage_name(id));
+    if (memory.steps(name) == 0) return;
+    m.stages.push_back({name, depth, memory.allocs_per_step(name, MemorySide::kDevice),
+                        memory.bytes_per_step(name, MemorySide::kDevice),
+                        memory.allocs_per_step(name, MemorySide::kHost),
+                        memory.bytes_per_step(name, MemorySide::kHost)});
+  });
+  m.device_peak_bytes = memory.device_peak_bytes();
+  m.device_in_use_bytes = memory.device_in_use_bytes();
+  m.graph_memory_bytes = graph_memory_bytes;
+  m.steady_allocating_steps = memory.steady_allocating_steps();
+  m.host_peak_resident_kib = peak_resident_kib();
+  return m;
+}
+
+std::string memory_line(const MemoryRecord& m) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  const MemoryRow* step = nullptr;
+  for (const MemoryRow& r : m.stages)
+    if (r.name == "step") step = &r;
+  std::string device = "no device allocations counted";
+  if (m.device_peak_bytes >= 0)
+    device = fmt::format(
+        "device peak {:.1f} MiB (CUDA allocations counted since the run began; {:.1f} MiB in use "
+        "at the end{}), {:.2f} allocations per timed step, {} timed steps allocated after the "
+        "warm-up",
+        static_cast<double>(m.device_peak_bytes) / kMiB,
+        static_cast<double>(m.device_in_use_bytes) / kMiB,
+        m.graph_memory_bytes ? fmt::format(", graph memory {:.1f} MiB",
+                                           static_cast<double>(m.graph_memory_bytes) / kMiB)
+                             : std::string(),
+        step ? step->device_allocs : 0.0, m.steady_allocating_steps);
+  return fmt::format(
+      "memory: {}; host {:.2f} allocations ({:.1f} KiB) per step, resident peak "
+      "{:.1f} MiB\n",
+      device, step ? step->host_allocs : 0.0, step ? step->host_bytes / 1024.0 : 0.0,
+      static_cast<double>(m.host_peak_resident_kib) / 1024.0);
+}
 
 JsonReport::JsonReport(const std::string& path, const Args& args, int argc, char** argv)
     : path_(path), args_(args) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "args.hpp"
+#include "simprof/memory/tracker.hpp"
 #include "simprof/profiler/report.hpp"
 
 namespace simprof::examples {
@@ -43,6 +44,28 @@ struct PacerRecord {
   double wait_s = 0;
 };
 
+/// --memory: per step, what each stage allocated (MemoryTracker), and the peaks.
+struct MemoryRow {
+  std::string name;
+  int depth = 0;
+  double device_allocs = 0, device_bytes = 0, host_allocs = 0, host_bytes = 0;  ///< per step
+};
+
+struct MemoryRecord {
+  std::vector<MemoryRow> stages;
+  std::int64_t device_peak_bytes = -1;  ///< counted CUDA allocations since the run began (-1: none)
+  std::int64_t device_in_use_bytes = -1;  ///< at the last step's end
+  std::int64_t graph_memory_bytes = 0;    ///< held by the graph cache's executables
+  std::uint64_t steady_allocating_steps = 0;
+  std::int64_t host_peak_resident_kib = -1;  ///< VmHWM: the process's resident peak
+};
+
+/// The tracker's rows (stage_table's order) and peaks.
+MemoryRecord memory_record(const StepProfiler& prof, const MemoryTracker& memory,
+                           std::int64_t graph_memory_bytes);
+/// "memory: device peak ... ; host ..." — the line printed at the end of a --memory run.
+std::string memory_line(const MemoryRecord& m);
+
 struct RunRecord {
   std::string backend;  ///< "cpu" or "cuda"
   std::string mode;     ///< "threads", "eager" or "graph"
@@ -60,6 +83,7 @@ struct RunRecord {
   int device_sample_every = 0;
   std::optional<GraphCacheRecord> graph_cache;
   std::optional<PacerRecord> pacer;
+  std::optional<MemoryRecord> memory;
 };
 
 struct SweepRow {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "simprof/cuda/buffer.hpp"
+#include "simprof/cuda/device_allocations.hpp"
 #include "simprof/cuda/error.hpp"
 #include "simprof/cuda/graphs/capture.hpp"
 #include "simprof/cuda/graphs/frame_pipeline.hpp"

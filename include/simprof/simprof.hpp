@@ -5,6 +5,7 @@
 //   timers/     per-env (rows, n_envs) clock-counter timers, their statistics and plots
 //   trace/      typed trace spans, the Chrome/Perfetto writer, schedules, sessions, analysis
 //   precision/  FP32 reference vs reduced-precision variant checks
+//   memory/     allocations and bytes per step and stage, device memory in use, the host hook
 // The CUDA backend is <simprof/cuda.hpp>.
 #pragma once
 
@@ -16,6 +17,7 @@
 #include "simprof/base/ranks.hpp"
 #include "simprof/base/running_mean.hpp"
 #include "simprof/base/stats.hpp"
+#include "simprof/memory/tracker.hpp"
 #include "simprof/precision/checker.hpp"
 #include "simprof/precision/error_sums.hpp"
 #include "simprof/precision/rounding.hpp"

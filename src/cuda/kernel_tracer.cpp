@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "cupti_hub.hpp"
 #include "cupti_records.hpp"
 #include "simprof/base/log.hpp"
 #include "simprof/cuda/error.hpp"
@@ -31,23 +32,6 @@ std::string cupti_error(CUptiResult r) {
 // CUPTI's callbacks are plain functions without a context argument: they reach the one tracer of
 // the process through this pointer, owned by the tracer's Registration.
 std::atomic<KernelTracer::Impl*> g_impl{nullptr};
-
-void CUPTIAPI noop_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
-
-// The subscriber handle, unsubscribed when the owner goes (a throw included).
-class Subscription {
- public:
-  Subscription() = default;
-  ~Subscription() {
-    if (handle_) cuptiUnsubscribe(handle_);
-  }
-  Subscription(const Subscription&) = delete;
-  Subscription& operator=(const Subscription&) = delete;
-  CUptiResult subscribe() { return cuptiSubscribe(&handle_, noop_callback, nullptr); }
-
- private:
-  CUpti_SubscriberHandle handle_ = nullptr;
-};
 
 }  // namespace
 
@@ -87,7 +71,7 @@ struct KernelTracer::Impl {
   std::vector<std::uint32_t> devices_seen;  // in the last window collected
   // Declared last: destroyed first, so no callback can reach the members above once they go.
   Registration registration{this};
-  Subscription subscription;
+  detail::CuptiLease subscription;  // CUPTI's one subscriber, shared with DeviceAllocations
 
   std::vector<CUpti_ActivityKind> kinds() const {
     std::vector<CUpti_ActivityKind> k{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
@@ -153,7 +137,7 @@ KernelTracer::KernelTracer(const StepProfiler& prof, KernelTracerOptions options
     cudaGetLastError();
     impl_->device = 0;
   }
-  if (const CUptiResult r = impl_->subscription.subscribe(); r != CUPTI_SUCCESS) {
+  if (const CUptiResult r = impl_->subscription.result(); r != CUPTI_SUCCESS) {
     impl_->disable(fmt::format("cuptiSubscribe failed: {} (another profiler or tool holds CUPTI?)",
                                cupti_error(r)));
     return;

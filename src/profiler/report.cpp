@@ -37,18 +37,25 @@ std::vector<StageRow> stage_rows(const StepProfiler& prof) {
 }
 
 std::string stage_table(const StepProfiler& prof) {
+  return detail::stage_table_with(prof, "", [](const StageRow&) { return std::string(); });
+}
+
+std::string detail::stage_table_with(const StepProfiler& prof, const std::string& extra_header,
+                                     const std::function<std::string(const StageRow&)>& extra) {
   const std::vector<StageRow> rows = stage_rows(prof);
   std::size_t partial = 0;
   fmt::memory_buffer out;
-  fmt::format_to(std::back_inserter(out), "{:<28} {:>10} {:>9} {:>10} {:>10} {:>10} {:>7} {:>7}\n",
-                 "stage", "mean us", "sd us", "p50 us", "p95 us", "p99 us", "share", "steps");
+  fmt::format_to(std::back_inserter(out),
+                 "{:<28} {:>10} {:>9} {:>10} {:>10} {:>10} {:>7} {:>7}{}\n", "stage", "mean us",
+                 "sd us", "p50 us", "p95 us", "p99 us", "share", "steps", extra_header);
   for (const StageRow& r : rows) {
     const LatencyStats& s = r.stats;
     partial += r.partial;
     fmt::format_to(std::back_inserter(out),
-                   "{:<28} {:>10.1f} {:>9.1f} {:>10.1f} {:>10.1f} {:>10.1f} {:>6.1f}% {:>7}{}\n",
+                   "{:<28} {:>10.1f} {:>9.1f} {:>10.1f} {:>10.1f} {:>10.1f} {:>6.1f}% {:>7}{}{}\n",
                    stage_label(prof, r.id, r.depth), s.mean * 1e6, s.stddev * 1e6, s.p50 * 1e6,
-                   s.p95 * 1e6, s.p99 * 1e6, r.share, s.count, r.partial ? "*" : "");
+                   s.p95 * 1e6, s.p99 * 1e6, r.share, s.count,
+                   r.partial ? "*" : (extra_header.empty() ? "" : " "), extra(r));
   }
   if (partial)
     fmt::format_to(std::back_inserter(out),

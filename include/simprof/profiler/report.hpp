@@ -9,6 +9,7 @@
 /* clang-format on */
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -56,5 +57,12 @@ std::vector<StageRow> stage_rows(const StepProfiler& prof);
 /// never shows more than the time it took: marked "*" with a footnote) and its step count. Needs
 /// stats_window > 0 (std::invalid_argument otherwise).
 std::string stage_table(const StepProfiler& prof);
+
+namespace detail {
+/// stage_table() with columns added to every row (the memory tracker's): `extra_header` after the
+/// header, extra(row) after each row.
+std::string stage_table_with(const StepProfiler& prof, const std::string& extra_header,
+                             const std::function<std::string(const StageRow&)>& extra);
+}  // namespace detail
 
 }  // namespace simprof

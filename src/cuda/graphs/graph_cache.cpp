@@ -111,6 +111,59 @@ std::size_t GraphCache::size() const noexcept {
       std::count_if(entries_.begin(), entries_.end(), [](const auto& e) { return bool(e->exec); }));
 }
 
+namespace {
+
+// Bytes of device memory the driver counts for graphs' allocation nodes on `device` now: in use
+// (cudaGraphMemAttrUsedMemCurrent) or reserved from the OS (ReservedMemCurrent); 0 when it cannot
+// say. A query of the driver's bookkeeping: no synchronisation.
+std::int64_t graph_memory_attr(int device, cudaGraphMemAttributeType attr) noexcept {
+  unsigned long long v = 0;
+  if (cudaDeviceGetGraphMemAttribute(device, attr, &v) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return static_cast<std::int64_t>(v);
+}
+
+std::int64_t graph_memory_in_use(int device) noexcept {
+  return graph_memory_attr(device, cudaGraphMemAttrUsedMemCurrent);
+}
+
+}  // namespace
+
+void GraphCache::release(Entry& e) {
+  if (!e.exec && !e.instrumented) return;
+  if (e.graph_memory == 0) {  // no memory nodes: nothing to give back, no driver query
+    e.exec.reset();
+    e.instrumented.reset();
+    return;
+  }
+  // A destroyed executable's graph memory goes back to the device's graph pool; trimming hands
+  // what no other graph uses back to the OS. Given back: what left the pool's reservation (or, if
+  // the driver keeps it reserved, what stopped being in use).
+  const std::int64_t used = graph_memory_in_use(device_);
+  const std::int64_t reserved = graph_memory_attr(device_, cudaGraphMemAttrReservedMemCurrent);
+  e.exec.reset();
+  e.instrumented.reset();
+  if (cudaDeviceGraphMemTrim(device_) != cudaSuccess) cudaGetLastError();
+  const std::int64_t freed =
+      std::max({std::int64_t{0}, used - graph_memory_in_use(device_),
+                reserved - graph_memory_attr(device_, cudaGraphMemAttrReservedMemCurrent)});
+  counters_.graph_memory_released += static_cast<std::uint64_t>(freed);
+  e.graph_memory = 0;
+}
+
+std::int64_t GraphCache::graph_memory() const noexcept {
+  std::int64_t sum = 0;
+  for (const auto& e : entries_) sum += e->graph_memory;
+  return sum;
+}
+
+std::int64_t GraphCache::graph_memory(const GraphKey& key) const noexcept {
+  const Entry* e = find(key);
+  return e ? e->graph_memory : 0;
+}
+
 void GraphCache::launch(Entry& e) {
   cudaGraphExec_t exec = e.exec.get();
   if (e.instrumented) {
@@ -132,6 +185,7 @@ GraphCache::Entry* GraphCache::lru_with_exec(const Entry* except) noexcept {
 
 void GraphCache::clear() {
   SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  for (auto& e : entries_) release(*e);
   entries_.clear();
   last_ = nullptr;
 }
@@ -196,8 +250,7 @@ void GraphCache::fall_back(Entry& e, CaptureDiagnosis d, const Body& body) {
              key_text(e.key), d.message);
   e.fallback = true;
   e.diagnosis = std::move(d);
-  e.exec.reset();
-  e.instrumented.reset();
+  release(e);
   body(stream_);  // the step still happens, once
   ++counters_.eager_runs;
 }
@@ -274,6 +327,9 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
   GraphHandle instrumented;
   if (tool) instrumented.reset(tool->instrumented_copy(graph.get()));
 
+  // What the executable holds in graph allocations: the driver's count before the executable is
+  // made (or updated) and after its first launch.
+  const std::int64_t graph_memory_before = graph_memory_in_use(device_);
   // An executable to update: this key's own (recapture), or the least recently used one when full.
   Entry* donor = nullptr;
   if (in_place && e.exec)
@@ -292,14 +348,15 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
       if (donor != &e) {
         e.exec = std::move(donor->exec);
         donor->instrumented.reset();
+        e.graph_memory = donor->graph_memory;  // the executable's, moved with it
+        donor->graph_memory = 0;
         ++counters_.evictions;
       }
     } else {
       cudaGetLastError();
       ++counters_.update_refusals;
       if (donor == &e || size() >= options_.capacity) {
-        donor->exec.reset();
-        donor->instrumented.reset();
+        release(*donor);
         if (donor != &e) ++counters_.evictions;
       }
     }
@@ -327,6 +384,7 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
               cold.capture_s * 1e6, cold.updated ? "updated" : "instantiated",
               (cold.updated ? cold.update_s : cold.instantiate_s) * 1e6);
   launch(e);
+  e.graph_memory += std::max<std::int64_t>(0, graph_memory_in_use(device_) - graph_memory_before);
 }
 
 }  // namespace simprof::cuda

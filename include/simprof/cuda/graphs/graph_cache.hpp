@@ -88,6 +88,9 @@ struct GraphCacheCounters {
   std::uint64_t instrumented_replays = 0;  ///< launches of an instrumented executable (included
                                            ///< in replays)
   double capture_s = 0, instantiate_s = 0, update_s = 0;  ///< totals, host wall time
+  /// Graph-allocation memory (a graph's memory nodes) given back by executables evicted, refused
+  /// or cleared, in bytes (the driver's cudaGraphMemAttrUsedMemCurrent, before and after).
+  std::uint64_t graph_memory_released = 0;
 };
 
 /// The cold start of one key: what its first captured run cost.
@@ -128,6 +131,11 @@ class GraphCache {
   /// Executables held.
   std::size_t size() const noexcept;
   const GraphCacheCounters& counters() const noexcept { return counters_; }
+  /// Device memory the executables hold in graph allocations (memory nodes: cudaMallocAsync
+  /// captured into the step), all of them or one key's: what the driver's count of graph memory
+  /// grew by when the executable was made and first launched. 0 for a graph without memory nodes.
+  std::int64_t graph_memory() const noexcept;
+  std::int64_t graph_memory(const GraphKey& key) const noexcept;
   cudaStream_t stream() const noexcept { return stream_; }
   /// The device the cache belongs to.
   int device() const noexcept { return device_; }
@@ -145,7 +153,9 @@ class GraphCache {
     bool fallback = false;
     std::optional<CaptureDiagnosis> diagnosis;
     std::optional<ColdStart> cold;
+    std::int64_t graph_memory = 0;  // bytes its executable holds in graph allocations
   };
+  void release(Entry& e);  // destroys its executables, counting the graph memory given back
   Entry* find(const GraphKey& key) noexcept;
   const Entry* find(const GraphKey& key) const noexcept;
   void capture_and_launch(Entry& e, const Body& body, bool in_place);
