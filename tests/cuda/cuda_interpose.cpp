@@ -5,6 +5,8 @@
 // one fails instead. Calls the runtime makes to itself from inside one of these are not counted.
 #include "cuda_interpose.hpp"
 
+#include "interpose.hpp"
+
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
@@ -40,12 +42,7 @@ bool inject() {
 
 template <class F>
 F real(const char* name) {
-  void* p = dlsym(RTLD_NEXT, name);
-  if (p == nullptr) {
-    std::fprintf(stderr, "test_leaks: no real %s to forward to\n", name);
-    std::abort();
-  }
-  return reinterpret_cast<F>(p);
+  return simprof::testing::real_function<F>("test_leaks", name);
 }
 
 struct Depth {

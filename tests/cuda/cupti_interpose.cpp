@@ -4,11 +4,10 @@
 #include "cupti_interpose.hpp"
 
 #include <cupti.h>
-#include <dlfcn.h>
 
 #include <atomic>
-#include <cstdio>
-#include <cstdlib>
+
+#include "interpose.hpp"
 
 namespace simprof::cuda::cuptifault {
 
@@ -25,12 +24,7 @@ bool fail(Call c) {
 
 template <class F>
 F real(const char* name) {
-  void* p = dlsym(RTLD_NEXT, name);
-  if (p == nullptr) {
-    std::fprintf(stderr, "test_cupti_faults: no real %s to forward to\n", name);
-    std::abort();
-  }
-  return reinterpret_cast<F>(p);
+  return simprof::testing::real_function<F>("test_cupti_faults", name);
 }
 
 }  // namespace

@@ -21,16 +21,6 @@ using namespace simprof;
 using namespace simprof::cuda;
 namespace gt = simprof::cuda::gputest;
 
-// The counter without CUPTI because another tool holds it: skip, saying so.
-#define SIMPROF_REQUIRE_COUNTER(c)                                                  \
-  do {                                                                              \
-    if (!(c).enabled()) {                                                           \
-      if ((c).disabled_reason().find("cuptiSubscribe") != std::string::npos)        \
-        GTEST_SKIP() << "CUPTI is held by another tool: " << (c).disabled_reason(); \
-      FAIL() << (c).disabled_reason();                                              \
-    }                                                                               \
-  } while (0)
-
 namespace {
 
 using MemoryTest = gt::GpuTest;
@@ -51,7 +41,7 @@ F driver(const char* name) {
 TEST_F(MemoryTest, CountsEveryAllocationCallOnceRuntimeDriverAndPools) {
   Stream stream;
   DeviceAllocations dev;
-  SIMPROF_REQUIRE_COUNTER(dev);
+  SIMPROF_REQUIRE_CUPTI(dev);
   void* a = nullptr;
   SIMPROF_CUDA_CHECK(cudaMalloc(&a, 1000));
   void* b = nullptr;
@@ -80,7 +70,7 @@ TEST_F(MemoryTest, ASteadyStepThatAllocatesIsNamedWithItsStageAndBytes) {
   simprof::testing::SimprofLog log;
   Stream stream;
   DeviceAllocations dev;
-  SIMPROF_REQUIRE_COUNTER(dev);
+  SIMPROF_REQUIRE_CUPTI(dev);
   StepProfiler prof(gt::quiet(), 0);
   MemoryTracker mem(prof, &dev, nullptr);
   DeviceBuffer<float> x(256);
@@ -114,7 +104,7 @@ TEST_F(MemoryTest, ASteadyStepThatAllocatesIsNamedWithItsStageAndBytes) {
 TEST_F(MemoryTest, AReplayedStepThatAllocatesNothingReadsExactlyZeroOver1000Steps) {
   Stream stream;
   DeviceAllocations dev;
-  SIMPROF_REQUIRE_COUNTER(dev);
+  SIMPROF_REQUIRE_CUPTI(dev);
   StepProfiler prof(gt::quiet(), 0);
   DeviceBuffer<float> x(4096);  // persistent, made while counting: in use, not per step
   x.fill_zero(stream);

@@ -12,8 +12,9 @@
 #include "simprof/trace/session.hpp"
 #include "test_util.hpp"
 
-// A tracer without CUPTI because another tool holds it (compute-sanitizer, Nsight): the test skips
-// and says so. Any other reason is a failure.
+// A tracer (or DeviceAllocations: anything with enabled() and disabled_reason()) without CUPTI
+// because another tool holds it (compute-sanitizer, Nsight): the test skips and says so. Any other
+// reason is a failure.
 #define SIMPROF_REQUIRE_CUPTI(tracer)                                                    \
   do {                                                                                   \
     if (!(tracer).enabled()) {                                                           \
