@@ -23,7 +23,15 @@
 
 #include "simprof/memory/tracker.hpp"
 
+#if defined(__GNUC__) && !defined(__clang__)
+// malloc/free behind new/delete is the point; GCC flags the pairs it inlines
+#define SIMPROF_DETAIL_HOOK_PRAGMA _Pragma("GCC diagnostic ignored \"-Wmismatched-new-delete\"")
+#else
+#define SIMPROF_DETAIL_HOOK_PRAGMA
+#endif
+
 #define SIMPROF_COUNT_HOST_ALLOCATIONS()                                                  \
+  SIMPROF_DETAIL_HOOK_PRAGMA                                                              \
   void* operator new(std::size_t n) {                                                     \
     void* p = std::malloc(n ? n : 1);                                                     \
     if (p == nullptr) throw std::bad_alloc();                                             \

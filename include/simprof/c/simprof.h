@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/* simprof's C API (library simprof::c, libsimprof_c.so): the profiler, its options and timings, the
+ * FPS line, the running mean, trace sessions, and — where the CUDA backend is built — the CUPTI
+ * kernel tracer and NVTX ranges, behind opaque handles. For C programs and for the `simprof` Python
+ * package (ctypes).
+ *
+ *   simprof_profiler* prof = NULL;
+ *   if (simprof_profiler_new(NULL, 1024, &prof) != SIMPROF_OK) puts(simprof_last_error());
+ *   simprof_step_begin(prof);
+ *   simprof_stage_begin(prof, "physics");  ...  simprof_stage_end(prof, "physics");
+ *   simprof_step_end(prof, NULL);
+ *   simprof_profiler_free(prof);
+ *
+ * Every function that can fail returns a simprof_status; the message of the last failure on the
+ * calling thread (naming the value and what was expected, or the CUDA call) is
+ * simprof_last_error(). No exception crosses this boundary. Handles belong to the thread that runs
+ * the loop (the FPS switch excepted); free a kernel tracer or NVTX handle before its trace session,
+ * and those before their profiler. C99. */
+#ifndef SIMPROF_C_SIMPROF_H
+#define SIMPROF_C_SIMPROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum simprof_status {
+  SIMPROF_OK = 0,
+  SIMPROF_INVALID_ARGUMENT = 1, /* a value out of range, a null handle, an unknown stage */
+  SIMPROF_LOGIC_ERROR = 2,      /* a call out of order: a stage outside a step, unbalanced scopes */
+  SIMPROF_CUDA_ERROR = 3,       /* a CUDA, CUPTI or NVTX call failed: the message names it */
+  SIMPROF_UNAVAILABLE = 4,      /* built without the CUDA backend */
+  SIMPROF_ERROR = 5             /* anything else (out of memory, a file that cannot be written) */
+} simprof_status;
+
+/* The message of the calling thread's last failure ("" when none). */
+const char* simprof_last_error(void);
+/* "0.1.0"; whether this build has the CUDA backend (kernel tracer, NVTX). */
+const char* simprof_version(void);
+int simprof_has_cuda(void);
+
+/* --- options (defaults with the SIMPROF_* environment applied; each setter validates) --------- */
+typedef struct simprof_options simprof_options;
+simprof_status simprof_options_new(simprof_options** out);
+void simprof_options_free(simprof_options* options);
+simprof_status simprof_options_set_show_fps(simprof_options* options, int show);
+simprof_status simprof_options_set_alpha(simprof_options* options, double alpha);
+simprof_status simprof_options_set_interval_ms(simprof_options* options, double ms);
+simprof_status simprof_options_set_timings_window(simprof_options* options, uint64_t steps);
+simprof_status simprof_options_set_stats_window(simprof_options* options, uint64_t steps);
+
+/* --- the profiler --------------------------------------------------------------------------------
+ * options: NULL for the defaults. n_envs: the batch size (0: none), for the FPS line. */
+typedef struct simprof_profiler simprof_profiler;
+simprof_status simprof_profiler_new(const simprof_options* options, int64_t n_envs,
+                                    simprof_profiler** out);
+void simprof_profiler_free(simprof_profiler* prof);
+simprof_status simprof_step_begin(simprof_profiler* prof);
+/* published (may be NULL): 1 when the step's times were published, 0 when it was vetoed. */
+simprof_status simprof_step_end(simprof_profiler* prof, int* published);
+simprof_status simprof_step_veto(simprof_profiler* prof);
+/* Stages by name ("sensors/Cam" rolls up into "sensors"); ends must match the innermost begin. */
+simprof_status simprof_stage_begin(simprof_profiler* prof, const char* name);
+simprof_status simprof_stage_end(simprof_profiler* prof, const char* name);
+/* The published timings of the latest step (Genesis's semantics): count, then each by index; a
+ * name stays valid until the next simprof_timings_count on this profiler. */
+simprof_status simprof_timings_count(simprof_profiler* prof, size_t* count);
+simprof_status simprof_timings_get(const simprof_profiler* prof, size_t index, const char** name,
+                                   double* seconds);
+/* One stage's published time; SIMPROF_INVALID_ARGUMENT naming the stages present when absent. */
+simprof_status simprof_timing(const simprof_profiler* prof, const char* stage, double* seconds);
+/* stage_table() into buf (NUL-terminated, truncated to cap); *needed (may be NULL): bytes with
+ * the NUL. Needs stats_window > 0. */
+simprof_status simprof_stage_table(const simprof_profiler* prof, char* buf, size_t cap,
+                                   size_t* needed);
+uint64_t simprof_steps(const simprof_profiler* prof);
+/* The FPS line: the smoothed rate (NaN before the first sample), switched at run time (from any
+ * thread), completed to the last step, and each sample handed to a callback. */
+simprof_status simprof_fps(const simprof_profiler* prof, double* total_fps, double* fps_per_env);
+simprof_status simprof_set_show_fps(simprof_profiler* prof, int show);
+simprof_status simprof_fps_flush(simprof_profiler* prof);
+typedef void (*simprof_fps_callback)(double total_fps, double fps_per_env, int64_t n_envs,
+                                     void* user);
+simprof_status simprof_set_fps_callback(simprof_profiler* prof, simprof_fps_callback callback,
+                                        void* user);
+
+/* --- the running mean ----------------------------------------------------------------------- */
+typedef struct simprof_running_mean simprof_running_mean;
+simprof_status simprof_running_mean_new_window(size_t window, simprof_running_mean** out);
+simprof_status simprof_running_mean_new_ema(double alpha, simprof_running_mean** out);
+void simprof_running_mean_free(simprof_running_mean* mean);
+simprof_status simprof_running_mean_update(simprof_running_mean* mean, double x);
+/* NaN until the window is full (window) or before the first value (EMA). */
+double simprof_running_mean_value(const simprof_running_mean* mean);
+uint64_t simprof_running_mean_count(const simprof_running_mean* mean);
+
+/* --- trace sessions (torch.profiler's schedule; Perfetto/HTA JSON, one file per window) ------- */
+typedef struct simprof_trace simprof_trace;
+simprof_status simprof_trace_new(simprof_profiler* prof, int64_t wait, int64_t warmup,
+                                 int64_t active, int64_t repeat, int64_t skip_first,
+                                 const char* dir, simprof_trace** out);
+void simprof_trace_free(simprof_trace* trace);
+uint64_t simprof_trace_windows(const simprof_trace* trace);
+uint64_t simprof_trace_dropped(const simprof_trace* trace);
+/* The files written so far: count, then each path (valid until the next count). */
+simprof_status simprof_trace_files_count(simprof_trace* trace, size_t* count);
+simprof_status simprof_trace_file(const simprof_trace* trace, size_t index, const char** path);
+
+/* --- the CUDA backend (SIMPROF_UNAVAILABLE without it) -------------------------------------- */
+/* Every kernel, copy and launch the process makes (torch, Warp, CuPy, ...) in the trace's windows.
+ * graph_launches: 1 for one span per graph launch instead of one per kernel. A tracer that cannot
+ * have CUPTI (another tool holds it) is made disabled: simprof_kernel_tracer_enabled says so. */
+typedef struct simprof_kernel_tracer simprof_kernel_tracer;
+simprof_status simprof_kernel_tracer_new(simprof_profiler* prof, simprof_trace* trace,
+                                         int graph_launches, simprof_kernel_tracer** out);
+void simprof_kernel_tracer_free(simprof_kernel_tracer* tracer);
+int simprof_kernel_tracer_enabled(const simprof_kernel_tracer* tracer);
+const char* simprof_kernel_tracer_reason(const simprof_kernel_tracer* tracer);
+uint64_t simprof_kernel_tracer_dropped(const simprof_kernel_tracer* tracer);
+/* Steps and stages as NVTX ranges (domain "simprof"). */
+typedef struct simprof_nvtx simprof_nvtx;
+simprof_status simprof_nvtx_new(simprof_profiler* prof, simprof_nvtx** out);
+void simprof_nvtx_free(simprof_nvtx* nvtx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SIMPROF_C_SIMPROF_H */

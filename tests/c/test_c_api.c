@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/* The C API, compiled as C99: every function, and bad input answered with a status and a message
+ * naming the value. Exits non-zero at the first failed check. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "simprof/c/simprof.h"
+
+static int failures = 0;
+
+#define CHECK(cond)                                                                           \
+  do {                                                                                        \
+    if (!(cond)) {                                                                            \
+      fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", __FILE__, __LINE__, #cond, \
+              simprof_last_error());                                                          \
+      ++failures;                                                                             \
+    }                                                                                         \
+  } while (0)
+
+static int samples = 0;
+static void on_fps(double total, double per_env, int64_t n_envs, void* user) {
+  (void)per_env;
+  (void)user;
+  if (total > 0 && n_envs == 64) ++samples;
+}
+
+int main(void) {
+  CHECK(strcmp(simprof_version(), "0.1.0") == 0);
+
+  simprof_options* o = NULL;
+  CHECK(simprof_options_new(&o) == SIMPROF_OK);
+  CHECK(simprof_options_set_alpha(o, 1.5) == SIMPROF_INVALID_ARGUMENT);
+  CHECK(strstr(simprof_last_error(), "fps_tracker_alpha = 1.5") != NULL);
+  CHECK(simprof_options_set_alpha(o, 0.9) == SIMPROF_OK);
+  CHECK(simprof_options_set_show_fps(o, 0) == SIMPROF_OK);
+  CHECK(simprof_options_set_interval_ms(o, 0.001) == SIMPROF_OK);
+  CHECK(simprof_options_set_interval_ms(o, -1) == SIMPROF_INVALID_ARGUMENT);
+  CHECK(simprof_options_set_timings_window(o, 1) == SIMPROF_OK);
+  CHECK(simprof_options_set_timings_window(o, 0) == SIMPROF_INVALID_ARGUMENT);
+  CHECK(simprof_options_set_stats_window(o, 8) == SIMPROF_OK);
+
+  simprof_profiler* p = NULL;
+  CHECK(simprof_profiler_new(o, 64, &p) == SIMPROF_OK);
+  simprof_options_free(o);
+  CHECK(simprof_profiler_new(NULL, 0, NULL) == SIMPROF_INVALID_ARGUMENT);
+  CHECK(simprof_stage_begin(p, "physics") == SIMPROF_LOGIC_ERROR);
+  CHECK(strstr(simprof_last_error(), "outside a step") != NULL);
+  CHECK(simprof_set_fps_callback(p, on_fps, NULL) == SIMPROF_OK);
+
+  simprof_trace* t = NULL;
+  CHECK(simprof_trace_new(p, 0, 0, 2, 1, 0, "c_api_trace", &t) == SIMPROF_OK);
+  simprof_kernel_tracer* k = NULL;
+  simprof_nvtx* nv = NULL;
+  if (simprof_has_cuda()) {
+    CHECK(simprof_kernel_tracer_new(p, t, 0, &k) == SIMPROF_OK);
+    CHECK(simprof_kernel_tracer_enabled(k) || strlen(simprof_kernel_tracer_reason(k)) > 0);
+    CHECK(simprof_kernel_tracer_dropped(k) == 0);
+    CHECK(simprof_nvtx_new(p, &nv) == SIMPROF_OK);
+  } else {
+    CHECK(simprof_kernel_tracer_new(p, t, 0, &k) == SIMPROF_UNAVAILABLE);
+    CHECK(simprof_kernel_tracer_enabled(k) == 0);
+    CHECK(strlen(simprof_kernel_tracer_reason(k)) > 0);
+    CHECK(simprof_kernel_tracer_dropped(k) == 0);
+    CHECK(simprof_nvtx_new(p, &nv) == SIMPROF_UNAVAILABLE);
+  }
+
+  for (int i = 0; i < 4; ++i) {
+    int published = -1;
+    CHECK(simprof_step_begin(p) == SIMPROF_OK);
+    CHECK(simprof_stage_begin(p, "physics") == SIMPROF_OK);
+    CHECK(simprof_stage_end(p, "physics") == SIMPROF_OK);
+    CHECK(simprof_stage_begin(p, "sensors/Cam") == SIMPROF_OK);
+    CHECK(simprof_stage_end(p, "sensors/Cam") == SIMPROF_OK);
+    CHECK(simprof_step_end(p, &published) == SIMPROF_OK);
+    CHECK(published == 1);
+  }
+  CHECK(simprof_stage_end(p, "never") == SIMPROF_INVALID_ARGUMENT);
+  CHECK(strstr(simprof_last_error(), "no stage named 'never'") != NULL);
+  CHECK(simprof_steps(p) == 4);
+
+  size_t n = 0;
+  CHECK(simprof_timings_count(p, &n) == SIMPROF_OK);
+  CHECK(n == 5); /* physics, sensors, sensors/Cam, step, period */
+  for (size_t i = 0; i < n; ++i) {
+    const char* name = NULL;
+    double s = -1;
+    CHECK(simprof_timings_get(p, i, &name, &s) == SIMPROF_OK);
+    CHECK(name != NULL && s >= 0);
+  }
+  CHECK(simprof_timings_get(p, n, NULL, NULL) == SIMPROF_INVALID_ARGUMENT);
+  double s = -1;
+  CHECK(simprof_timing(p, "physics", &s) == SIMPROF_OK && s >= 0);
+  CHECK(simprof_timing(p, "nosuch", &s) == SIMPROF_INVALID_ARGUMENT);
+  CHECK(strstr(simprof_last_error(), "nosuch") != NULL);
+
+  size_t needed = 0;
+  CHECK(simprof_stage_table(p, NULL, 0, &needed) == SIMPROF_OK && needed > 1);
+  char* table = malloc(needed);
+  CHECK(simprof_stage_table(p, table, needed, NULL) == SIMPROF_OK);
+  CHECK(strstr(table, "physics") != NULL);
+  free(table);
+
+  CHECK(simprof_fps_flush(p) == SIMPROF_OK);
+  double total = 0, per_env = 0;
+  CHECK(simprof_fps(p, &total, &per_env) == SIMPROF_OK);
+  CHECK(total > 0 && fabs(total - 64 * per_env) <= 1e-6 * total);
+  CHECK(samples >= 1);
+  CHECK(simprof_set_show_fps(p, 0) == SIMPROF_OK);
+
+  CHECK(simprof_step_begin(p) == SIMPROF_OK);
+  CHECK(simprof_step_veto(p) == SIMPROF_OK);
+  int published = -1;
+  CHECK(simprof_step_end(p, &published) == SIMPROF_OK && published == 0);
+
+  CHECK(simprof_trace_windows(t) == 1);
+  CHECK(simprof_trace_dropped(t) == 0);
+  CHECK(simprof_trace_files_count(t, &n) == SIMPROF_OK && n == 1);
+  const char* path = NULL;
+  CHECK(simprof_trace_file(t, 0, &path) == SIMPROF_OK && strstr(path, "rank0.json") != NULL);
+  CHECK(simprof_trace_file(t, 1, &path) == SIMPROF_INVALID_ARGUMENT);
+
+  simprof_running_mean* m = NULL;
+  CHECK(simprof_running_mean_new_window(0, &m) == SIMPROF_INVALID_ARGUMENT);
+  CHECK(simprof_running_mean_new_window(2, &m) == SIMPROF_OK);
+  CHECK(simprof_running_mean_update(m, 1.0) == SIMPROF_OK);
+  CHECK(isnan(simprof_running_mean_value(m)));
+  CHECK(simprof_running_mean_update(m, 3.0) == SIMPROF_OK);
+  CHECK(simprof_running_mean_value(m) == 2.0);
+  CHECK(simprof_running_mean_update(m, NAN) == SIMPROF_INVALID_ARGUMENT);
+  CHECK(simprof_running_mean_count(m) == 2);
+  simprof_running_mean_free(m);
+  CHECK(simprof_running_mean_new_ema(0.5, &m) == SIMPROF_OK);
+  simprof_running_mean_free(m);
+
+  simprof_nvtx_free(nv);
+  simprof_kernel_tracer_free(k);
+  simprof_trace_free(t);
+  simprof_profiler_free(p);
+  if (failures) return 1;
+  puts("c api ok");
+  return 0;
+}
