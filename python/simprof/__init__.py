@@ -399,14 +399,17 @@ class TraceSession(_Handle):
 
 class KernelTracer(_Handle):
     """Every kernel, copy and launch of the process (torch, Warp, CuPy) in the session's windows,
-    through CUPTI, next to the CPU stages. graph_launches=True writes one span per graph launch.
-    Disabled (enabled is False, reason says why) when another tool holds CUPTI."""
+    through CUPTI, next to the CPU stages. graph_launches=True writes one span per graph launch;
+    kernels_only=True records kernels alone (the cheapest trace); cupti_clock=True keeps CUPTI's
+    own timestamps, offset to the profiler's clock once per window (no per-record callback). Disabled (enabled is False,
+    reason says why) when another tool holds CUPTI."""
 
     _free = _lib.simprof_kernel_tracer_free
 
-    def __init__(self, prof: StepProfiler, trace: TraceSession, graph_launches: bool = False):
-        super().__init__(_new(_lib.simprof_kernel_tracer_new, prof._h, trace._h,
-                              int(bool(graph_launches))))
+    def __init__(self, prof: StepProfiler, trace: TraceSession, graph_launches: bool = False,
+                 kernels_only: bool = False, cupti_clock: bool = False):
+        flags = (1 if graph_launches else 0) | (2 if kernels_only else 0) | (4 if cupti_clock else 0)
+        super().__init__(_new(_lib.simprof_kernel_tracer_new, prof._h, trace._h, flags))
         self._keep = (prof, trace)
 
     @property

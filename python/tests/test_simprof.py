@@ -177,4 +177,6 @@ def test_cuda_handles_say_why_they_cannot_work():
 
 def test_version():
     assert simprof.version() == "0.1.0"
-    assert os.path.exists(os.path.join(os.path.dirname(simprof.__file__), "libsimprof_c.so"))
+    lib = os.environ.get("SIMPROF_LIBRARY") or os.path.join(os.path.dirname(simprof.__file__),
+                                                             "libsimprof_c.so")
+    assert os.path.exists(lib)

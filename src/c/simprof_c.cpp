@@ -381,7 +381,7 @@ simprof_status simprof_trace_file(const simprof_trace* t, size_t index, const ch
   return SIMPROF_OK;
 }
 
-simprof_status simprof_kernel_tracer_new(simprof_profiler* p, simprof_trace* t, int graph_launches,
+simprof_status simprof_kernel_tracer_new(simprof_profiler* p, simprof_trace* t, int flags,
                                          simprof_kernel_tracer** out) {
   SIMPROF_C_REQUIRE(p, "profiler");
   SIMPROF_C_REQUIRE(t, "trace");
@@ -390,14 +390,22 @@ simprof_status simprof_kernel_tracer_new(simprof_profiler* p, simprof_trace* t, 
 #if SIMPROF_C_CUDA
   return guarded([&] {
     simprof::cuda::KernelTracerOptions o;
-    o.mode = graph_launches ? simprof::cuda::TraceMode::kGraphLaunch
-                            : simprof::cuda::TraceMode::kPerKernel;
+    if (flags &
+        ~(SIMPROF_TRACE_GRAPH_LAUNCHES | SIMPROF_TRACE_KERNELS_ONLY | SIMPROF_TRACE_CUPTI_CLOCK))
+      throw std::invalid_argument("simprof: kernel tracer flags = " + std::to_string(flags) +
+                                  " (expected a combination of SIMPROF_TRACE_GRAPH_LAUNCHES, "
+                                  "SIMPROF_TRACE_KERNELS_ONLY and SIMPROF_TRACE_CUPTI_CLOCK)");
+    if (flags & SIMPROF_TRACE_CUPTI_CLOCK) o.align_clock = false;
+    o.mode = (flags & SIMPROF_TRACE_GRAPH_LAUNCHES) ? simprof::cuda::TraceMode::kGraphLaunch
+                                                    : simprof::cuda::TraceMode::kPerKernel;
+    if (flags & SIMPROF_TRACE_KERNELS_ONLY)
+      o.runtime_api = o.driver_api = o.memory = o.synchronization = o.overhead = false;
     auto k = std::make_unique<simprof_kernel_tracer>(p->prof, o);
     t->session.add_source(&k->tracer);
     *out = k.release();
   });
 #else
-  (void)graph_launches;
+  (void)flags;
   return no_cuda();
 #endif
 }

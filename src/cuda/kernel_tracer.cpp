@@ -169,6 +169,9 @@ KernelTracer::~KernelTracer() {
     for (auto k : impl_->kinds()) cuptiActivityDisable(k);
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   }
+  // CUPTI's clock back to its own for whoever traces next in this process (torch.profiler, say).
+  if (impl_->options.align_clock && impl_->subscription.result() == CUPTI_SUCCESS)
+    cuptiActivityRegisterTimestampCallback(nullptr);
 }
 
 bool KernelTracer::enabled() const noexcept { return impl_->enabled; }

@@ -110,11 +110,18 @@ simprof_status simprof_trace_file(const simprof_trace* trace, size_t index, cons
 
 /* --- the CUDA backend (SIMPROF_UNAVAILABLE without it) -------------------------------------- */
 /* Every kernel, copy and launch the process makes (torch, Warp, CuPy, ...) in the trace's windows.
- * graph_launches: 1 for one span per graph launch instead of one per kernel. A tracer that cannot
- * have CUPTI (another tool holds it) is made disabled: simprof_kernel_tracer_enabled says so. */
+ * flags: SIMPROF_TRACE_GRAPH_LAUNCHES for one span per graph launch instead of one per kernel;
+ * SIMPROF_TRACE_KERNELS_ONLY for kernels alone (no runtime/driver calls, copies, syncs or CUPTI's
+ * overhead records: the cheapest trace). A tracer that cannot have CUPTI (another tool holds it) is
+ * made disabled: simprof_kernel_tracer_enabled says so. */
+enum {
+  SIMPROF_TRACE_GRAPH_LAUNCHES = 1,
+  SIMPROF_TRACE_KERNELS_ONLY = 2,
+  SIMPROF_TRACE_CUPTI_CLOCK = 4 /* CUPTI's own timestamps, offset once per window (no callback) */
+};
 typedef struct simprof_kernel_tracer simprof_kernel_tracer;
-simprof_status simprof_kernel_tracer_new(simprof_profiler* prof, simprof_trace* trace,
-                                         int graph_launches, simprof_kernel_tracer** out);
+simprof_status simprof_kernel_tracer_new(simprof_profiler* prof, simprof_trace* trace, int flags,
+                                         simprof_kernel_tracer** out);
 void simprof_kernel_tracer_free(simprof_kernel_tracer* tracer);
 int simprof_kernel_tracer_enabled(const simprof_kernel_tracer* tracer);
 const char* simprof_kernel_tracer_reason(const simprof_kernel_tracer* tracer);
