@@ -75,8 +75,8 @@ def kernels_in(path):
 
 def simprof_loop(graph, n_envs, active, out, mode):
     """The loop under simprof: "steps" (the profiler alone), "full" (the kernel tracer with
-    everything), "kernels" (kernels only), "kernels-cupti-clock" (kernels only, CUPTI's clock).
-    Seconds per step and the trace written."""
+    its defaults), "kernels" (kernels only), "kernels-cupti-clock" (kernels only, CUPTI's clock),
+    "with-overhead" (CUPTI's overhead records too), "no-runtime-driver". Seconds per step, trace."""
     warmup = 2
     prof = simprof.StepProfiler(n_envs=n_envs, show_fps=False)
     if mode == "steps":
@@ -86,8 +86,11 @@ def simprof_loop(graph, n_envs, active, out, mode):
         return timed_loop(warmup + active, warmup, active, plain), None
     d = os.path.join(out, f"simprof_{n_envs}_{mode}")
     session = simprof.TraceSession(prof, wait=0, warmup=warmup, active=active, repeat=1, dir=d)
-    tracer = simprof.KernelTracer(prof, session, kernels_only=mode != "full",
-                                  cupti_clock=mode == "kernels-cupti-clock")
+    kinds = {"full": {}, "kernels": {"kernels_only": True},
+             "kernels-cupti-clock": {"kernels_only": True, "cupti_clock": True},
+             "with-overhead": {"overhead": True},
+             "no-runtime-driver": {"runtime": False, "driver": False}}
+    tracer = simprof.KernelTracer(prof, session, **kinds[mode])
     if not tracer.enabled:
         raise SystemExit(f"simprof's kernel tracer is off: {tracer.reason}")
 
@@ -128,9 +131,10 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, simprof {simprof.version()}; "
           f"K={a.kernels} kernels per step, {a.active} active steps, graph replay")
-    modes = ["steps", "full", "kernels", "kernels-cupti-clock"]
+    modes = ["steps", "full", "kernels", "kernels-cupti-clock", "with-overhead",
+             "no-runtime-driver"]
     print(f"{'n_envs':>8} {'off us':>8} " + " ".join(f"{m:>20}" for m in modes + ["torch.profiler"])
-          + "   kernels in the traces (full/kernels/kernels-cupti-clock/torch/expected)")
+          + "   kernels in the traces (each simprof trace, torch, expected)")
     # simprof first for every size: torch.profiler keeps CUPTI's one subscriber once it has run.
     graphs = {n: build_step(n, a.kernels) for n in a.n_envs}
     off = lambda n: timed_loop(2 + a.active, 2, a.active, lambda i: graphs[n].replay())

@@ -401,14 +401,20 @@ class KernelTracer(_Handle):
     """Every kernel, copy and launch of the process (torch, Warp, CuPy) in the session's windows,
     through CUPTI, next to the CPU stages. graph_launches=True writes one span per graph launch;
     kernels_only=True records kernels alone (the cheapest trace); cupti_clock=True keeps CUPTI's
-    own timestamps, offset to the profiler's clock once per window (no per-record callback). Disabled (enabled is False,
+    own timestamps, offset to the profiler's clock once per window (no per-record callback);
+    runtime, driver, copies, syncs=False each leave one kind of record out; overhead=True adds
+    CUPTI's own overhead records (costly: +10 points on a replayed 100-kernel graph). Disabled (enabled is False,
     reason says why) when another tool holds CUPTI."""
 
     _free = _lib.simprof_kernel_tracer_free
 
     def __init__(self, prof: StepProfiler, trace: TraceSession, graph_launches: bool = False,
-                 kernels_only: bool = False, cupti_clock: bool = False):
-        flags = (1 if graph_launches else 0) | (2 if kernels_only else 0) | (4 if cupti_clock else 0)
+                 kernels_only: bool = False, cupti_clock: bool = False, runtime: bool = True,
+                 driver: bool = True, copies: bool = True, syncs: bool = True,
+                 overhead: bool = False):
+        flags = ((1 if graph_launches else 0) | (2 if kernels_only else 0) |
+                 (4 if cupti_clock else 0) | (0 if runtime else 8) | (0 if driver else 16) |
+                 (0 if copies else 32) | (0 if syncs else 64) | (128 if overhead else 0))
         super().__init__(_new(_lib.simprof_kernel_tracer_new, prof._h, trace._h, flags))
         self._keep = (prof, trace)
 

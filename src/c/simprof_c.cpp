@@ -390,16 +390,19 @@ simprof_status simprof_kernel_tracer_new(simprof_profiler* p, simprof_trace* t, 
 #if SIMPROF_C_CUDA
   return guarded([&] {
     simprof::cuda::KernelTracerOptions o;
-    if (flags &
-        ~(SIMPROF_TRACE_GRAPH_LAUNCHES | SIMPROF_TRACE_KERNELS_ONLY | SIMPROF_TRACE_CUPTI_CLOCK))
+    if (flags < 0 || flags > 255)
       throw std::invalid_argument("simprof: kernel tracer flags = " + std::to_string(flags) +
-                                  " (expected a combination of SIMPROF_TRACE_GRAPH_LAUNCHES, "
-                                  "SIMPROF_TRACE_KERNELS_ONLY and SIMPROF_TRACE_CUPTI_CLOCK)");
+                                  " (expected a combination of the SIMPROF_TRACE_* flags, 0-255)");
     if (flags & SIMPROF_TRACE_CUPTI_CLOCK) o.align_clock = false;
     o.mode = (flags & SIMPROF_TRACE_GRAPH_LAUNCHES) ? simprof::cuda::TraceMode::kGraphLaunch
                                                     : simprof::cuda::TraceMode::kPerKernel;
     if (flags & SIMPROF_TRACE_KERNELS_ONLY)
       o.runtime_api = o.driver_api = o.memory = o.synchronization = o.overhead = false;
+    if (flags & SIMPROF_TRACE_NO_RUNTIME) o.runtime_api = false;
+    if (flags & SIMPROF_TRACE_NO_DRIVER) o.driver_api = false;
+    if (flags & SIMPROF_TRACE_NO_COPIES) o.memory = false;
+    if (flags & SIMPROF_TRACE_NO_SYNCS) o.synchronization = false;
+    if (flags & SIMPROF_TRACE_OVERHEAD) o.overhead = true;
     auto k = std::make_unique<simprof_kernel_tracer>(p->prof, o);
     t->session.add_source(&k->tracer);
     *out = k.release();

@@ -54,8 +54,8 @@ int main(void) {
   simprof_kernel_tracer* k = NULL;
   simprof_nvtx* nv = NULL;
   if (simprof_has_cuda()) {
-    CHECK(simprof_kernel_tracer_new(p, t, 8, &k) == SIMPROF_INVALID_ARGUMENT);
-    CHECK(strstr(simprof_last_error(), "flags = 8") != NULL);
+    CHECK(simprof_kernel_tracer_new(p, t, 256, &k) == SIMPROF_INVALID_ARGUMENT);
+    CHECK(strstr(simprof_last_error(), "flags = 256") != NULL);
     CHECK(simprof_kernel_tracer_new(p, t, 0, &k) == SIMPROF_OK);
     CHECK(simprof_kernel_tracer_enabled(k) || strlen(simprof_kernel_tracer_reason(k)) > 0);
     CHECK(simprof_kernel_tracer_dropped(k) == 0);

@@ -116,8 +116,13 @@ simprof_status simprof_trace_file(const simprof_trace* trace, size_t index, cons
  * made disabled: simprof_kernel_tracer_enabled says so. */
 enum {
   SIMPROF_TRACE_GRAPH_LAUNCHES = 1,
-  SIMPROF_TRACE_KERNELS_ONLY = 2,
-  SIMPROF_TRACE_CUPTI_CLOCK = 4 /* CUPTI's own timestamps, offset once per window (no callback) */
+  SIMPROF_TRACE_KERNELS_ONLY = 2, /* no runtime, driver, copy or sync records */
+  SIMPROF_TRACE_CUPTI_CLOCK = 4,  /* CUPTI's own timestamps, offset once per window (no callback) */
+  SIMPROF_TRACE_NO_RUNTIME = 8,   /* no runtime calls (and so no launch flows) */
+  SIMPROF_TRACE_NO_DRIVER = 16,   /* no driver calls */
+  SIMPROF_TRACE_NO_COPIES = 32,   /* no memcpy / memset records */
+  SIMPROF_TRACE_NO_SYNCS = 64,    /* no synchronisation records */
+  SIMPROF_TRACE_OVERHEAD = 128    /* CUPTI's overhead records too (off by default: costly) */
 };
 typedef struct simprof_kernel_tracer simprof_kernel_tracer;
 simprof_status simprof_kernel_tracer_new(simprof_profiler* prof, simprof_trace* trace, int flags,
