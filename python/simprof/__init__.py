@@ -24,7 +24,7 @@ from typing import Callable, Dict, List, Optional
 
 __all__ = [
     "Error", "InvalidArgument", "LogicError", "CudaError", "Unavailable",
-    "StepProfiler", "RunningMean", "TraceSession", "KernelTracer", "NvtxRanges",
+    "StepProfiler", "RunningMean", "TimerStats", "TraceSession", "KernelTracer", "NvtxRanges",
     "has_cuda", "version",
 ]
 
@@ -110,6 +110,12 @@ for _n, _a in [
     ("simprof_running_mean_new_window", [_size, ctypes.POINTER(_vp)]),
     ("simprof_running_mean_new_ema", [_dbl, ctypes.POINTER(_vp)]),
     ("simprof_running_mean_update", [_vp, _dbl]),
+    ("simprof_timer_stats_new", [ctypes.POINTER(_str), _int, _int, _dbl, ctypes.POINTER(_vp)]),
+    ("simprof_timer_stats_update", [_vp, _vp, _int, _int, _dbl]),
+    ("simprof_timer_stats_across_envs", [_vp, _int, _int, ctypes.POINTER(_dbl)]),
+    ("simprof_timer_stats_slowest", [_vp, _int, _int, ctypes.POINTER(_int), ctypes.POINTER(_int)]),
+    ("simprof_timer_plot", [_vp, _int, _int, ctypes.c_char_p, _size, ctypes.POINTER(_size)]),
+    ("simprof_timer_svg", [_vp, _str, ctypes.c_char_p, _size, ctypes.POINTER(_size)]),
     ("simprof_trace_new", [_vp, _i64, _i64, _i64, _i64, _i64, _str, ctypes.POINTER(_vp)]),
     ("simprof_trace_files_count", [_vp, ctypes.POINTER(_size)]),
     ("simprof_trace_file", [_vp, _size, ctypes.POINTER(_str)]),
@@ -117,7 +123,9 @@ for _n, _a in [
     ("simprof_nvtx_new", [_vp, ctypes.POINTER(_vp)]),
 ]:
     _sig(_n, _int, *_a)
+_sig("simprof_timer_stats_frames", _u64, _vp)
 for _n in ("simprof_options_free", "simprof_profiler_free", "simprof_running_mean_free",
+           "simprof_timer_stats_free",
            "simprof_trace_free", "simprof_kernel_tracer_free", "simprof_nvtx_free"):
     _sig(_n, None, _vp)
 _sig("simprof_steps", _u64, _vp)
@@ -295,11 +303,7 @@ class StepProfiler(_Handle):
 
     def stage_table(self) -> str:
         """mean, sd, p50/p95/p99 and share per stage over the stats window (needs stats_window)."""
-        needed = _size()
-        _check(_lib.simprof_stage_table(self._h, None, 0, ctypes.byref(needed)))
-        buf = ctypes.create_string_buffer(needed.value)
-        _check(_lib.simprof_stage_table(self._h, buf, needed.value, None))
-        return buf.value.decode()
+        return _text(_lib.simprof_stage_table, self._h)
 
     @property
     def steps(self) -> int:
@@ -362,6 +366,89 @@ class RunningMean(_Handle):
     @property
     def count(self) -> int:
         return int(_lib.simprof_running_mean_count(self._h))
+
+
+def _text(fn, *args) -> str:
+    """A C call that writes text into a buffer: asks the size, then fills it."""
+    needed = _size()
+    _check(fn(*args, None, 0, ctypes.byref(needed)))
+    buf = ctypes.create_string_buffer(needed.value)
+    _check(fn(*args, buf, needed.value, None))
+    return buf.value.decode()
+
+
+class TimerStats(_Handle):
+    """Per-env timer statistics for (rows, n_envs) frames of ticks read back from any framework
+    (a NumPy array, a torch tensor's .cpu().numpy(), nested lists): the running mean per env (or an
+    EMA with alpha), percentiles across envs, the slowest envs, and the same terminal plot and SVG
+    as the C++ library.
+
+        stats = simprof.TimerStats(["solve", "forces"], n_envs=4096)
+        stats.update(timers.cpu().numpy(), ticks_per_second=1e9)   # nanosecond ticks
+        print(stats.across_envs("solve")["p99"], stats.slowest("solve", 5))
+        print(stats.plot("solve")); open("timers.svg", "w").write(stats.svg())
+    """
+
+    _free = _lib.simprof_timer_stats_free
+
+    def __init__(self, labels, n_envs: int, alpha: Optional[float] = None):
+        self.labels = [str(l) for l in labels]
+        arr = (_str * len(self.labels))(*[l.encode() for l in self.labels])
+        super().__init__(_new(_lib.simprof_timer_stats_new, arr, len(self.labels), int(n_envs),
+                              -1.0 if alpha is None else float(alpha)))
+        self.n_envs = int(n_envs)
+
+    def _row(self, row) -> int:
+        if isinstance(row, str):
+            if row not in self.labels:
+                raise InvalidArgument("simprof: no timer row '%s' (rows: %s)"
+                                      % (row, ", ".join(self.labels)))
+            return self.labels.index(row)
+        return int(row)
+
+    def update(self, frame, ticks_per_second: float = 1e9) -> None:
+        """frame: (rows, n_envs) ticks, unsigned integers (1e9 ticks per second: nanoseconds)."""
+        try:
+            import numpy
+        except ImportError:
+            numpy = None
+        if numpy is not None:
+            a = numpy.ascontiguousarray(frame, dtype=numpy.uint64)
+            if a.ndim != 2:
+                raise InvalidArgument("simprof: timer frame of %d dimensions (expected (rows, "
+                                      "n_envs))" % a.ndim)
+            rows, n = a.shape
+            ptr = a.ctypes.data_as(_vp)
+        else:
+            rows_list = [list(r) for r in frame]
+            rows, n = len(rows_list), len(rows_list[0]) if rows_list else 0
+            flat = (_u64 * (rows * n))(*[int(v) for r in rows_list for v in r])
+            ptr = ctypes.cast(flat, _vp)
+        _check(_lib.simprof_timer_stats_update(self._h, ptr, int(rows), int(n),
+                                               float(ticks_per_second)))
+
+    @property
+    def frames(self) -> int:
+        return int(_lib.simprof_timer_stats_frames(self._h))
+
+    def across_envs(self, row, latest: bool = False) -> Dict[str, float]:
+        """Seconds across envs of the running means (latest: of the latest frame)."""
+        out = (_dbl * 6)()
+        _check(_lib.simprof_timer_stats_across_envs(self._h, self._row(row), int(latest), out))
+        return dict(zip(("min", "p50", "p95", "p99", "max", "mean"), out))
+
+    def slowest(self, row, k: int = 5) -> List[int]:
+        envs, count = (_int * max(int(k), 0))(), _int()
+        _check(_lib.simprof_timer_stats_slowest(self._h, self._row(row), int(k), envs,
+                                                ctypes.byref(count)))
+        return list(envs[:count.value])
+
+    def plot(self, row, width: int = 0) -> str:
+        """The terminal plot of one row (latest per env, mean per env, distribution)."""
+        return _text(_lib.simprof_timer_plot, self._h, self._row(row), int(width))
+
+    def svg(self, title: str = "simprof timers") -> str:
+        return _text(_lib.simprof_timer_svg, self._h, title.encode())
 
 
 class TraceSession(_Handle):

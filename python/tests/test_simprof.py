@@ -180,3 +180,27 @@ def test_version():
     lib = os.environ.get("SIMPROF_LIBRARY") or os.path.join(os.path.dirname(simprof.__file__),
                                                              "libsimprof_c.so")
     assert os.path.exists(lib)
+
+
+def test_timer_stats_from_an_array():
+    stats = simprof.TimerStats(["solve", "forces"], n_envs=4)
+    frame = [[1000, 2000, 3000, 40000], [10, 20, 30, 40]]  # ns; env 3 is the slow one
+    try:
+        import numpy
+        frame = numpy.array(frame, dtype=numpy.uint64)
+    except ImportError:
+        pass
+    stats.update(frame)
+    stats.update(frame)
+    assert stats.frames == 2
+    a = stats.across_envs("solve")
+    assert a["max"] == pytest.approx(40e-6) and a["min"] == pytest.approx(1e-6)
+    assert stats.slowest("solve", 2) == [3, 2]
+    assert "solve" in stats.plot("solve", width=60)
+    assert stats.svg().lstrip().startswith("<svg") or "<svg" in stats.svg()
+    with pytest.raises(simprof.InvalidArgument, match=r"shape \(1, 4\) \(expected \(2, 4\)\)"):
+        stats.update([[1, 2, 3, 4]])
+    with pytest.raises(simprof.InvalidArgument, match="no timer row 'nope'"):
+        stats.across_envs("nope")
+    with pytest.raises(simprof.InvalidArgument, match="ticks_per_second"):
+        stats.update(frame, ticks_per_second=0)

@@ -123,6 +123,27 @@ int main(void) {
   CHECK(simprof_trace_file(t, 0, &path) == SIMPROF_OK && strstr(path, "rank0.json") != NULL);
   CHECK(simprof_trace_file(t, 1, &path) == SIMPROF_INVALID_ARGUMENT);
 
+  const char* labels[2] = {"solve", "forces"};
+  simprof_timer_stats* ts = NULL;
+  CHECK(simprof_timer_stats_new(labels, 0, 4, -1, &ts) == SIMPROF_INVALID_ARGUMENT);
+  CHECK(simprof_timer_stats_new(labels, 2, 4, -1, &ts) == SIMPROF_OK);
+  const uint64_t frame[8] = {1000, 2000, 3000, 40000, 10, 20, 30, 40};
+  CHECK(simprof_timer_stats_update(ts, frame, 2, 4, 1e9) == SIMPROF_OK);
+  CHECK(simprof_timer_stats_update(ts, frame, 1, 4, 1e9) == SIMPROF_INVALID_ARGUMENT);
+  CHECK(simprof_timer_stats_frames(ts) == 1);
+  double across[6] = {0};
+  CHECK(simprof_timer_stats_across_envs(ts, 0, 0, across) == SIMPROF_OK);
+  CHECK(fabs(across[4] - 40e-6) < 1e-12);
+  int slow[2] = {-1, -1}, count = 0;
+  CHECK(simprof_timer_stats_slowest(ts, 0, 2, slow, &count) == SIMPROF_OK);
+  CHECK(count == 2 && slow[0] == 3 && slow[1] == 2);
+  CHECK(simprof_timer_plot(ts, 0, 60, NULL, 0, &needed) == SIMPROF_OK && needed > 1);
+  CHECK(simprof_timer_svg(ts, "t", NULL, 0, &needed) == SIMPROF_OK && needed > 1);
+  char small[8];
+  CHECK(simprof_timer_svg(ts, "t", small, sizeof small, NULL) == SIMPROF_OK);
+  CHECK(strlen(small) == sizeof small - 1);
+  simprof_timer_stats_free(ts);
+
   simprof_running_mean* m = NULL;
   CHECK(simprof_running_mean_new_window(0, &m) == SIMPROF_INVALID_ARGUMENT);
   CHECK(simprof_running_mean_new_window(2, &m) == SIMPROF_OK);

@@ -96,6 +96,31 @@ simprof_status simprof_running_mean_update(simprof_running_mean* mean, double x)
 double simprof_running_mean_value(const simprof_running_mean* mean);
 uint64_t simprof_running_mean_count(const simprof_running_mean* mean);
 
+/* --- per-env timer statistics and plots for a (rows, n_envs) array of ticks -------------------
+ * read back from any framework (torch, Warp, CuPy, NumPy): the same report and SVG as in C++. */
+typedef struct simprof_timer_stats simprof_timer_stats;
+/* labels: `rows` row names. alpha < 0: the running mean of every frame; in [0, 1): an EMA. */
+simprof_status simprof_timer_stats_new(const char* const* labels, int rows, int n_envs,
+                                       double alpha, simprof_timer_stats** out);
+void simprof_timer_stats_free(simprof_timer_stats* stats);
+/* One frame, row-major (rows * n_envs ticks); ticks_per_second converts (1e9 for nanoseconds). */
+simprof_status simprof_timer_stats_update(simprof_timer_stats* stats, const uint64_t* ticks,
+                                          int rows, int n_envs, double ticks_per_second);
+uint64_t simprof_timer_stats_frames(const simprof_timer_stats* stats);
+/* Across envs of the running means (latest: of the latest frame), seconds: out[6] = min, p50,
+ * p95, p99, max, mean. */
+simprof_status simprof_timer_stats_across_envs(const simprof_timer_stats* stats, int row,
+                                               int latest, double* out6);
+/* The k slowest envs by running mean, slowest first: envs[k] (fewer when n_envs < k). */
+simprof_status simprof_timer_stats_slowest(const simprof_timer_stats* stats, int row, int k,
+                                           int* envs, int* count);
+/* terminal_plot(stats, row) (width 0: the terminal's) and timers_svg(stats, title), as text into
+ * buf (NUL-terminated, truncated to cap); *needed (may be NULL): bytes with the NUL. */
+simprof_status simprof_timer_plot(const simprof_timer_stats* stats, int row, int width, char* buf,
+                                  size_t cap, size_t* needed);
+simprof_status simprof_timer_svg(const simprof_timer_stats* stats, const char* title, char* buf,
+                                 size_t cap, size_t* needed);
+
 /* --- trace sessions (torch.profiler's schedule; Perfetto/HTA JSON, one file per window) ------- */
 typedef struct simprof_trace simprof_trace;
 simprof_status simprof_trace_new(simprof_profiler* prof, int64_t wait, int64_t warmup,
