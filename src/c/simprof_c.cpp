@@ -116,13 +116,14 @@ bool missing(const T* p, const char* what, simprof_status* s) {
     if (missing((p), (what), &s_)) return s_; \
   } while (0)
 
-simprof_status set_option(simprof_options* o, void (*apply)(simprof::ProfilingOptions&, double),
-                          double v) {
+// Sets a field on a copy, validates the copy (the message names the field and the value), keeps it.
+template <class Apply>
+simprof_status set_option(simprof_options* o, Apply&& apply) {
   SIMPROF_C_REQUIRE(o, "options");
   return guarded([&] {
     simprof::ProfilingOptions next = o->options;
-    apply(next, v);
-    next.validate();  // names the field and the value
+    apply(next);
+    next.validate();
     o->options = next;
   });
 }
@@ -174,41 +175,32 @@ simprof_status simprof_options_new(simprof_options** out) {
 void simprof_options_free(simprof_options* options) { delete options; }
 
 simprof_status simprof_options_set_show_fps(simprof_options* o, int show) {
-  return set_option(
-      o, [](simprof::ProfilingOptions& p, double v) { p.show_fps = v != 0; }, show);
+  return set_option(o, [&](simprof::ProfilingOptions& p) { p.show_fps = show != 0; });
 }
 
 simprof_status simprof_options_set_alpha(simprof_options* o, double alpha) {
-  return set_option(
-      o, [](simprof::ProfilingOptions& p, double v) { p.fps_tracker_alpha = v; }, alpha);
+  return set_option(o, [&](simprof::ProfilingOptions& p) { p.fps_tracker_alpha = alpha; });
 }
 
 simprof_status simprof_options_set_interval_ms(simprof_options* o, double ms) {
-  if (!(ms > 0) || !std::isfinite(ms))  // before the conversion to nanoseconds can overflow
-    return fail(SIMPROF_INVALID_ARGUMENT, "simprof: fps_sample_interval = " + std::to_string(ms) +
-                                              " ms (expected a finite number of milliseconds > 0)");
-  return set_option(
-      o,
-      [](simprof::ProfilingOptions& p, double v) {
-        p.fps_sample_interval = std::chrono::nanoseconds(static_cast<std::int64_t>(v * 1e6));
-      },
-      ms);
+  // Checked before the conversion to nanoseconds, which could overflow.
+  if (!(ms > 0) || !(ms <= 1e9))
+    return fail(SIMPROF_INVALID_ARGUMENT,
+                "simprof: fps_sample_interval = " + std::to_string(ms) +
+                    " ms (expected a finite number of milliseconds > 0 and <= 1e9)");
+  return set_option(o, [&](simprof::ProfilingOptions& p) {
+    p.fps_sample_interval = std::chrono::nanoseconds(static_cast<std::int64_t>(ms * 1e6));
+  });
 }
 
 simprof_status simprof_options_set_timings_window(simprof_options* o, uint64_t steps) {
   return set_option(
-      o,
-      [](simprof::ProfilingOptions& p, double v) {
-        p.timings_window = static_cast<std::size_t>(v);
-      },
-      static_cast<double>(steps));
+      o, [&](simprof::ProfilingOptions& p) { p.timings_window = static_cast<std::size_t>(steps); });
 }
 
 simprof_status simprof_options_set_stats_window(simprof_options* o, uint64_t steps) {
   return set_option(
-      o,
-      [](simprof::ProfilingOptions& p, double v) { p.stats_window = static_cast<std::size_t>(v); },
-      static_cast<double>(steps));
+      o, [&](simprof::ProfilingOptions& p) { p.stats_window = static_cast<std::size_t>(steps); });
 }
 
 simprof_status simprof_profiler_new(const simprof_options* options, int64_t n_envs,

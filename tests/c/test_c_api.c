@@ -37,6 +37,9 @@ int main(void) {
   CHECK(simprof_options_set_show_fps(o, 0) == SIMPROF_OK);
   CHECK(simprof_options_set_interval_ms(o, 0.001) == SIMPROF_OK);
   CHECK(simprof_options_set_interval_ms(o, -1) == SIMPROF_INVALID_ARGUMENT);
+  CHECK(simprof_options_set_interval_ms(o, 1e300) == SIMPROF_INVALID_ARGUMENT);
+  CHECK(simprof_options_set_interval_ms(o, NAN) == SIMPROF_INVALID_ARGUMENT);
+  CHECK(strstr(simprof_last_error(), "fps_sample_interval") != NULL);
   CHECK(simprof_options_set_timings_window(o, 1) == SIMPROF_OK);
   CHECK(simprof_options_set_timings_window(o, 0) == SIMPROF_INVALID_ARGUMENT);
   CHECK(simprof_options_set_stats_window(o, 8) == SIMPROF_OK);
