@@ -130,6 +130,8 @@ int run_cpu(const Args& args, JsonReport* json) {
         st.mean * 1e6, format_thousands(n_envs / st.mean), format_thousands(1.0 / st.mean), n_envs,
         std::isnan(prof.fps().total_fps()) ? std::string("no sample yet")
                                            : format_thousands(prof.fps().total_fps()));
+    std::optional<MemoryRecord> memory_rec;
+    if (memory) memory_rec = memory_record(prof, *memory, 0);
     if (json) {
       RunRecord r;
       r.backend = "cpu";
@@ -144,10 +146,10 @@ int run_cpu(const Args& args, JsonReport* json) {
       r.fps_clock = "host";
       r.fps_samples = prof.fps().num_samples();
       r.host = stage_rows(prof);
-      if (memory) r.memory = memory_record(prof, *memory, 0);
+      r.memory = memory_rec;
       json->add(r);
     }
-    if (memory) fmt::print("{}\n", memory_line(memory_record(prof, *memory, 0)));
+    if (memory_rec) fmt::print("{}\n", memory_line(*memory_rec));
   }
   return 0;
 }

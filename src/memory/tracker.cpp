@@ -82,7 +82,6 @@ MemoryTracker::Both MemoryTracker::read() const noexcept {
 void MemoryTracker::on_step_begin(std::uint64_t step, std::int64_t) {
   step_ = step;
   offender_ = kNoStage;
-  offender_set_ = false;
   step_begin_ = read();
 }
 
@@ -108,10 +107,7 @@ void MemoryTracker::on_stage_end(StageId id, std::int64_t) {
   }
   for (int s = 0; s < 2; ++s) step_delta_[id].side[s] += d.side[s];
   // Children end before their parents: the first stage to end having allocated is the innermost.
-  if (!offender_set_ && d.side[kDevice].allocs > 0) {
-    offender_ = id;
-    offender_set_ = true;
-  }
+  if (offender_ == kNoStage && d.side[kDevice].allocs > 0) offender_ = id;
 }
 
 void MemoryTracker::on_step_end(std::uint64_t step, std::int64_t ticks, StepOutcome outcome) {
@@ -134,7 +130,7 @@ void MemoryTracker::on_step_end(std::uint64_t step, std::int64_t ticks, StepOutc
     if (steady_steps_++ == 0) {
       try {
         first_steady_.step = step;
-        if (offender_set_) {
+        if (offender_ != kNoStage) {
           first_steady_.stage = std::string(prof_.stage_name(offender_));
           first_steady_.allocs = step_delta_[offender_].side[kDevice].allocs;
           first_steady_.bytes = step_delta_[offender_].side[kDevice].alloc_bytes;
@@ -154,7 +150,7 @@ void MemoryTracker::sample(std::uint64_t step, std::int64_t ticks, std::uint64_t
   if (sampled_ == step + 1) return;  // taken (or dropped) already
   sampled_ = step + 1;
   if (samples_.size() < samples_.capacity())
-    samples_.push_back(Sample{step, ticks, in_use_, allocs});
+    samples_.push_back(Sample{ticks, in_use_, allocs});
   else
     ++dropped_;
 }

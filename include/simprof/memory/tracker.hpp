@@ -151,7 +151,6 @@ class MemoryTracker final : public StepListener, public TraceSource {
 
  private:
   struct Sample {
-    std::uint64_t step;
     std::int64_t ticks;
     std::int64_t in_use;
     std::uint64_t allocs;
@@ -173,7 +172,6 @@ class MemoryTracker final : public StepListener, public TraceSource {
   std::vector<std::uint64_t> ran_in_, steps_;      // per stage: the step it last ran in, and count
   std::uint64_t step_ = 0, completed_ = 0, steady_steps_ = 0;
   StageId offender_ = kNoStage;  // innermost stage of this step that allocated on the device
-  bool offender_set_ = false;
   AllocCounts last_[2];
   SteadyAllocation first_steady_;
   std::int64_t in_use_ = -1, peak_ = -1;
