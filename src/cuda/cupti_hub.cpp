@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "cupti_hub.hpp"
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <mutex>
 
@@ -19,6 +21,17 @@ void CUPTIAPI forward(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, c
 }
 
 }  // namespace
+
+std::string cupti_error(CUptiResult r) {
+  const char* s = nullptr;
+  cuptiGetResultString(r, &s);
+  return s ? s : fmt::format("CUPTI error {}", static_cast<int>(r));
+}
+
+std::string CuptiLease::failure() const {
+  return fmt::format("cuptiSubscribe failed: {} (another profiler or tool holds CUPTI?)",
+                     cupti_error(result_));
+}
 
 CuptiLease::CuptiLease() {
   std::lock_guard<std::mutex> lock(g_mutex);

@@ -6,7 +6,12 @@
 
 #include <cupti.h>
 
+#include <string>
+
 namespace simprof::cuda::detail {
+
+/// CUPTI's name for a result ("CUPTI_ERROR_NOT_INITIALIZED").
+std::string cupti_error(CUptiResult r);
 
 using CuptiHandler = void (*)(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data);
 
@@ -19,6 +24,8 @@ class CuptiLease {
   CuptiLease(const CuptiLease&) = delete;
   CuptiLease& operator=(const CuptiLease&) = delete;
   CUptiResult result() const noexcept { return result_; }
+  /// Why the lease failed, for the warning: "cuptiSubscribe failed: ... (another profiler ...?)".
+  std::string failure() const;
   /// The subscriber (null when result() is not CUPTI_SUCCESS).
   CUpti_SubscriberHandle handle() const noexcept;
 

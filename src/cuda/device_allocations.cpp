@@ -188,12 +188,6 @@ constexpr CUpti_CallbackId kDriverIds[] = {
     CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
 };
 
-std::string cupti_error(CUptiResult r) {
-  const char* s = nullptr;
-  cuptiGetResultString(r, &s);
-  return s ? s : fmt::format("CUPTI error {}", static_cast<int>(r));
-}
-
 std::atomic<bool> g_exists{false};
 
 }  // namespace
@@ -208,7 +202,7 @@ struct DeviceAllocations::Impl {
       if (const CUptiResult r = cuptiEnableCallback(1, lease.handle(), domain, ids[i]);
           r != CUPTI_SUCCESS) {
         enabled = false;
-        reason = fmt::format("cuptiEnableCallback failed: {}", cupti_error(r));
+        reason = fmt::format("cuptiEnableCallback failed: {}", detail::cupti_error(r));
       }
   }
   void disable_all() {
@@ -230,8 +224,7 @@ DeviceAllocations::DeviceAllocations() {
     throw;
   }
   if (impl_->lease.result() != CUPTI_SUCCESS) {
-    impl_->reason = fmt::format("cuptiSubscribe failed: {} (another profiler or tool holds CUPTI?)",
-                                cupti_error(impl_->lease.result()));
+    impl_->reason = impl_->lease.failure();
   } else {
     impl_->enabled = true;
     detail::set_cupti_handler(on_callback);

@@ -11,22 +11,22 @@ std::string describe(cudaError_t code) {
   return fmt::format("{} ({})", cudaGetErrorName(code), cudaGetErrorString(code));
 }
 
+void* detail::driver_entry_point(const char* symbol) noexcept {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(symbol, &p, 12000, cudaEnableDefault, &found) !=
+          cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  return p;
+}
+
 std::string describe_driver(int result) {
-  // cuGetErrorName/String without linking libcuda: the runtime hands out the driver's entry points.
   using Name = int (*)(int, const char**);
-  auto entry = [](const char* symbol) -> Name {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion(symbol, &p, 12000, cudaEnableDefault, &found) !=
-            cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) {
-      cudaGetLastError();
-      return nullptr;
-    }
-    return reinterpret_cast<Name>(p);
-  };
-  static const Name name = entry("cuGetErrorName");
-  static const Name text = entry("cuGetErrorString");
+  static const auto name = reinterpret_cast<Name>(detail::driver_entry_point("cuGetErrorName"));
+  static const auto text = reinterpret_cast<Name>(detail::driver_entry_point("cuGetErrorString"));
   const char* n = nullptr;
   const char* t = nullptr;
   if (name == nullptr || name(result, &n) != 0 || n == nullptr) n = "CUDA driver error";

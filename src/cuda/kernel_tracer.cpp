@@ -23,11 +23,7 @@ namespace simprof::cuda {
 
 namespace {
 
-std::string cupti_error(CUptiResult r) {
-  const char* s = nullptr;
-  cuptiGetResultString(r, &s);
-  return s ? s : fmt::format("CUPTI error {}", static_cast<int>(r));
-}
+using detail::cupti_error;
 
 // CUPTI's callbacks are plain functions without a context argument: they reach the one tracer of
 // the process through this pointer, owned by the tracer's Registration.
@@ -86,9 +82,15 @@ struct KernelTracer::Impl {
     return k;
   }
 
+  // Off for good, said once; a window running stops collecting (its kinds are the caller's to
+  // disable: never CUPTI's, when another tool holds it).
   void disable(std::string why) {
     enabled = false;
     reason = std::move(why);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      running = false;
+    }
     default_logger()->warn("simprof: kernel tracing is off: {}. The simulation runs on untraced.",
                            reason);
   }
@@ -137,9 +139,8 @@ KernelTracer::KernelTracer(const StepProfiler& prof, KernelTracerOptions options
     cudaGetLastError();
     impl_->device = 0;
   }
-  if (const CUptiResult r = impl_->subscription.result(); r != CUPTI_SUCCESS) {
-    impl_->disable(fmt::format("cuptiSubscribe failed: {} (another profiler or tool holds CUPTI?)",
-                               cupti_error(r)));
+  if (impl_->subscription.result() != CUPTI_SUCCESS) {
+    impl_->disable(impl_->subscription.failure());
     return;
   }
   if (options.align_clock) {
@@ -205,8 +206,6 @@ void KernelTracer::start() {
       impl_->disable(
           fmt::format("cuptiActivityEnable({}) failed: {}", static_cast<int>(k), cupti_error(r)));
       for (auto k2 : impl_->kinds()) cuptiActivityDisable(k2);
-      std::lock_guard<std::mutex> lock(impl_->mutex);
-      impl_->running = false;
       return;
     }
 }
@@ -220,7 +219,6 @@ void KernelTracer::discard() {
   }
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->records.clear();
-  if (!impl_->enabled) impl_->running = false;
 }
 
 std::uint64_t KernelTracer::stop_and_collect(std::vector<Span>& out) {

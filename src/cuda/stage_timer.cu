@@ -98,17 +98,8 @@ using WriteValue32 = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned in
 
 // cuStreamWriteValue32 without linking libcuda: the runtime hands out the driver's entry point.
 WriteValue32 write_value32() {
-  static const WriteValue32 fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    const cudaError_t e = cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &p, 12000,
-                                                           cudaEnableDefault, &found);
-    if (e != cudaSuccess || found != cudaDriverEntryPointSuccess || p == nullptr) {
-      cudaGetLastError();
-      return WriteValue32{nullptr};
-    }
-    return reinterpret_cast<WriteValue32>(p);
-  }();
+  static const auto fn =
+      reinterpret_cast<WriteValue32>(detail::driver_entry_point("cuStreamWriteValue32"));
   return fn;
 }
 

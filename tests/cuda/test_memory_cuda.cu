@@ -29,10 +29,8 @@ using MemoryTest = gt::GpuTest;
 // libcuda: CI lists them on a machine without a driver).
 template <class F>
 F driver(const char* name) {
-  void* p = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  SIMPROF_CUDA_CHECK(cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &found));
-  if (found != cudaDriverEntryPointSuccess || p == nullptr) throw std::runtime_error(name);
+  void* p = simprof::cuda::detail::driver_entry_point(name);
+  if (p == nullptr) throw std::runtime_error(name);
   return reinterpret_cast<F>(p);
 }
 

@@ -40,6 +40,12 @@ std::string describe(cudaError_t code);
 /// illegal memory access was encountered; driver error 700)".
 std::string describe_driver(int result);
 
+namespace detail {
+/// A driver API function by name (cuStreamWriteValue32, cuCtxGetCurrent, ...) through the
+/// runtime's entry points — simprof links no libcuda; null when this driver has none.
+void* driver_entry_point(const char* symbol) noexcept;
+}  // namespace detail
+
 [[noreturn]] void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line);
 
 /// Whether a CUDA device can be used; when not, false, and `why` (if given) receives the reason.

@@ -39,13 +39,8 @@ GraphCache::GraphCache(cudaStream_t stream, GraphCacheOptions options)
         fmt::format("simprof: GraphCacheOptions.warmup = {} (expected >= 0)", options.warmup));
   if (options.capacity == 0)
     throw std::invalid_argument("simprof: GraphCacheOptions.capacity = 0 (expected >= 1)");
-  cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &get_context_, 12000, cudaEnableDefault,
-                                       &found) != cudaSuccess ||
-      found != cudaDriverEntryPointSuccess) {
-    cudaGetLastError();
-    get_context_ = nullptr;  // run() then asks the runtime for the device instead
-  }
+  // Null where the driver has none: run() then asks the runtime for the device instead.
+  get_context_ = detail::driver_entry_point("cuCtxGetCurrent");
   CUcontext ctx = nullptr;
   if (get_context_ != nullptr && reinterpret_cast<GetContext>(get_context_)(&ctx) == CUDA_SUCCESS)
     context_ = ctx;
