@@ -116,7 +116,8 @@ for _n, _a in [
     ("simprof_timer_stats_slowest", [_vp, _int, _int, ctypes.POINTER(_int), ctypes.POINTER(_int)]),
     ("simprof_timer_plot", [_vp, _int, _int, ctypes.c_char_p, _size, ctypes.POINTER(_size)]),
     ("simprof_timer_svg", [_vp, _str, ctypes.c_char_p, _size, ctypes.POINTER(_size)]),
-    ("simprof_trace_new", [_vp, _i64, _i64, _i64, _i64, _i64, _str, ctypes.POINTER(_vp)]),
+    ("simprof_trace_new", [_vp, _i64, _i64, _i64, _i64, _i64, _str, _int, ctypes.POINTER(_vp)]),
+    ("simprof_trace_wait", [_vp]),
     ("simprof_trace_files_count", [_vp, ctypes.POINTER(_size)]),
     ("simprof_trace_file", [_vp, _size, ctypes.POINTER(_str)]),
     ("simprof_kernel_tracer_new", [_vp, _vp, _int, ctypes.POINTER(_vp)]),
@@ -455,15 +456,26 @@ class TraceSession(_Handle):
     """Traces the steps a torch.profiler-style schedule selects to dir/<prefix>_<w>/rank<R>.json
     (Perfetto and Holistic Trace Analysis read them).
 
-    TraceSession(prof, wait=0, warmup=0, active=1, repeat=1, skip_first=0, dir=".")"""
+    TraceSession(prof, wait=0, warmup=0, active=1, repeat=1, skip_first=0, dir=".",
+                 background=False)
+
+    background=True hands each window over beside the loop: at the window's last step the loop
+    only stops the kernel tracer; waiting for the window's kernels, converting and writing run on
+    a thread of the session's own (no GIL held) while the loop goes on. windows and files grow once
+    a window is written; wait() waits for it, and so do close() and the next window's start."""
 
     _free = _lib.simprof_trace_free
 
     def __init__(self, prof: StepProfiler, wait: int = 0, warmup: int = 0, active: int = 1,
-                 repeat: int = 1, skip_first: int = 0, dir: str = "."):
+                 repeat: int = 1, skip_first: int = 0, dir: str = ".", background: bool = False):
         super().__init__(_new(_lib.simprof_trace_new, prof._h, int(wait), int(warmup),
-                              int(active), int(repeat), int(skip_first), dir.encode()))
+                              int(active), int(repeat), int(skip_first), dir.encode(),
+                              1 if background else 0))
         self._prof = prof  # outlives this session
+
+    def wait(self) -> None:
+        """Returns once every window ended so far is written."""
+        _check(_lib.simprof_trace_wait(self._h))
 
     @property
     def windows(self) -> int:
@@ -490,8 +502,8 @@ class KernelTracer(_Handle):
     kernels_only=True records kernels alone (the cheapest trace); cupti_clock=True keeps CUPTI's
     own timestamps, offset to the profiler's clock once per window (no per-record callback);
     runtime, driver, copies, syncs=False each leave one kind of record out; overhead=True adds
-    CUPTI's own overhead records (costly: +10 points on a replayed 100-kernel graph). Disabled (enabled is False,
-    reason says why) when another tool holds CUPTI."""
+    CUPTI's own overhead records (costly: +10 points on a replayed 100-kernel graph). Disabled
+    (enabled is False, reason says why) when another tool holds CUPTI."""
 
     _free = _lib.simprof_kernel_tracer_free
 

@@ -160,6 +160,25 @@ def test_trace_session_writes_the_same_trace_as_cpp(tmp_path):
     assert doc["schemaVersion"] and "distributedInfo" in doc
 
 
+def test_background_session_writes_beside_the_loop(tmp_path):
+    prof = quiet()
+    trace = simprof.TraceSession(prof, wait=0, warmup=0, active=2, repeat=2, dir=str(tmp_path),
+                                 background=True)
+    for _ in range(4):
+        with prof.step():
+            with prof.stage("physics"):
+                pass
+    trace.wait()  # both windows written on the session's thread
+    assert trace.windows == 2
+    files = trace.files
+    assert [os.path.basename(os.path.dirname(f)) for f in files] == [
+        "simprof_trace_0", "simprof_trace_1"], files
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            names = [e.get("name", "") for e in json.load(f)["traceEvents"]]
+        assert sum(n.startswith("ProfilerStep#") for n in names) == 2
+
+
 def test_cuda_handles_say_why_they_cannot_work():
     prof = quiet()
     trace = simprof.TraceSession(prof)

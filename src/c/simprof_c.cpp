@@ -430,20 +430,29 @@ simprof_status simprof_timer_svg(const simprof_timer_stats* s, const char* title
 }
 
 simprof_status simprof_trace_new(simprof_profiler* p, int64_t wait, int64_t warmup, int64_t active,
-                                 int64_t repeat, int64_t skip_first, const char* dir,
+                                 int64_t repeat, int64_t skip_first, const char* dir, int flags,
                                  simprof_trace** out) {
   SIMPROF_C_REQUIRE(p, "profiler");
   SIMPROF_C_REQUIRE(out, "out");
   *out = nullptr;
   return guarded([&] {
+    if (flags < 0 || flags > SIMPROF_SESSION_BACKGROUND)
+      throw std::invalid_argument("simprof: trace session flags = " + std::to_string(flags) +
+                                  " (expected 0 or SIMPROF_SESSION_BACKGROUND = 1)");
     simprof::TraceOptions o;
     o.schedule = simprof::Schedule{wait, warmup, active, repeat, skip_first};
     if (dir) o.dir = dir;
+    o.background = (flags & SIMPROF_SESSION_BACKGROUND) != 0;
     *out = new simprof_trace(p->prof, o);
   });
 }
 
 void simprof_trace_free(simprof_trace* trace) { delete trace; }
+
+simprof_status simprof_trace_wait(simprof_trace* t) {
+  SIMPROF_C_REQUIRE(t, "trace");
+  return guarded([&] { t->session.wait(); });
+}
 
 uint64_t simprof_trace_windows(const simprof_trace* t) { return t ? t->session.windows() : 0; }
 uint64_t simprof_trace_dropped(const simprof_trace* t) { return t ? t->session.dropped() : 0; }

@@ -50,9 +50,9 @@ struct KernelTracer::Impl {
       : options(o), time_base(tb), pool(o.buffer_bytes, o.max_buffers) {}
 
   KernelTracerOptions options;
-  TimeBase time_base;  // written only while no window is open (bind)
-  bool enabled = false;
-  std::string reason;
+  TimeBase time_base;                // written only while no window is open (bind)
+  std::atomic<bool> enabled{false};  // false for good once disable() ran (on either thread)
+  std::string reason;                // written before enabled goes false
   // The device's sticky error, seen when a window ended: the window's kernels after the fault were
   // never run, which its trace says (otherData.device_error).
   std::string device_error;
@@ -85,8 +85,8 @@ struct KernelTracer::Impl {
   // Off for good, said once; a window running stops collecting (its kinds are the caller's to
   // disable: never CUPTI's, when another tool holds it).
   void disable(std::string why) {
-    enabled = false;
     reason = std::move(why);
+    enabled = false;
     {
       std::lock_guard<std::mutex> lock(mutex);
       running = false;
@@ -166,6 +166,7 @@ KernelTracer::KernelTracer(const StepProfiler& prof, KernelTracerOptions options
 }
 
 KernelTracer::~KernelTracer() {
+  leave_session();  // a window handed over in the background may still be collecting
   if (impl_->enabled) {
     for (auto k : impl_->kinds()) cuptiActivityDisable(k);
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -221,8 +222,41 @@ void KernelTracer::discard() {
   impl_->records.clear();
 }
 
+// The window's last step ended: CUPTI instruments no launch from here on. What the window launched
+// is still reported once it has run (stop_and_collect() waits for it): the window ends at its last
+// launch, not when the device catches up.
+void KernelTracer::stop() {
+  if (!impl_->enabled) return;
+  for (auto k : impl_->kinds()) cuptiActivityDisable(k);
+}
+
+namespace {
+
+// The tracer's device current on this thread for the scope: collection may run on a session's
+// writer thread, whose current device is 0.
+class OnDevice {
+ public:
+  explicit OnDevice(int device) {
+    switched_ = cudaGetDevice(&previous_) == cudaSuccess && previous_ != device &&
+                cudaSetDevice(device) == cudaSuccess;
+  }
+  ~OnDevice() {
+    if (switched_) cudaSetDevice(previous_);
+  }
+  OnDevice(const OnDevice&) = delete;
+  OnDevice& operator=(const OnDevice&) = delete;
+
+ private:
+  int previous_ = 0;
+  bool switched_ = false;
+};
+
+}  // namespace
+
 std::uint64_t KernelTracer::stop_and_collect(std::vector<Span>& out) {
   if (!impl_->enabled) return 0;
+  stop();
+  const OnDevice on_device(impl_->device);
   // The window's kernels must have finished before CUPTI can report them.
   if (const cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) {
     impl_->device_error = fmt::format("cudaDeviceSynchronize failed: {}", cuda::describe(e));
@@ -233,7 +267,6 @@ std::uint64_t KernelTracer::stop_and_collect(std::vector<Span>& out) {
   if (const CUptiResult r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
       r != CUPTI_SUCCESS)
     impl_->disable(fmt::format("cuptiActivityFlushAll failed: {}", cupti_error(r)));
-  for (auto k : impl_->kinds()) cuptiActivityDisable(k);
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->running = false;
   impl_->records.to_spans(impl_->options.mode, impl_->offset, static_cast<std::int64_t>(::getpid()),

@@ -60,7 +60,10 @@ MemoryTracker::MemoryTracker(StepProfiler& prof, const AllocSource* device, cons
   prof_.add_listener(this);  // last: nothing below throws
 }
 
-MemoryTracker::~MemoryTracker() { prof_.remove_listener(this); }
+MemoryTracker::~MemoryTracker() {
+  leave_session();  // a window handed over in the background may still read the samples
+  prof_.remove_listener(this);
+}
 
 void MemoryTracker::grow(StageId id) {
   const std::size_t n = std::max<std::size_t>(id + 1, kPeriodStage + 1);
@@ -203,14 +206,19 @@ void MemoryTracker::start() {
   recording_ = true;
 }
 
-std::uint64_t MemoryTracker::stop_and_collect(std::vector<Span>& out) {
+void MemoryTracker::stop() {
+  if (!recording_) return;  // stopped on the loop's thread already: nothing is written here
   // A session that saw the window's last step end before this tracker did: its sample, now.
-  if (recording_ && sampled_ != step_ + 1) {
+  if (sampled_ != step_ + 1) {
     const Both now = read();
     if (const AllocSource* dev = sources_[kDevice]) in_use_ = dev->in_use_bytes();
     sample(step_, prof_.clock().now(), (now.side[kDevice] - step_begin_.side[kDevice]).allocs);
   }
-  recording_ = false;
+  recording_ = false;  // the samples are the window's now: the loop adds none until start()
+}
+
+std::uint64_t MemoryTracker::stop_and_collect(std::vector<Span>& out) {
+  stop();
   const auto pid = static_cast<std::int64_t>(::getpid());
   for (const Sample& s : samples_) {
     const std::int64_t ns = time_base_.to_ns(s.ticks);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "simprof/trace/session.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <stdexcept>
@@ -61,6 +62,8 @@ TraceSession::TraceSession(StepProfiler& prof, TraceOptions options)
 // their CPU spans as a valid trace marked incomplete (otherData.incomplete) to the default path.
 TraceSession::~TraceSession() {
   prof_.remove_listener(this);
+  wait();
+  for (auto* s : sources_) s->session_ = nullptr;
   if (!sources_running_ && active_steps_ == 0) return;
   try {
     const Schedule& s = options_.schedule;
@@ -68,13 +71,13 @@ TraceSession::~TraceSession() {
       default_logger()->warn(
           "simprof: trace session ended in window {}'s warm-up (before its {} active steps): "
           "nothing was recorded",
-          windows_.load(), s.active);
+          next_window_, s.active);
       return;
     }
     default_logger()->warn(
         "simprof: trace session ended in window {}'s active phase after {} of {} steps: writing "
         "its CPU spans to {}, marked incomplete",
-        windows_.load(), active_steps_, s.active, path_of(windows_.load()));
+        next_window_, active_steps_, s.active, path_of(next_window_));
     incomplete_ = true;
     save();
   } catch (const std::exception& e) {
@@ -89,8 +92,30 @@ TraceSession::~TraceSession() {
 void TraceSession::add_source(TraceSource* source) {
   if (source == nullptr)
     throw std::invalid_argument("simprof: TraceSession::add_source: null source");
+  wait();  // a window being handed over reads the sources
+  if (source->session_ != nullptr)
+    throw std::logic_error(
+        "simprof: TraceSession::add_source: the source belongs to a session already (one each)");
   source->bind(time_base_);
   sources_.push_back(source);
+  source->session_ = this;
+}
+
+void TraceSession::forget(TraceSource* source) noexcept {
+  sources_.erase(std::remove(sources_.begin(), sources_.end(), source), sources_.end());
+}
+
+void TraceSession::wait() {
+  if (writer_.joinable()) writer_.join();
+}
+
+TraceSource::~TraceSource() { leave_session(); }
+
+void TraceSource::leave_session() noexcept {
+  if (session_ == nullptr) return;
+  session_->wait();
+  session_->forget(this);
+  session_ = nullptr;
 }
 
 std::string TraceSession::path_of(std::uint64_t window) const {
@@ -112,6 +137,7 @@ void TraceSession::on_step_begin(std::uint64_t step, std::int64_t ticks) {
   action_ = options_.schedule.action(index_);
   step_ = step;
   if (action_ != ScheduleAction::kNone && !sources_running_) {
+    wait();  // the last window's collection (background) must end before the sources start again
     // Anchored to the wall clock per window: no drift between the processes' clocks.
     if (options_.wall_clock) wall_offset_ = time_base_.wall_offset_ns();
     for (auto* s : sources_) s->start();
@@ -166,9 +192,10 @@ void TraceSession::on_collective(const Collective& c, std::int64_t begin, std::i
 // Each collective scope becomes a CPU span with Kineto's collective arguments, and gives them to
 // the communication kernels ("nccl...") launched inside it on its thread, found through the
 // launch's correlation id.
-void TraceSession::add_collectives(Trace& t) const {
+void TraceSession::add_collectives(Trace& t,
+                                   const std::vector<RecordedCollective>& collectives) const {
   std::vector<std::pair<std::shared_ptr<const CollectiveArgs>, std::size_t>> scopes;
-  for (const RecordedCollective& r : collectives_) {
+  for (const RecordedCollective& r : collectives) {
     auto args = std::make_shared<CollectiveArgs>();
     args->op = r.c.op;
     args->dtype = r.c.dtype;
@@ -198,8 +225,11 @@ void TraceSession::add_collectives(Trace& t) const {
         k.collective = it->second;
 }
 
-void TraceSession::save() {
-  Trace t;
+// The loop's part of a window's end: its CPU spans and counters, taken from the preallocated
+// arrays (which are reused), and the sources stopped. The rest is hand_over()'s.
+TraceSession::Window TraceSession::close_window() {
+  Window w;
+  Trace& t = w.trace;
   t.spans.reserve(recorded_.size() + fps_.size() + collectives_.size());
   for (const Recorded& r : recorded_) {
     const bool step = r.id == kStepStage;
@@ -209,49 +239,80 @@ void TraceSession::save() {
   }
   for (const auto& [ticks, fps] : fps_)
     t.spans.push_back(Span::counter("FPS", to_ns(ticks), pid_, fps));
-  // Ending early (the destructor) the sources are left alone: they may be gone already (they are
-  // often declared after the session), and they stop themselves.
-  std::uint64_t dropped = dropped_;
+  w.collectives.assign(collectives_.begin(), collectives_.end());
+  // Ending early (the destructor) the sources are left alone: they stop themselves.
+  w.incomplete = incomplete_;
   if (!incomplete_)
-    for (auto* s : sources_) dropped += s->stop_and_collect(t.spans);
+    for (auto* s : sources_) s->stop();
   sources_running_ = false;
-  add_collectives(t);
-  t.dropped = dropped;
+  w.dropped = dropped_;
   t.ranks = ranks_;
   t.backend = options_.backend;
   t.wall_offset_ns = options_.wall_clock ? wall_offset_ : 0;
   t.base_time_ns = options_.wall_clock ? kTraceBaseTimeNs : 0;
-  if (!incomplete_)
-    for (auto* s : sources_) s->describe(t);
   t.metadata["clock"] = std::string(to_string(prof_.clock().source()));
-  const std::uint64_t window = windows_.load(std::memory_order_relaxed);
-  t.metadata["window"] = std::to_string(window);
+  w.index = next_window_++;
+  t.metadata["window"] = std::to_string(w.index);
   t.metadata["n_envs"] = std::to_string(prof_.n_envs());
   if (incomplete_) {
     t.metadata["incomplete"] = "true";
     t.metadata["active_steps"] = fmt::format("{} of {}", active_steps_, options_.schedule.active);
-  }
-  dropped_total_ += dropped;
-  auto log = default_logger();
-  if (dropped)
-    log->warn("simprof: trace window {}: {} events were dropped (see otherData.dropped_events)",
-              window, dropped);
-  if (ready_ && !incomplete_) {  // ending early, the handler's captures may be gone: the file
-    ready_(t, window);
-  } else {
-    try {
-      const std::string path = write(t, window);
-      log->info("simprof: trace window {}: {} spans -> {}", window, t.spans.size(), path);
-    } catch (const std::exception& e) {
-      log->error("{}", e.what());  // a failed write must not stop the simulation
-    }
   }
   recorded_.clear();
   collectives_.clear();
   active_steps_ = 0;
   fps_.clear();
   dropped_ = 0;
-  windows_.store(window + 1, std::memory_order_release);
+  return w;
+}
+
+// What can run beside the loop: the sources' spans and header, the handler or the file.
+void TraceSession::hand_over(Window& w) {
+  Trace& t = w.trace;
+  std::uint64_t dropped = w.dropped;
+  if (!w.incomplete) {
+    for (auto* s : sources_) dropped += s->stop_and_collect(t.spans);
+    for (auto* s : sources_) s->describe(t);
+  }
+  add_collectives(t, w.collectives);
+  t.dropped = dropped;
+  dropped_total_ += dropped;
+  auto log = default_logger();
+  if (dropped)
+    log->warn("simprof: trace window {}: {} events were dropped (see otherData.dropped_events)",
+              w.index, dropped);
+  if (ready_ && !w.incomplete) {  // ending early, the handler's captures may be gone: the file
+    ready_(t, w.index);
+  } else {
+    try {
+      const std::string path = write(t, w.index);
+      log->info("simprof: trace window {}: {} spans -> {}", w.index, t.spans.size(), path);
+    } catch (const std::exception& e) {
+      log->error("{}", e.what());  // a failed write must not stop the simulation
+    }
+  }
+  windows_.store(w.index + 1, std::memory_order_release);
+}
+
+void TraceSession::save() {
+  wait();
+  Window w = close_window();
+  if (!options_.background || w.incomplete) {
+    hand_over(w);
+    return;
+  }
+  writer_ = std::thread([this, w = std::move(w)]() mutable {
+    try {
+      hand_over(w);
+    } catch (const std::exception& e) {  // nothing may escape the thread: the window is said lost
+      try {
+        default_logger()->error("simprof: trace window {} was not handed over: {}", w.index,
+                                e.what());
+      } catch (...) {
+      }
+    } catch (...) {
+    }
+  });
 }
 
 }  // namespace simprof

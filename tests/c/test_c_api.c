@@ -53,7 +53,10 @@ int main(void) {
   CHECK(simprof_set_fps_callback(p, on_fps, NULL) == SIMPROF_OK);
 
   simprof_trace* t = NULL;
-  CHECK(simprof_trace_new(p, 0, 0, 2, 1, 0, "c_api_trace", &t) == SIMPROF_OK);
+  CHECK(simprof_trace_new(p, 0, 0, 2, 1, 0, "c_api_trace", 2, &t) == SIMPROF_INVALID_ARGUMENT);
+  CHECK(strstr(simprof_last_error(), "flags = 2") != NULL);
+  CHECK(simprof_trace_new(p, 0, 0, 2, 1, 0, "c_api_trace", SIMPROF_SESSION_BACKGROUND, &t) ==
+        SIMPROF_OK);
   simprof_kernel_tracer* k = NULL;
   simprof_nvtx* nv = NULL;
   if (simprof_has_cuda()) {
@@ -119,6 +122,8 @@ int main(void) {
   int published = -1;
   CHECK(simprof_step_end(p, &published) == SIMPROF_OK && published == 0);
 
+  CHECK(simprof_trace_wait(t) == SIMPROF_OK); /* the window is written beside the loop */
+  CHECK(simprof_trace_wait(NULL) == SIMPROF_INVALID_ARGUMENT);
   CHECK(simprof_trace_windows(t) == 1);
   CHECK(simprof_trace_dropped(t) == 0);
   CHECK(simprof_trace_files_count(t, &n) == SIMPROF_OK && n == 1);

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "simprof/base/manual_clock.hpp"
 #include "simprof/memory/tracker.hpp"
@@ -167,10 +168,11 @@ TEST(MemoryTracker, VetoedStepsPublishNothing) {
 
 // Either order of registration: the window's last step is sampled whether the session or the
 // tracker hears of its end first.
-class MemoryCounters : public ::testing::TestWithParam<bool> {};
+// (the tracker made before the session, the window handed over beside the loop)
+class MemoryCounters : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
 
 TEST_P(MemoryCounters, TraceWindowsCarryMemoryCounters) {
-  const bool tracker_first = GetParam();
+  const auto [tracker_first, background] = GetParam();
   ManualClock mc;
   StepProfiler prof(quiet(), 0, mc.clock());
   FakeAllocator dev;
@@ -181,16 +183,18 @@ TEST_P(MemoryCounters, TraceWindowsCarryMemoryCounters) {
   TraceOptions to;
   to.schedule = Schedule{0, 0, 3, 1, 0};
   to.wall_clock = false;
+  to.background = background;
   TraceSession session(prof, to);
   if (!tracker_first) mem.emplace(prof, &dev, nullptr, mo);
   session.add_source(&*mem);
   std::vector<Trace> traces;
   session.on_trace_ready([&](const Trace& t, std::uint64_t) { traces.push_back(t); });
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 6; ++i) {  // the window, then three steps while it is handed over
     auto step = prof.step();
     dev.alloc(1 << 20);
     mc.advance_ns(1000);
   }
+  session.wait();
   ASSERT_EQ(traces.size(), 1u);
   std::vector<double> in_use, allocs;
   for (const Span& s : traces[0].spans) {
@@ -203,9 +207,13 @@ TEST_P(MemoryCounters, TraceWindowsCarryMemoryCounters) {
   EXPECT_EQ(traces[0].dropped, 1u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Order, MemoryCounters, ::testing::Bool(), [](const auto& p) {
-  return std::string(p.param ? "TrackerFirst" : "SessionFirst");
-});
+INSTANTIATE_TEST_SUITE_P(Order, MemoryCounters,
+                         ::testing::Combine(::testing::Bool(), ::testing::Bool()),
+                         [](const auto& p) {
+                           return std::string(std::get<0>(p.param) ? "TrackerFirst"
+                                                                   : "SessionFirst") +
+                                  (std::get<1>(p.param) ? "Background" : "");
+                         });
 
 TEST(MemoryTracker, TheLastStepOfAWindowIsSampledWhicheverListenerHearsFirst) {
   StepProfiler prof(quiet(), 0);

@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: MIT
 // Every path that crosses threads, for ThreadSanitizer (scripts/test runs the core tests under it):
 // the FPS line switched from another thread while the loop runs; a trace session's results read
-// from another thread while windows are written; CUPTI's buffer hand-off (the pool the kernel
-// tracer lends CUPTI buffers from, returned on CUPTI's own thread), without CUPTI.
+// from another thread while windows are written; windows handed over on the session's writer
+// thread (TraceOptions::background) while the loop goes on, and a source that goes first; CUPTI's
+// buffer hand-off (the pool the kernel tracer lends CUPTI buffers from, returned on CUPTI's own
+// thread), without CUPTI.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
+#include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -125,4 +131,152 @@ TEST(Threads, BufferPoolHandsBuffersToAnotherThreadAndBack) {
   EXPECT_EQ(pool.exhausted(), refused);
   EXPECT_FALSE(pool.release(reinterpret_cast<std::uint8_t*>(&lent)))  // not the pool's
       << "a foreign pointer is refused";
+}
+
+namespace {
+
+// A source that says on which thread each call came, and whose collection can be held back (as the
+// CUDA tracer's waits for the device) until the test lets it go.
+class ThreadedSource : public TraceSource {
+ public:
+  ~ThreadedSource() override { leave_session(); }
+  void bind(const TimeBase&) override {}
+  void start() override { log("start"); }
+  void discard() override { log("discard"); }
+  void stop() override { log("stop"); }
+  std::uint64_t stop_and_collect(std::vector<Span>& out) override {
+    std::unique_lock<std::mutex> lock(m_);
+    released_.wait(lock, [&] { return open_; });
+    calls_.emplace_back("collect", std::this_thread::get_id());
+    out.push_back(Span::kernel("gpu_kernel", 0, 1, 0, 7, ++collected_));
+    return 1;
+  }
+  void hold() {
+    std::lock_guard<std::mutex> lock(m_);
+    open_ = false;
+  }
+  void release() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      open_ = true;
+    }
+    released_.notify_all();
+  }
+  std::vector<std::pair<std::string, std::thread::id>> calls() const {
+    std::lock_guard<std::mutex> lock(m_);
+    return calls_;
+  }
+
+ private:
+  void log(const char* what) {
+    std::lock_guard<std::mutex> lock(m_);
+    calls_.emplace_back(what, std::this_thread::get_id());
+  }
+  mutable std::mutex m_;
+  std::condition_variable released_;
+  bool open_ = true;
+  std::uint64_t collected_ = 0;
+  std::vector<std::pair<std::string, std::thread::id>> calls_;
+};
+
+void run_steps(StepProfiler& prof, ManualClock& mc, int n) {
+  for (int i = 0; i < n; ++i) {
+    auto step = prof.step();
+    auto s = prof.stage("physics");
+    mc.advance_ns(1000);
+  }
+}
+
+}  // namespace
+
+TEST(Threads, BackgroundSessionCollectsBesideTheLoopAndWritesTheSameTrace) {
+  std::vector<std::string> written[2];
+  for (const bool background : {false, true}) {
+    ManualClock mc;
+    StepProfiler prof(simprof::testing::quiet(), 0, mc.clock());
+    TraceOptions o;
+    o.schedule = Schedule{1, 1, 2, 2, 0};  // windows at steps 1-3 and 5-7 (one wait, one warm-up)
+    o.wall_clock = false;
+    o.background = background;
+    o.dir = ::testing::TempDir() + "simprof_background_" + std::to_string(background);
+    std::filesystem::remove_all(o.dir);
+    TraceSession session(prof, o);
+    ThreadedSource src;
+    session.add_source(&src);
+    if (background) src.hold();  // on the loop's thread, a held collection would hold the loop
+    run_steps(prof, mc, 4);      // the first window ends with step 3
+    if (background) {
+      EXPECT_EQ(session.windows(), 0u) << "the loop went on while the window was collected";
+      EXPECT_TRUE(session.files().empty());
+    }
+    src.release();
+    session.wait();
+    EXPECT_EQ(session.windows(), 1u);
+    run_steps(prof, mc, 4);
+    session.wait();
+    ASSERT_EQ(session.windows(), 2u);
+    EXPECT_EQ(session.dropped(), 2u);  // one lost per window, said by the source
+    const auto loop = std::this_thread::get_id();
+    std::vector<std::string> order;
+    for (const auto& [what, thread] : src.calls()) {
+      order.push_back(what);
+      if (what == "collect")
+        EXPECT_EQ(thread != loop, background) << "collect ran on the wrong thread";
+      else
+        EXPECT_EQ(thread, loop) << what << " left the loop's thread";
+    }
+    EXPECT_EQ(order, (std::vector<std::string>{"start", "discard", "stop", "collect", "start",
+                                               "discard", "stop", "collect"}));
+    for (const auto& f : session.files()) written[background].push_back(simprof::testing::slurp(f));
+    std::filesystem::remove_all(o.dir);
+  }
+  ASSERT_EQ(written[1].size(), 2u);
+  EXPECT_EQ(written[0], written[1]) << "the background trace differs from the synchronous one";
+}
+
+TEST(Threads, BackgroundWindowIsWrittenBeforeTheNextStartsAndWhenTheSessionEnds) {
+  ManualClock mc;
+  StepProfiler prof(simprof::testing::quiet(), 0, mc.clock());
+  TraceOptions o;
+  o.schedule = Schedule{0, 0, 1, 3, 0};  // three one-step windows, back to back
+  o.background = true;
+  o.wall_clock = false;
+  std::vector<std::uint64_t> handed;
+  std::optional<ThreadedSource> src(std::in_place);
+  {
+    TraceSession session(prof, o);
+    session.add_source(&*src);
+    session.on_trace_ready([&](const Trace& t, std::uint64_t w) {
+      handed.push_back(w);  // on the writer thread, one window at a time
+      EXPECT_EQ(t.spans.back().correlation, w + 1) << "the window's own collection";
+    });
+    run_steps(prof, mc, 3);
+  }  // the session waits for the third window before it goes
+  EXPECT_EQ(handed, (std::vector<std::uint64_t>{0, 1, 2}));
+  src.reset();  // the session went first: the source has nothing to leave
+}
+
+TEST(Threads, SourceThatGoesFirstWaitsForItsWindowAndLeavesTheSession) {
+  ManualClock mc;
+  StepProfiler prof(simprof::testing::quiet(), 0, mc.clock());
+  TraceOptions o;
+  o.schedule = Schedule{0, 0, 1, 2, 0};
+  o.background = true;
+  o.wall_clock = false;
+  std::vector<std::size_t> spans;
+  TraceSession session(prof, o);
+  session.on_trace_ready([&](const Trace& t, std::uint64_t) { spans.push_back(t.spans.size()); });
+  {
+    ThreadedSource src;
+    session.add_source(&src);
+    EXPECT_THROW(session.add_source(&src), std::logic_error);  // one session per source
+    src.hold();
+    run_steps(prof, mc, 1);  // window 0 ends; its collection waits on the source
+    std::thread opener([&] { src.release(); });
+    opener.join();
+  }  // the source goes while (or after) window 0 is collected: it waits, then leaves
+  EXPECT_EQ(session.windows(), 1u);
+  run_steps(prof, mc, 1);  // window 1 runs without the source
+  session.wait();
+  EXPECT_EQ(spans, (std::vector<std::size_t>{3, 2}));  // physics, the step (+ the source's kernel)
 }

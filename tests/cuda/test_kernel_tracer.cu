@@ -168,6 +168,53 @@ TEST_F(GpuTest, GraphLaunchModeWritesOneEventPerLaunch) {
   EXPECT_EQ(a.steps[0].kernels, 1u);  // one launch event per step in this mode
 }
 
+// TraceOptions::background: the window ends at its last launch, not when the device catches up.
+// The gate keeps every kernel of the window (and of the steps after it) waiting on the device while
+// the loop goes on; the session's writer waits for the window's kernels, and the trace holds those
+// and nothing launched after the window's last step.
+TEST_F(GpuTest, BackgroundWindowEndsAtItsLastLaunchWhileTheLoopGoesOn) {
+  SIMPROF_SKIP_GATED_UNDER_SANITIZER();
+  Stream stream;
+  DeviceBuffer<float> x(4096);
+  StepProfiler prof(quiet(), 0);
+  TraceOptions o;
+  o.schedule = Schedule{0, 0, 2, 1, 0};
+  o.background = true;
+  TraceSession session(prof, o);
+  KernelTracer tracer(prof);
+  SIMPROF_REQUIRE_CUPTI(tracer);
+  session.add_source(&tracer);
+  std::vector<Trace> traces;
+  session.on_trace_ready([&](const Trace& t, std::uint64_t) { traces.push_back(t); });
+  GraphCacheOptions go;
+  go.warmup = 0;
+  GraphCache cache(stream, go);
+  auto body = [&](cudaStream_t s) {
+    for (int i = 0; i < 5; ++i) gt::axpb(x.data(), 4096, 1.0f, s);
+  };
+  cache.run({1}, body);  // captured (and run once) before the window
+  stream.synchronize();
+  gt::Gate gate;
+  gate.hold(stream);
+  for (int i = 0; i < 6; ++i) {  // steps 0-1 traced, 2-5 after the window
+    auto step = prof.step();
+    cache.run({1}, body);
+    for (int k = 0; k < 3; ++k) gt::axpb(x.data(), 4096, 1.0f, stream);
+  }
+  EXPECT_EQ(session.windows(), 0u) << "the writer waits for the window's kernels, held by the gate";
+  EXPECT_TRUE(traces.empty());
+  gate.open();
+  session.wait();
+  ASSERT_EQ(traces.size(), 1u);
+  const auto kernels = of_kind(traces[0], SpanKind::kKernel);
+  EXPECT_EQ(kernels.size(), 2u * (5 + 3)) << "the window's kernels, none launched after it";
+  std::size_t replayed = 0;
+  for (const auto* k : kernels) replayed += k->graph_id > 0;
+  EXPECT_EQ(replayed, 2u * 5);
+  EXPECT_EQ(traces[0].dropped, 0u);
+  EXPECT_EQ(session.files().size(), 0u);  // the handler took it
+}
+
 TEST_F(GpuTest, LaunchBoundVerdictForManySmallEagerKernels) {
   Stream stream;
   DeviceBuffer<float> x(1024);

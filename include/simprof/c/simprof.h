@@ -122,11 +122,19 @@ simprof_status simprof_timer_svg(const simprof_timer_stats* stats, const char* t
                                  size_t cap, size_t* needed);
 
 /* --- trace sessions (torch.profiler's schedule; Perfetto/HTA JSON, one file per window) ------- */
+/* flags: SIMPROF_SESSION_BACKGROUND hands each window over beside the loop: at a window's last
+ * step the loop only stops the kernel tracer; waiting for the window's kernels, converting and
+ * writing run on a thread of the session's own. windows and files grow once a window is written;
+ * simprof_trace_wait waits for it (freeing the session, or a tracer of it, waits too). */
+enum { SIMPROF_SESSION_BACKGROUND = 1 };
 typedef struct simprof_trace simprof_trace;
 simprof_status simprof_trace_new(simprof_profiler* prof, int64_t wait, int64_t warmup,
                                  int64_t active, int64_t repeat, int64_t skip_first,
-                                 const char* dir, simprof_trace** out);
+                                 const char* dir, int flags, simprof_trace** out);
 void simprof_trace_free(simprof_trace* trace);
+/* Returns once every window ended so far is written (at once without SIMPROF_SESSION_BACKGROUND).
+ */
+simprof_status simprof_trace_wait(simprof_trace* trace);
 uint64_t simprof_trace_windows(const simprof_trace* trace);
 uint64_t simprof_trace_dropped(const simprof_trace* trace);
 /* The files written so far: count, then each path (valid until the next count). */

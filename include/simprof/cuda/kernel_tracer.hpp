@@ -77,7 +77,10 @@ class KernelTracer : public TraceSource {
   void bind(const TimeBase& time_base) override;
   void start() override;
   void discard() override;
-  /// Waits for the device (the window's work must be complete), flushes CUPTI and converts.
+  /// CUPTI instruments no further launch; the window's own are still reported.
+  void stop() override;
+  /// Waits for the device (the window's work must be complete), flushes CUPTI and converts. Runs
+  /// on the session's writer thread with TraceOptions::background (on the tracer's device).
   std::uint64_t stop_and_collect(std::vector<Span>& out) override;
   /// deviceProperties of the devices the last window ran on, and the CUDA and CUPTI versions.
   void describe(Trace& trace) const override;

@@ -147,6 +147,7 @@ class MemoryTracker final : public StepListener, public TraceSource {
   void bind(const TimeBase& time_base) override { time_base_ = time_base; }
   void start() override;
   void discard() override { samples_.clear(); }
+  void stop() override;
   std::uint64_t stop_and_collect(std::vector<Span>& out) override;
 
  private:

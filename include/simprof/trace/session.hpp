@@ -21,8 +21,10 @@
 // Trace Analysis reads the window's directory as one run and Perfetto lines the files up.
 //
 // The hot path (stage begin/end while recording) stores two ticks into a preallocated array; names
-// and JSON come later. Spans beyond max_cpu_events are dropped and counted, and the count is
-// written into the trace and logged: nothing is lost silently.
+// and JSON come later. With TraceOptions::background the loop pays, at a window's end, only for
+// stopping its sources (CUPTI takes no new kernels); collecting, converting and writing run on a
+// thread of the session's own while the loop goes on. Spans beyond max_cpu_events are dropped and
+// counted, and the count is written into the trace and logged: nothing is lost silently.
 #pragma once
 
 #include <atomic>
@@ -31,6 +33,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "simprof/profiler/step_profiler.hpp"
@@ -40,10 +43,17 @@
 
 namespace simprof {
 
+class TraceSession;
+
 /// A producer of typed spans for the active windows, e.g. the CUPTI kernel tracer.
 class TraceSource {
  public:
-  virtual ~TraceSource() = default;
+  TraceSource() = default;
+  /// A copy belongs to no session.
+  TraceSource(const TraceSource&) noexcept {}
+  TraceSource& operator=(const TraceSource&) noexcept { return *this; }
+  /// Leaves its session (leave_session()): a source may go before the session it was added to.
+  virtual ~TraceSource();
   /// The session's timebase, handed over once by TraceSession::add_source() before any window:
   /// every span the source produces is in its nanoseconds.
   virtual void bind(const TimeBase& time_base) = 0;
@@ -51,11 +61,26 @@ class TraceSource {
   virtual void start() = 0;
   /// Drop what was collected so far (the warm-up ends).
   virtual void discard() = 0;
-  /// Stop, and append the window's spans; return how many were lost.
+  /// The window's last step ended: take no new work (the CUDA tracer: CUPTI stops instrumenting
+  /// launches; work launched before is still reported). Called on the loop's thread, cheap;
+  /// stop_and_collect() follows, on the same thread or (TraceOptions::background) on the
+  /// session's writer thread, before the next start().
+  virtual void stop() {}
+  /// Stop (where stop() did not), and append the window's spans; return how many were lost.
   virtual std::uint64_t stop_and_collect(std::vector<Span>& out) = 0;
   /// Adds what the source knows to the trace's header (the CUDA tracer: deviceProperties and the
-  /// CUDA versions). Called after stop_and_collect().
+  /// CUDA versions). Called after stop_and_collect(), on the same thread.
   virtual void describe(Trace& /*trace*/) const {}
+
+ protected:
+  /// Waits for a window of its session still being handed over (it may read this source), then
+  /// leaves the session. A source's destructor calls it first, before its members go; the base
+  /// destructor calls it again (a no-op then).
+  void leave_session() noexcept;
+
+ private:
+  friend class TraceSession;
+  TraceSession* session_ = nullptr;
 };
 
 /// Subtracted from wall-clock span times when a trace is written ("baseTimeNanoseconds": Kineto's
@@ -76,6 +101,13 @@ struct TraceOptions {
   /// kTraceBaseTimeNs. False: the profiler clock's own nanoseconds, base 0 (deterministic tests).
   bool wall_clock = true;
   std::size_t max_collectives = 4096;  ///< collective scopes kept per window; beyond, dropped
+  /// Hand each window over beside the loop: at the window's last step the loop only stops the
+  /// sources; collecting what they recorded (the CUDA tracer: waiting for the window's kernels,
+  /// flushing CUPTI, converting), the ready handler and the file run on a thread of the session's
+  /// own while the loop goes on. windows() and files() grow once a window is written; wait()
+  /// waits for it; the next window's start and the destructor wait too. The handler then runs on
+  /// that thread.
+  bool background = false;
 };
 
 class TraceSession : public StepListener {
@@ -84,17 +116,22 @@ class TraceSession : public StepListener {
 
   /// Attaches to `prof` (validates the schedule).
   TraceSession(StepProfiler& prof, TraceOptions options = {});
-  /// Ending inside a window says so (one warning naming the phase and the steps seen); when its
-  /// active phase had recorded steps, their CPU spans are written as a valid trace marked
-  /// incomplete (otherData "incomplete": "true", "active_steps": "2 of 3") to path_of(window). The
-  /// sources and the ready handler are not called then: they may be gone already.
+  /// Waits for a window being handed over (background). Ending inside a window says so (one warning
+  /// naming the phase and the steps seen); when its active phase had recorded steps, their CPU
+  /// spans are written as a valid trace marked incomplete (otherData "incomplete": "true",
+  /// "active_steps": "2 of 3") to path_of(window). The sources and the ready handler are not called
+  /// then: they may be gone already.
   ~TraceSession() override;
   TraceSession(const TraceSession&) = delete;
   TraceSession& operator=(const TraceSession&) = delete;
 
-  /// Binds `source` to this session's timebase. Sources are not owned and must outlive the
-  /// session.
+  /// Binds `source` to this session's timebase. Sources are not owned; one that goes first leaves
+  /// the session (its destructor). A source belongs to one session: a second add throws
+  /// std::logic_error.
   void add_source(TraceSource* source);
+  /// Returns once every window ended so far is handed over (written, or given to the handler). At
+  /// once without TraceOptions::background. Call it from the loop's thread.
+  void wait();
   /// Replaces the default handler, which writes dir/prefix_<window>.json.
   void on_trace_ready(ReadyFn fn) { ready_ = std::move(fn); }
 
@@ -138,8 +175,21 @@ class TraceSession : public StepListener {
     std::uint64_t step;
     std::int64_t begin, end, tid;
   };
+  // A window ended: what the loop's thread takes (CPU spans, counters, metadata), then what can
+  // run beside the loop (the sources' collection, the handler or the file).
+  struct Window {
+    Trace trace;
+    std::vector<RecordedCollective> collectives;
+    std::uint64_t dropped = 0;
+    std::uint64_t index = 0;
+    bool incomplete = false;
+  };
   void save();
-  void add_collectives(Trace& t) const;
+  Window close_window();
+  void hand_over(Window& w);
+  friend class TraceSource;  // leave_session()
+  void forget(TraceSource* source) noexcept;
+  void add_collectives(Trace& t, const std::vector<RecordedCollective>& collectives) const;
 
   StepProfiler& prof_;
   TraceOptions options_;
@@ -162,7 +212,9 @@ class TraceSession : public StepListener {
   std::atomic<std::uint64_t> dropped_total_{0};
   std::uint64_t fps_samples_seen_ = 0;
   std::vector<std::pair<std::int64_t, double>> fps_;  // (ticks, total fps) in the window
-  std::atomic<std::uint64_t> windows_{0};
+  std::uint64_t next_window_ = 0;                     // the window in progress (the loop's thread)
+  std::atomic<std::uint64_t> windows_{0};             // windows handed over
+  std::thread writer_;                                // background: the window being handed over
   mutable std::mutex files_mutex_;
   std::vector<std::string> files_;
   std::int64_t pid_, tid_;
