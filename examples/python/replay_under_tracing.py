@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""What a kernel tracer costs a replayed torch graph on the device and on the host, with no Python
-step code around the replays: the device time per replay (300 back-to-back replays, GPU drained at
-both ends) and the host time of one torch.cuda.CUDAGraph.replay() call (20 calls from an empty
-queue). One tool per process, as CUPTI has one subscriber:
+"""What a kernel tracer costs a replayed torch graph, with no Python step code around the replays:
+the time per replay of 300 back-to-back replays (GPU drained at both ends: the device's time, unless
+the host's launch is the slower) and the host time of one torch.cuda.CUDAGraph.replay() call (20
+calls from an empty queue). One tool per process, as CUPTI has one subscriber:
 
     PYTHONPATH=<build>/python python3 examples/python/replay_under_tracing.py {off,simprof,torch}
         [--n-envs 1024] [--kernels 100]
@@ -40,7 +40,7 @@ def main():
             graph.replay()
         sync()
         return {"host_us_per_replay": round(host / 20 * 1e6, 2),
-                "device_us_per_replay": round((now() - t1) / 300 * 1e6, 2)}
+                "us_per_replay": round((now() - t1) / 300 * 1e6, 2)}
 
     if a.tool == "off":
         r = measure()
