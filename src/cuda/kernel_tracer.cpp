@@ -82,6 +82,11 @@ struct KernelTracer::Impl {
     return k;
   }
 
+  // CUPTI instruments no further launch (the records of those launched before still come).
+  void disable_kinds() const {
+    for (auto k : kinds()) cuptiActivityDisable(k);
+  }
+
   // Off for good, said once; a window running stops collecting (its kinds are the caller's to
   // disable: never CUPTI's, when another tool holds it).
   void disable(std::string why) {
@@ -168,7 +173,7 @@ KernelTracer::KernelTracer(const StepProfiler& prof, KernelTracerOptions options
 KernelTracer::~KernelTracer() {
   leave_session();  // a window handed over in the background may still be collecting
   if (impl_->enabled) {
-    for (auto k : impl_->kinds()) cuptiActivityDisable(k);
+    impl_->disable_kinds();
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   }
   // CUPTI's clock back to its own for whoever traces next in this process (torch.profiler, say).
@@ -206,7 +211,7 @@ void KernelTracer::start() {
     if (const CUptiResult r = cuptiActivityEnable(k); r != CUPTI_SUCCESS) {
       impl_->disable(
           fmt::format("cuptiActivityEnable({}) failed: {}", static_cast<int>(k), cupti_error(r)));
-      for (auto k2 : impl_->kinds()) cuptiActivityDisable(k2);
+      impl_->disable_kinds();
       return;
     }
 }
@@ -216,7 +221,7 @@ void KernelTracer::discard() {
   if (const CUptiResult r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
       r != CUPTI_SUCCESS) {
     impl_->disable(fmt::format("cuptiActivityFlushAll failed: {}", cupti_error(r)));
-    for (auto k : impl_->kinds()) cuptiActivityDisable(k);
+    impl_->disable_kinds();
   }
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->records.clear();
@@ -227,7 +232,7 @@ void KernelTracer::discard() {
 // launch, not when the device catches up.
 void KernelTracer::stop() {
   if (!impl_->enabled) return;
-  for (auto k : impl_->kinds()) cuptiActivityDisable(k);
+  impl_->disable_kinds();
 }
 
 namespace {
