@@ -165,46 +165,54 @@ void BM_StepManual(benchmark::State& state) {
 }
 BENCHMARK(BM_StepManual)->Arg(0)->Arg(6);
 
-void print_ratios(const simprof::bench::RatioReporter& runs) {
+void print_ratios(const simprof::bench::RatioReporter& runs, simprof::bench::Verdicts& v) {
+  using simprof::bench::difference_of;
+  using simprof::bench::ratio_of;
+  using Goal = simprof::bench::Verdicts::Goal;
   auto get = [&](const char* k) { return runs.time(k); };
   const double steady = get("BM_RawClockPair/0"), tsc = get("BM_RawClockPair/1");
   const double scope_steady = get("BM_StageScope/0"), scope_tsc = get("BM_StageScope/1");
-  const bool have_tsc = tsc > 0 && scope_tsc > 0;
-  const double cheapest_pair = have_tsc && tsc < steady ? tsc : steady;
-  const double scope = have_tsc && tsc < steady ? scope_tsc : scope_steady;
+  // The cheaper clock where both clocks' pair and scope ran; a missing run is never the cheaper.
+  const bool use_tsc = tsc > 0 && scope_tsc > 0 && (steady <= 0 || tsc < steady);
+  const double cheapest_pair = use_tsc ? tsc : steady;
+  const double scope = use_tsc ? scope_tsc : scope_steady;
   std::printf("\n--- ratios (same binary, same run) ---\n");
   std::printf("raw clock pair: steady %.2f ns, tsc %s\n", steady,
-              have_tsc ? std::to_string(tsc).c_str() : "n/a");
-  std::printf("stage scope / raw pair (steady): %.2fx\n", scope_steady / steady);
-  if (have_tsc) std::printf("stage scope / raw pair (tsc):    %.2fx\n", scope_tsc / tsc);
-  const double r = scope / cheapest_pair;
+              tsc > 0 ? std::to_string(tsc).c_str() : "n/a");
+  std::printf("stage scope / raw pair (steady): %.2fx\n", ratio_of(scope_steady, steady));
+  if (tsc > 0) std::printf("stage scope / raw pair (tsc):    %.2fx\n", ratio_of(scope_tsc, tsc));
+  const double r = ratio_of(scope, cheapest_pair);
   std::printf(
       "stage scope vs cheapest clock pair: %.2f ns / %.2f ns = %.2fx  [target <= 1.50x: %s]\n",
-      scope, cheapest_pair, r, r <= 1.5 ? "met" : "MISSED");
-  const double macro =
-      get(have_tsc && tsc < steady ? "BM_MacroStageScope/1" : "BM_MacroStageScope/0");
+      scope, cheapest_pair, r,
+      v.judge("stage_scope_vs_clock_pair", "stage scope / cheapest raw clock pair", r, "x",
+              Goal::kAtMost, 1.5));
+  const double macro = get(use_tsc ? "BM_MacroStageScope/1" : "BM_MacroStageScope/0");
+  const double macro_vs_scope = ratio_of(macro, scope);
   std::printf(
       "SIMPROF_STAGE scope vs cheapest clock pair: %.2f ns / %.2f ns = %.2fx; vs the StageId "
-      "scope: "
-      "%.2fx  [target <= 1.05x: %s]\n",
-      macro, cheapest_pair, macro / cheapest_pair, macro / scope,
-      macro / scope <= 1.05 ? "met" : "MISSED");
+      "scope: %.2fx  [target <= 1.05x: %s]\n",
+      macro, cheapest_pair, ratio_of(macro, cheapest_pair), macro_vs_scope,
+      v.judge("macro_vs_stage_scope", "SIMPROF_STAGE scope / StageId scope", macro_vs_scope, "x",
+              Goal::kAtMost, 1.05));
   // The profiler's clock in the step benchmarks is kAuto: the TSC where there is one.
-  const double pair = have_tsc ? tsc : steady;
+  const double pair = tsc > 0 ? tsc : steady;
   const double manual0 = get("BM_StepManual/0"), manual6 = get("BM_StepManual/6");
-  const double book = manual0 - pair;
+  const double book = difference_of(manual0, pair);
   std::printf(
       "per-step bookkeeping (FPS + timings): empty step %.2f ns - its clock pair %.2f ns = "
       "%.2f ns  [target <= 10 ns: %s]\n",
-      manual0, pair, book, book <= 10.0 ? "met" : "MISSED");
+      manual0, pair, book,
+      v.judge("step_bookkeeping", "empty manual step - its clock pair", book, "ns", Goal::kAtMost,
+              10.0));
   std::printf("  with 6 stages: %.2f ns = 6 x stage scope %.2f ns + step %.2f ns + %.2f ns rest\n",
               manual6, scope, manual0, manual6 - 6 * scope - manual0);
   const double raii0 = get("BM_Step/0/0"), raii6 = get("BM_Step/6/0"),
                hist6 = get("BM_Step/6/1024");
   std::printf("RAII step scope: +%.2f ns per step for its std::uncaught_exceptions() check\n",
-              raii0 - manual0);
+              difference_of(raii0, manual0));
   std::printf("step with 6 stages, RAII: %.2f ns; with stats_window = 1024: %.2f ns (+%.2f ns)\n",
-              raii6, hist6, hist6 - raii6);
+              raii6, hist6, difference_of(hist6, raii6));
   std::printf("stage scope by name (hash lookup): %.2f ns\n", get("BM_StageScopeByName"));
   std::printf("FPS tick %.2f ns, RunningMean window %.2f ns, EMA %.2f ns\n", get("BM_FpsTick"),
               get("BM_RunningMeanWindow"), get("BM_RunningMeanEma"));

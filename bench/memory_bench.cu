@@ -28,6 +28,7 @@
 #include "simprof/cuda/stream.hpp"
 #include "simprof/memory/tracker.hpp"
 #include "simprof/profiler/step_profiler.hpp"
+#include "verdicts.hpp"
 
 namespace {
 
@@ -80,17 +81,24 @@ struct CpuLoop {
 }  // namespace
 
 int main(int argc, char** argv) try {
+  using Goal = simprof::bench::Verdicts::Goal;
+  simprof::bench::Verdicts verdicts;  // --verdicts FILE, --check
+  verdicts.take_flags(argc, argv);
   int iterations = 30, steps = 200, n_envs = 1024, cpu_envs = 1024, cpu_steps = 40;
+  bool skip_gpu = false;
   examples::Flags(
-      "memory_bench [--iterations N] [--steps N] [--n-envs N] [--cpu-envs N] [--cpu-steps N]\n")
+      "memory_bench [--iterations N] [--steps N] [--n-envs N] [--cpu-envs N] [--cpu-steps N]\n"
+      "             [--skip-gpu] [--verdicts FILE] [--check]\n")
       .integer("--iterations", iterations, 1)
       .integer("--steps", steps, 1)
       .integer("--n-envs", n_envs, 1)
       .integer("--cpu-envs", cpu_envs, 1)
       .integer("--cpu-steps", cpu_steps, 1)
+      .flag("--skip-gpu", skip_gpu)
       .parse(argc, argv);
-  std::string why;
-  if (cuda::device_available(&why)) {
+  std::string why = "--skip-gpu", gpu_off_reason;
+  double gpu_cost = simprof::bench::kNotMeasured;
+  if (!skip_gpu && cuda::device_available(&why)) {
     cuda::Stream stream;
     GpuLoop off(n_envs, stream), on(n_envs, stream);
     off.steps(10, stream, n_envs);  // warm-up and capture
@@ -106,6 +114,10 @@ int main(int argc, char** argv) try {
         std::optional<MemoryTracker> tracker;
         if (which == 1) {
           allocations.emplace();
+          if (!allocations->enabled()) {  // with CUPTI held elsewhere "on" would measure nothing
+            gpu_off_reason = allocations->disabled_reason();
+            break;
+          }
           tracker.emplace(on.prof, &*allocations, &host_allocations(), MemoryOptions{0});
         }
         GpuLoop& loop = which ? on : off;
@@ -119,6 +131,7 @@ int main(int argc, char** argv) try {
         if (tracker && tracker->steady_allocating_steps() != 0)
           throw std::runtime_error("the replayed step allocated: the comparison would be unfair");
       }
+      if (!gpu_off_reason.empty()) break;
       dev_ratio.push_back(dev[1] / dev[0] - 1.0);
       host_ratio.push_back(host[1] / host[0] - 1.0);
       for (int w = 0; w < 2; ++w) {
@@ -126,16 +139,28 @@ int main(int argc, char** argv) try {
         host_us[w].push_back(host[w] * 1e6);
       }
     }
-    fmt::print(
-        "memory accounting, GPU replayed step, {} envs, {} iterations of {}-step loops (medians):\n"
-        "  on the GPU (CUDA events): off {:.2f} us, on {:.2f} us per step: {:+.2f} % (target <= 2 "
-        "%)\n"
-        "  to enqueue (host clock):  off {:.2f} us, on {:.2f} us per step: {:+.2f} %\n",
-        n_envs, iterations, steps, median(dev_us[0]), median(dev_us[1]), 100.0 * median(dev_ratio),
-        median(host_us[0]), median(host_us[1]), 100.0 * median(host_ratio));
+    if (gpu_off_reason.empty()) {
+      gpu_cost = 100.0 * median(dev_ratio);
+      fmt::print(
+          "memory accounting, GPU replayed step, {} envs, {} iterations of {}-step loops "
+          "(medians):\n"
+          "  on the GPU (CUDA events): off {:.2f} us, on {:.2f} us per step: {:+.2f} %\n"
+          "  to enqueue (host clock):  off {:.2f} us, on {:.2f} us per step: {:+.2f} %\n",
+          n_envs, iterations, steps, median(dev_us[0]), median(dev_us[1]), gpu_cost,
+          median(host_us[0]), median(host_us[1]), 100.0 * median(host_ratio));
+    } else {
+      fmt::print(
+          "memory_bench: device allocation tracking is off ({}): the GPU cost is not "
+          "measured\n",
+          gpu_off_reason);
+    }
   } else {
     fmt::print("memory_bench: no GPU ({}): the CPU engine only\n", why);
   }
+  fmt::print("device allocation accounting on the replayed step: {:+.2f} % [target <= 2 %: {}]\n",
+             gpu_cost,
+             verdicts.judge("gpu_accounting", "replayed step with accounting / without - 1 (GPU)",
+                            gpu_cost, "%", Goal::kAtMost, 2.0));
   CpuLoop off(cpu_envs), on(cpu_envs);
   off.steps(5);
   on.steps(5);
@@ -154,11 +179,14 @@ int main(int argc, char** argv) try {
     us[0].push_back(t[0] * 1e6);
     us[1].push_back(t[1] * 1e6);
   }
+  const double cpu_cost = 100.0 * median(ratio);
   fmt::print(
       "memory accounting, CPU engine, {} envs, {} iterations of {}-step loops (medians, host "
-      "clock):\n  off {:.1f} us, on {:.1f} us per step: {:+.2f} % (target <= 1 %)\n",
-      cpu_envs, iterations, cpu_steps, median(us[0]), median(us[1]), 100.0 * median(ratio));
-  return 0;
+      "clock):\n  off {:.1f} us, on {:.1f} us per step: {:+.2f} % [target <= 1 %: {}]\n",
+      cpu_envs, iterations, cpu_steps, median(us[0]), median(us[1]), cpu_cost,
+      verdicts.judge("cpu_accounting", "CPU engine step with accounting / without - 1", cpu_cost,
+                     "%", Goal::kAtMost, 1.0));
+  return verdicts.finish();
 } catch (const std::exception& e) {
   std::fprintf(stderr, "memory_bench: %s\n", e.what());
   return 1;

@@ -7,9 +7,12 @@
 
 #include <benchmark/benchmark.h>
 
+#include "verdicts.hpp"
+
 #include <map>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace simprof::bench {
@@ -52,16 +55,22 @@ class RatioReporter : public benchmark::ConsoleReporter {
 };
 
 /// The main() of a benchmark binary: runs the benchmarks that the command line selects with a
-/// RatioReporter, then `print(reporter)` for the lines that compare them.
+/// RatioReporter, then `print(reporter, verdicts)` (or `print(reporter)`) for the lines that
+/// compare them. --verdicts FILE and --check: see verdicts.hpp.
 template <class Print>
 int run_benchmarks(int argc, char** argv, Print&& print) {
+  Verdicts verdicts;
+  verdicts.take_flags(argc, argv);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  print(static_cast<const RatioReporter&>(reporter));
+  if constexpr (std::is_invocable_v<Print, const RatioReporter&, Verdicts&>)
+    print(static_cast<const RatioReporter&>(reporter), verdicts);
+  else
+    print(static_cast<const RatioReporter&>(reporter));
   benchmark::Shutdown();
-  return 0;
+  return verdicts.finish();
 }
 
 }  // namespace simprof::bench

@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "cli.hpp"
 #include "resident.hpp"
@@ -73,9 +74,17 @@ int main(int argc, char** argv) try {
   trace.on_trace_ready([&](const Trace& tr, std::uint64_t) {
     write_chrome_trace(tr, path);
     ++written;
-    std::size_t stages = 0;  // the CPU spans (an FPS sample completed in the step adds a counter)
-    for (const Span& sp : tr.spans) stages += sp.kind == SpanKind::kCpuStage;
-    if (stages != kKept) ++parsed_bad;
+    // Read back as a reader would: it parses, holds the kept CPU spans (an FPS sample completed in
+    // the step adds a counter, not a span) and says the one dropped span.
+    std::ifstream in(path);
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    std::size_t stages = 0;
+    if (!j.is_discarded() && j.contains("traceEvents"))
+      for (const auto& e : j["traceEvents"]) stages += e.value("ph", "") == "X";
+    const bool dropped_said =
+        !j.is_discarded() && j.contains("otherData") &&
+        j["otherData"].value("dropped_events", "") == std::to_string(kPerStep - kKept);
+    if (j.is_discarded() || stages != kKept || !dropped_said) ++parsed_bad;
   });
 
   TimerLabels labels({"forces", "integrate"});

@@ -268,7 +268,7 @@ int run_cuda(const Args& args, JsonReport* json) {
       gpu.name, gpu.compute_capability, gpu.driver_version, gpu.runtime_version, gpu.sm_clock_mhz,
       gpu.sm_clock_nominal_mhz);
   if (json) json->set_gpu(gpu);
-  const int warmup = args.warmup ? args.warmup : 10;
+  const int warmup = args.warmup >= 0 ? args.warmup : 10;
   if (args.sweep) {
     const std::vector<int> sizes =
         args.n_envs.empty() ? std::vector<int>{1024, 4096, 30000, 262144} : args.n_envs;

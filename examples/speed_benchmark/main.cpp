@@ -83,7 +83,7 @@ int run_cpu(const Args& args, JsonReport* json) {
         "(on the CPU, sweep n_envs with --n-envs 256,1024,4096)");
   const engine::Params params;
   const int steps = args.steps ? args.steps : 200;
-  const int warmup = args.warmup ? args.warmup : 5;
+  const int warmup = args.warmup >= 0 ? args.warmup : 5;
   for (const int n_envs : args.n_envs.empty() ? std::vector<int>{1024} : args.n_envs) {
     ProfilingOptions options = ProfilingOptions::from_env();
     if (args.quiet) options.show_fps = false;

@@ -24,7 +24,8 @@ from typing import Callable, Dict, List, Optional
 
 __all__ = [
     "Error", "InvalidArgument", "LogicError", "CudaError", "Unavailable",
-    "StepProfiler", "RunningMean", "TimerStats", "TraceSession", "KernelTracer", "NvtxRanges",
+    "StepProfiler", "ManualClock", "RunningMean", "TimerStats", "TraceSession", "KernelTracer",
+    "NvtxRanges",
     "has_cuda", "version",
 ]
 
@@ -94,6 +95,10 @@ for _n, _a in [
     ("simprof_options_set_timings_window", [_vp, _u64]),
     ("simprof_options_set_stats_window", [_vp, _u64]),
     ("simprof_profiler_new", [_vp, _i64, ctypes.POINTER(_vp)]),
+    ("simprof_profiler_new_with_clock", [_vp, _i64, _vp, ctypes.POINTER(_vp)]),
+    ("simprof_manual_clock_new", [ctypes.POINTER(_vp)]),
+    ("simprof_manual_clock_advance_ns", [_vp, _i64]),
+    ("simprof_manual_clock_now_ns", [_vp, ctypes.POINTER(_i64)]),
     ("simprof_step_begin", [_vp]),
     ("simprof_step_end", [_vp, ctypes.POINTER(_int)]),
     ("simprof_step_veto", [_vp]),
@@ -125,7 +130,8 @@ for _n, _a in [
 ]:
     _sig(_n, _int, *_a)
 _sig("simprof_timer_stats_frames", _u64, _vp)
-for _n in ("simprof_options_free", "simprof_profiler_free", "simprof_running_mean_free",
+for _n in ("simprof_options_free", "simprof_profiler_free", "simprof_manual_clock_free",
+           "simprof_running_mean_free",
            "simprof_timer_stats_free",
            "simprof_trace_free", "simprof_kernel_tracer_free", "simprof_nvtx_free"):
     _sig(_n, None, _vp)
@@ -183,12 +189,36 @@ class _Handle:
         self.close()
 
 
+class ManualClock(_Handle):
+    """A clock that moves only when told, for tests of code that reads simprof's times:
+    StepProfiler(clock=ManualClock()) times everything by it. It starts at 0."""
+
+    _free = _lib.simprof_manual_clock_free
+
+    def __init__(self):
+        super().__init__(_new(_lib.simprof_manual_clock_new))
+
+    def advance(self, seconds: float) -> None:
+        """Moves the clock `seconds` on (rounded to the nanosecond; negative is refused)."""
+        self.advance_ns(round(seconds * 1e9))
+
+    def advance_ns(self, ns: int) -> None:
+        _check(_lib.simprof_manual_clock_advance_ns(self._h, int(ns)))
+
+    @property
+    def now_ns(self) -> int:
+        out = _i64()
+        _check(_lib.simprof_manual_clock_now_ns(self._h, ctypes.byref(out)))
+        return out.value
+
+
 class StepProfiler(_Handle):
     """simprof's StepProfiler: steps and stages, Genesis's timings, the FPS line.
 
     StepProfiler(n_envs=0, show_fps=True, alpha=0.95, interval_ms=50, timings_window=1,
-                 stats_window=0, fps_callback=None); the SIMPROF_* environment applies first.
-    fps_callback(total_fps, fps_per_env, n_envs) is called at every FPS sample.
+                 stats_window=0, fps_callback=None, clock=None); the SIMPROF_* environment
+    applies first. fps_callback(total_fps, fps_per_env, n_envs) is called at every FPS sample;
+    clock: a ManualClock to time by instead of the system's (tests).
     """
 
     _free = _lib.simprof_profiler_free
@@ -196,7 +226,8 @@ class StepProfiler(_Handle):
     def __init__(self, n_envs: int = 0, show_fps: Optional[bool] = None,
                  alpha: Optional[float] = None, interval_ms: Optional[float] = None,
                  timings_window: Optional[int] = None, stats_window: Optional[int] = None,
-                 fps_callback: Optional[Callable[[float, float, int], None]] = None):
+                 fps_callback: Optional[Callable[[float, float, int], None]] = None,
+                 clock: Optional[ManualClock] = None):
         opts = _new(_lib.simprof_options_new)
         try:
             if show_fps is not None:
@@ -215,7 +246,15 @@ class StepProfiler(_Handle):
                     raise InvalidArgument("simprof: stats_window = %d (expected >= 0)"
                                           % stats_window)
                 _check(_lib.simprof_options_set_stats_window(opts, int(stats_window)))
-            super().__init__(_new(_lib.simprof_profiler_new, opts, int(n_envs)))
+            if clock is None:
+                super().__init__(_new(_lib.simprof_profiler_new, opts, int(n_envs)))
+            else:
+                if not isinstance(clock, ManualClock):
+                    raise InvalidArgument("simprof: clock = %r (expected a simprof.ManualClock)"
+                                          % (clock,))
+                super().__init__(_new(_lib.simprof_profiler_new_with_clock, opts, int(n_envs),
+                                      clock._h))
+                self._clock = clock  # the profiler reads it: it lives as long
         finally:
             _lib.simprof_options_free(opts)
         self._callback = None

@@ -15,23 +15,38 @@ def quiet(**kw):
 
 
 def test_timings_follow_genesis():
-    prof = quiet(n_envs=8)
+    clock = simprof.ManualClock()
+    prof = quiet(n_envs=8, clock=clock)
     with prof.step():
         with prof.stage("physics"):
-            pass
+            clock.advance(0.002)
         with prof.stage("sensors/Cam"):
-            pass
+            clock.advance_ns(1_000_000)
     t = prof.timings
     assert set(t) == {"physics", "sensors", "sensors/Cam", "step"}, t  # no period on the first step
+    assert t["physics"] == pytest.approx(0.002, abs=1e-15)  # seconds, from the clock's nanoseconds
+    assert t["sensors/Cam"] == pytest.approx(0.001, abs=1e-15)
     assert t["sensors"] == t["sensors/Cam"]  # a sensor class rolls up into "sensors"
-    assert all(v >= 0 for v in t.values())
+    assert t["step"] == pytest.approx(0.003, abs=1e-15)
+    clock.advance(0.001)  # between the steps
     with prof.step():
         with prof.stage("physics"):
-            pass
+            clock.advance(0.0005)
     t = prof.timings
     assert set(t) == {"physics", "step", "period"}, t  # a stage that did not run is absent
-    assert prof.timing("physics") == t["physics"]
+    assert t["period"] == pytest.approx(0.004, abs=1e-15)  # start to start
+    assert prof.timing("physics") == t["physics"] == pytest.approx(0.0005, abs=1e-15)
     assert prof.steps == 2
+    assert clock.now_ns == 4_500_000
+
+
+def test_manual_clock_refuses_to_run_backwards():
+    clock = simprof.ManualClock()
+    with pytest.raises(simprof.InvalidArgument, match=r"advance_ns = -5"):
+        clock.advance_ns(-5)
+    assert clock.now_ns == 0
+    with pytest.raises(simprof.InvalidArgument, match="ManualClock"):
+        simprof.StepProfiler(clock="not a clock")
 
 
 def test_a_veto_clears_the_map_and_the_next_step_has_no_period():
@@ -44,7 +59,6 @@ def test_a_veto_clears_the_map_and_the_next_step_has_no_period():
     with prof.step():
         pass
     assert "period" not in prof.timings
-    assert prof.end_step.__doc__  # the manual API is there too
     prof.begin_step()
     prof.veto()
     assert prof.end_step() is False
@@ -63,18 +77,26 @@ def test_an_exception_inside_a_step_drops_it():
 
 
 def test_decorators():
-    prof = quiet()
+    clock = simprof.ManualClock()
+    prof = quiet(clock=clock)
 
     @prof.staged("physics")
     def physics(x):
+        clock.advance(0.002)
         return x + 1
 
     @prof.stepped
     def step(x):
+        clock.advance(0.001)
         return physics(x)
 
     assert step(1) == 2
-    assert "physics" in prof.timings
+    assert step(2) == 3
+    assert prof.steps == 2  # each call of the stepped function is one step
+    t = prof.timings
+    assert t["physics"] == pytest.approx(0.002, abs=1e-15)
+    assert t["step"] == pytest.approx(0.003, abs=1e-15)
+    assert t["period"] == pytest.approx(0.003, abs=1e-15)
 
 
 def test_bad_input_raises_with_simprofs_message():
@@ -115,19 +137,33 @@ def test_stage_table_and_stats():
     assert "physics" in table and "p99 us" in table and "100.0%" in table
 
 
-def test_fps_line_callback_and_switch():
+def test_fps_line_callback_and_switch(capfd):
+    clock = simprof.ManualClock()
     seen = []
-    prof = simprof.StepProfiler(n_envs=30000, show_fps=False, interval_ms=0.001,
+    prof = simprof.StepProfiler(n_envs=1000, show_fps=True, interval_ms=50, clock=clock,
                                 fps_callback=lambda total, per_env, n: seen.append((total, n)))
-    for _ in range(20):
-        with prof.step():
-            pass
+
+    def run(steps):
+        for _ in range(steps):
+            with prof.step():
+                clock.advance(0.002)  # 1,000 envs every 2 ms: 500,000 env-steps per second
+
+    run(100)
     prof.flush_fps()
-    assert seen and all(n == 30000 and total > 0 for total, n in seen), seen
-    assert prof.fps > 0 and prof.fps_per_env > 0
-    assert math.isclose(prof.fps, prof.fps_per_env * 30000, rel_tol=1e-9)
-    prof.set_show_fps(False)
-    prof.set_fps_callback(None)
+    assert seen and all(n == 1000 and total == pytest.approx(5e5, rel=1e-12) for total, n in seen)
+    assert prof.fps == pytest.approx(5e5, rel=1e-12)
+    assert prof.fps_per_env == pytest.approx(500.0, rel=1e-12)
+    line = "Running at 500,000.00 FPS (500.00 FPS per env, 1000 envs)."
+    out = capfd.readouterr()
+    assert line in out.out + out.err
+    prof.set_show_fps(False)  # the line stops; the callback goes on
+    prof.set_fps_callback(None)  # and now the callback stops too
+    before = len(seen)
+    run(100)
+    prof.flush_fps()
+    assert len(seen) == before
+    out = capfd.readouterr()
+    assert "Running at" not in out.out + out.err
     assert math.isnan(quiet().fps)
 
 
@@ -138,8 +174,11 @@ def test_running_mean():
     assert m.update(3.0) == pytest.approx(2.0)
     assert m.update(4.0) == pytest.approx(3.0)
     assert m.count == 4
-    e = simprof.RunningMean(alpha=0.5)
+    e = simprof.RunningMean(alpha=0.5)  # ema = alpha * ema + (1 - alpha) * x, seeded by x
     assert e.update(2.0) == pytest.approx(2.0)
+    assert e.update(4.0) == pytest.approx(3.0)
+    assert e.update(6.0) == pytest.approx(4.5)
+    assert e.count == 3
 
 
 def test_trace_session_writes_the_same_trace_as_cpp(tmp_path):
@@ -180,16 +219,40 @@ def test_background_session_writes_beside_the_loop(tmp_path):
 
 
 def test_cuda_handles_say_why_they_cannot_work():
+    if simprof.has_cuda():
+        pytest.skip("built with the CUDA backend: the handles exist (test_a_kernel_reaches_the_trace)")
     prof = quiet()
     trace = simprof.TraceSession(prof)
+    with pytest.raises(simprof.Unavailable, match="without the CUDA backend"):
+        simprof.KernelTracer(prof, trace)
+    with pytest.raises(simprof.Unavailable):
+        simprof.NvtxRanges(prof)
+
+
+def test_a_kernel_reaches_the_trace(tmp_path):
+    """On a GPU (torch launches the kernels): the tracer is on, and the window's kernels are in the
+    file, possible ones (otherData.physics)."""
     if not simprof.has_cuda():
-        with pytest.raises(simprof.Unavailable, match="without the CUDA backend"):
-            simprof.KernelTracer(prof, trace)
-        with pytest.raises(simprof.Unavailable):
-            simprof.NvtxRanges(prof)
-        return
-    tracer = simprof.KernelTracer(prof, trace)  # no GPU or CUPTI held: disabled, with the reason
-    assert tracer.enabled or tracer.reason
+        pytest.skip("built without the CUDA backend")
+    torch = pytest.importorskip("torch", reason="torch launches the kernels")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device visible")
+    prof = quiet()
+    trace = simprof.TraceSession(prof, wait=1, warmup=0, active=2, repeat=1, dir=str(tmp_path))
+    tracer = simprof.KernelTracer(prof, trace)
+    assert tracer.enabled, tracer.reason
+    x = torch.zeros(4096, device="cuda")
+    for _ in range(4):  # step 0 waits, 1-2 are traced, 3 is after the window
+        with prof.step():
+            for _ in range(3):
+                x.add_(1.0)
+            torch.cuda.synchronize()
+    trace.wait()
+    with open(trace.files[0], encoding="utf-8") as f:
+        doc = json.load(f)
+    kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+    assert len(kernels) == 6, [k["name"] for k in kernels]
+    assert doc["otherData"]["physics"].startswith("ok: 6 device spans"), doc["otherData"]
     tracer.close()
     simprof.NvtxRanges(prof).close()
 

@@ -14,6 +14,9 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "simprof/base/manual_clock.hpp"
 #include "simprof/base/running_mean.hpp"
 #include "simprof/profiler/report.hpp"
 #include "simprof/profiler/step_profiler.hpp"
@@ -30,10 +33,16 @@ struct simprof_options {
   simprof::ProfilingOptions options;
 };
 
+struct simprof_manual_clock {
+  simprof::ManualClock clock;
+};
+
 struct simprof_profiler {
   simprof::StepProfiler prof;
   std::vector<std::pair<std::string, double>> timings;  // the latest simprof_timings_count
   simprof_profiler(const simprof::ProfilingOptions& o, std::int64_t n) : prof(o, n) {}
+  simprof_profiler(const simprof::ProfilingOptions& o, std::int64_t n, const simprof::Clock& c)
+      : prof(o, n, c) {}
 };
 
 struct simprof_running_mean {
@@ -214,7 +223,46 @@ simprof_status simprof_profiler_new(const simprof_options* options, int64_t n_en
   });
 }
 
+simprof_status simprof_profiler_new_with_clock(const simprof_options* options, int64_t n_envs,
+                                               const simprof_manual_clock* clock,
+                                               simprof_profiler** out) {
+  SIMPROF_C_REQUIRE(out, "out");
+  *out = nullptr;
+  SIMPROF_C_REQUIRE(clock, "clock");
+  return guarded([&] {
+    const simprof::ProfilingOptions o =
+        options ? options->options : simprof::ProfilingOptions::from_env();
+    *out = new simprof_profiler(o, n_envs, clock->clock.clock());
+  });
+}
+
 void simprof_profiler_free(simprof_profiler* prof) { delete prof; }
+
+simprof_status simprof_manual_clock_new(simprof_manual_clock** out) {
+  SIMPROF_C_REQUIRE(out, "out");
+  *out = nullptr;
+  return guarded([&] { *out = new simprof_manual_clock(); });
+}
+
+void simprof_manual_clock_free(simprof_manual_clock* clock) { delete clock; }
+
+simprof_status simprof_manual_clock_advance_ns(simprof_manual_clock* clock, int64_t ns) {
+  SIMPROF_C_REQUIRE(clock, "clock");
+  if (ns < 0)
+    return fail(SIMPROF_INVALID_ARGUMENT,
+                fmt::format("simprof: manual clock advance_ns = {} (expected >= 0: time does not "
+                            "run backwards)",
+                            ns));
+  clock->clock.advance_ns(ns);
+  return SIMPROF_OK;
+}
+
+simprof_status simprof_manual_clock_now_ns(const simprof_manual_clock* clock, int64_t* ns) {
+  SIMPROF_C_REQUIRE(clock, "clock");
+  SIMPROF_C_REQUIRE(ns, "ns");
+  *ns = clock->clock.now_ns();
+  return SIMPROF_OK;
+}
 
 simprof_status simprof_step_begin(simprof_profiler* p) {
   SIMPROF_C_REQUIRE(p, "profiler");

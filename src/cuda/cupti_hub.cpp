@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "cupti_hub.hpp"
 
+#include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
 #include <atomic>
@@ -16,7 +17,15 @@ CUpti_SubscriberHandle g_handle = nullptr;
 
 std::atomic<CuptiHandler> g_handler{nullptr};
 
+constexpr CUpti_CallbackId kMarkCall = CUPTI_RUNTIME_TRACE_CBID_cudaRuntimeGetVersion_v3020;
+thread_local std::uint32_t t_mark = 0;  // the id of this thread's last marker call
+
 void CUPTIAPI forward(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && id == kMarkCall) {
+    const auto* d = static_cast<const CUpti_CallbackData*>(data);
+    if (d->callbackSite == CUPTI_API_ENTER) t_mark = d->correlationId;
+    return;
+  }
   if (const CuptiHandler h = g_handler.load(std::memory_order_acquire)) h(domain, id, data);
 }
 
@@ -60,6 +69,18 @@ CUpti_SubscriberHandle CuptiLease::handle() const noexcept {
   if (result_ != CUPTI_SUCCESS) return nullptr;
   std::lock_guard<std::mutex> lock(g_mutex);
   return g_handle;
+}
+
+CUptiResult enable_correlation_marks(CUpti_SubscriberHandle subscriber, bool on) noexcept {
+  if (subscriber == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  return cuptiEnableCallback(on ? 1 : 0, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, kMarkCall);
+}
+
+std::uint32_t correlation_mark() noexcept {
+  t_mark = 0;
+  int version = 0;
+  cudaRuntimeGetVersion(&version);  // its callback sets t_mark on this thread
+  return t_mark;
 }
 
 void set_cupti_handler(CuptiHandler handler) noexcept {

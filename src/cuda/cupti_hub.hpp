@@ -6,6 +6,7 @@
 
 #include <cupti.h>
 
+#include <cstdint>
 #include <string>
 
 namespace simprof::cuda::detail {
@@ -32,6 +33,15 @@ class CuptiLease {
  private:
   CUptiResult result_;
 };
+
+/// Launch order as CUPTI numbers it. CUPTI gives every runtime and driver call a correlation id
+/// from one increasing sequence, and a kernel, copy or memset carries the id of the call that
+/// launched it. A correlation mark is the id of a marker call (cudaRuntimeGetVersion, whose
+/// callback enable_correlation_marks() turns on for the subscriber) made now on this thread:
+/// work launched before it has a smaller id, work launched after it a larger one. 0 when no
+/// callback reported (marks not enabled, or CUPTI numbered nothing).
+CUptiResult enable_correlation_marks(CUpti_SubscriberHandle subscriber, bool on) noexcept;
+std::uint32_t correlation_mark() noexcept;
 
 /// The callback handler (one at a time: the allocation counter's); null to clear. What it reaches
 /// must outlive any callback in flight on another thread: static storage.

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -118,16 +119,19 @@ struct DeviceStart {
 
 }  // namespace
 
-std::vector<std::uint32_t> ActivityRecords::devices() const {
+std::vector<std::uint32_t> ActivityRecords::devices(const CorrelationWindow& window) const {
   std::vector<std::uint32_t> d;
-  for (const auto& k : kernels_) d.push_back(k.device);
-  for (const auto& c : copies_) d.push_back(c.device);
+  for (const auto& k : kernels_)
+    if (k.correlation == 0 || window.contains(k.correlation)) d.push_back(k.device);
+  for (const auto& c : copies_)
+    if (c.correlation == 0 || window.contains(c.correlation)) d.push_back(c.device);
   std::sort(d.begin(), d.end());
   d.erase(std::unique(d.begin(), d.end()), d.end());
   return d;
 }
 
-void ActivityRecords::to_spans(TraceMode mode, std::int64_t offset_ns, std::int64_t pid,
+void ActivityRecords::to_spans(TraceMode mode, const CorrelationWindow& window,
+                               std::int64_t offset_ns, std::int64_t pid,
                                std::int32_t default_device, std::vector<Span>& out) const {
   std::unordered_map<std::uint32_t, std::int32_t> device_of;  // context -> device
   for (const auto& k : kernels_) device_of[k.context] = static_cast<std::int32_t>(k.device);
@@ -140,6 +144,71 @@ void ActivityRecords::to_spans(TraceMode mode, std::int64_t offset_ns, std::int6
     if (it == first.end() || ts < it->second.ts)
       first[corr] = DeviceStart{ts, static_cast<std::int32_t>(dev), stream};
   };
+  // Device work without a correlation belongs by where it ran: per stream, the window's first
+  // begin and the first begin of work launched after the window.
+  struct StreamBounds {
+    std::uint64_t first_in = UINT64_MAX, first_later = UINT64_MAX;
+  };
+  std::map<std::pair<std::uint32_t, std::uint32_t>, StreamBounds> bounds;  // device, stream
+  auto bound = [&](std::uint32_t corr, std::uint32_t dev, std::uint32_t stream,
+                   std::uint64_t start) {
+    if (corr == 0 || window.all) return;
+    StreamBounds& b = bounds[{dev, stream}];
+    if (window.contains(corr)) b.first_in = std::min(b.first_in, start);
+    if (window.later(corr)) b.first_later = std::min(b.first_later, start);
+  };
+  for (const auto& k : kernels_) bound(k.correlation, k.device, k.stream, k.start);
+  for (const auto& c : copies_) bound(c.correlation, c.device, c.stream, c.start);
+  // The window's launches of each graph: a conditional body's kernels (no correlation, on a stream
+  // of their own, with their graph's id) ran inside one of them, between its first begin and the
+  // next numbered work on its stream (graph launches on one stream run one after another).
+  struct GraphRun {
+    std::uint64_t begin = UINT64_MAX, limit = UINT64_MAX;
+    std::uint32_t device = 0, stream = 0;
+  };
+  std::map<std::pair<std::uint32_t, std::uint32_t>, GraphRun> graph_runs;  // (graph, corr)
+  for (const auto& k : kernels_)
+    if (k.graph_id != 0 && k.correlation != 0 && window.contains(k.correlation)) {
+      GraphRun& r = graph_runs[{k.graph_id, k.correlation}];
+      r.begin = std::min(r.begin, k.start);
+      r.device = k.device;
+      r.stream = k.stream;
+    }
+  if (!graph_runs.empty()) {
+    std::map<std::pair<std::uint32_t, std::uint32_t>,
+             std::vector<std::pair<std::uint64_t, std::uint32_t>>>
+        numbered;  // (device, stream) -> (begin, correlation), sorted
+    for (const auto& k : kernels_)
+      if (k.correlation != 0) numbered[{k.device, k.stream}].emplace_back(k.start, k.correlation);
+    for (const auto& c : copies_)
+      if (c.correlation != 0) numbered[{c.device, c.stream}].emplace_back(c.start, c.correlation);
+    for (auto& [key, v] : numbered) std::sort(v.begin(), v.end());
+    for (auto& [key, r] : graph_runs) {
+      const auto& v = numbered[{r.device, r.stream}];
+      for (auto it = std::upper_bound(v.begin(), v.end(), std::make_pair(r.begin, UINT32_MAX));
+           it != v.end(); ++it)
+        if (it->second != key.second) {
+          r.limit = it->first;
+          break;
+        }
+    }
+  }
+  // The correlation a record is the window's by (a body kernel: its launch's), or none.
+  auto owner = [&](std::uint32_t corr, std::uint32_t dev, std::uint32_t stream, std::uint64_t start,
+                   std::uint32_t graph = 0) -> std::optional<std::uint32_t> {
+    if (corr != 0 || window.all)
+      return window.contains(corr) ? std::optional<std::uint32_t>(corr) : std::nullopt;
+    if (graph != 0) {
+      for (auto it = graph_runs.lower_bound({graph, 0});
+           it != graph_runs.end() && it->first.first == graph; ++it)
+        if (start >= it->second.begin && start < it->second.limit) return it->first.second;
+      return std::nullopt;
+    }
+    const auto b = bounds.find({dev, stream});
+    if (b != bounds.end() && start >= b->second.first_in && start < b->second.first_later)
+      return corr;
+    return std::nullopt;
+  };
   if (mode == TraceMode::kGraphLaunch) {
     struct Launch {
       std::int64_t begin, end;
@@ -149,8 +218,10 @@ void ActivityRecords::to_spans(TraceMode mode, std::int64_t offset_ns, std::int6
     std::map<std::uint32_t, Launch> launches;  // by correlation
     for (const auto& k : kernels_) {
       if (k.graph_id == 0) continue;
+      const auto corr = owner(k.correlation, k.device, k.stream, k.start, k.graph_id);
+      if (!corr) continue;
       auto [it, fresh] = launches.try_emplace(
-          k.correlation, Launch{ns(k.start), ns(k.end), k.device, k.stream, k.graph_id, 0});
+          *corr, Launch{ns(k.start), ns(k.end), k.device, k.stream, k.graph_id, 0});
       it->second.begin = std::min(it->second.begin, ns(k.start));
       it->second.end = std::max(it->second.end, ns(k.end));
       ++it->second.nodes;
@@ -166,8 +237,10 @@ void ActivityRecords::to_spans(TraceMode mode, std::int64_t offset_ns, std::int6
   }
   for (const auto& k : kernels_) {
     if (mode == TraceMode::kGraphLaunch && k.graph_id != 0) continue;
+    const auto corr = owner(k.correlation, k.device, k.stream, k.start, k.graph_id);
+    if (!corr) continue;
     Span s = Span::kernel(names_[static_cast<std::size_t>(k.name)], ns(k.start), ns(k.end),
-                          static_cast<std::int32_t>(k.device), k.stream, k.correlation);
+                          static_cast<std::int32_t>(k.device), k.stream, *corr);
     s.context = k.context;
     s.grid = k.grid;
     s.block = k.block;
@@ -176,9 +249,10 @@ void ActivityRecords::to_spans(TraceMode mode, std::int64_t offset_ns, std::int6
     s.graph_id = k.graph_id;
     s.graph_node_id = k.graph_node;
     out.push_back(std::move(s));
-    note(k.correlation, ns(k.start), k.device, k.stream);
+    note(*corr, ns(k.start), k.device, k.stream);
   }
   for (const auto& c : copies_) {
+    if (!owner(c.correlation, c.device, c.stream, c.start)) continue;
     const auto dev = static_cast<std::int32_t>(c.device);
     Span s = c.memset ? Span::memset(c.bytes, ns(c.start), ns(c.end), dev, c.stream, c.correlation)
                       : Span::memcpy(c.kind, c.bytes, ns(c.start), ns(c.end), dev, c.stream,
@@ -188,6 +262,7 @@ void ActivityRecords::to_spans(TraceMode mode, std::int64_t offset_ns, std::int6
     note(c.correlation, ns(c.start), c.device, c.stream);
   }
   for (const auto& a : launches_) {
+    if (!window.contains(a.correlation)) continue;
     const auto it = first.find(a.correlation);
     if (a.api == LaunchApi::kDriver && it == first.end()) continue;  // launched nothing
     Span s =
@@ -200,6 +275,7 @@ void ActivityRecords::to_spans(TraceMode mode, std::int64_t offset_ns, std::int6
                                it->second.device, it->second.stream));
   }
   for (const auto& s : syncs_) {
+    if (!window.contains(s.correlation)) continue;
     const auto dev = device_of.find(s.context);
     // CUPTI marks "no stream" (a context synchronisation) with all bits set: Kineto writes -1.
     Span span = Span::synchronization(s.kind, ns(s.start), ns(s.end),
@@ -209,7 +285,8 @@ void ActivityRecords::to_spans(TraceMode mode, std::int64_t offset_ns, std::int6
     out.push_back(std::move(span));
   }
   for (const auto& [b, e] : overheads_)
-    out.push_back(Span::overhead("CUPTI overhead", ns(b), ns(e), pid, 0));
+    if (window.all || (ns(b) >= window.from_ns && ns(b) < window.until_ns))
+      out.push_back(Span::overhead("CUPTI overhead", ns(b), ns(e), pid, 0));
 }
 
 }  // namespace simprof::cuda::detail

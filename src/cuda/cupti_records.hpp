@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "correlation_window.hpp"
 #include "simprof/cuda/kernel_tracer.hpp"
 #include "simprof/trace/span.hpp"
 
@@ -46,14 +47,15 @@ class ActivityRecords {
   /// Appends the records of one completed CUPTI buffer.
   void parse(std::uint8_t* buffer, std::size_t valid);
   void clear() noexcept;
-  /// The window's spans: CUPTI timestamps plus `offset_ns`, host spans on process `pid`; a
-  /// synchronisation whose context ran no device work in the window goes on `default_device`.
-  /// Driver calls are kept where they launched device work (NCCL's cuLaunchKernelEx), the rest
-  /// (the driver calls a library makes between launches) are left out by design.
-  void to_spans(TraceMode mode, std::int64_t offset_ns, std::int64_t pid,
-                std::int32_t default_device, std::vector<Span>& out) const;
-  /// Devices that ran work in the window.
-  std::vector<std::uint32_t> devices() const;
+  /// The spans of the work `window` holds: CUPTI timestamps plus `offset_ns`, host spans on process
+  /// `pid`; a synchronisation whose context ran no device work in the window goes on
+  /// `default_device`. Driver calls are kept where they launched device work (NCCL's
+  /// cuLaunchKernelEx), the rest (the driver calls a library makes between launches) are left out
+  /// by design.
+  void to_spans(TraceMode mode, const CorrelationWindow& window, std::int64_t offset_ns,
+                std::int64_t pid, std::int32_t default_device, std::vector<Span>& out) const;
+  /// Devices that ran the window's work.
+  std::vector<std::uint32_t> devices(const CorrelationWindow& window) const;
 
  private:
   int intern(const char* mangled);

@@ -63,7 +63,15 @@ struct KernelTracer::Impl {
   detail::ActivityRecords records;
   std::uint64_t dropped = 0;
   std::int64_t offset = 0;  // added to CUPTI timestamps when its clock is not the session's
-  int device = 0;           // the current device when the tracer was made
+  // The window's launches, between its start's correlation mark and its last step's (all = true
+  // when CUPTI gave no marks). Written on the loop's thread; read by stop_and_collect(), which the
+  // session runs after stop() (on the writer thread it starts after stop()).
+  detail::CorrelationWindow window;
+  bool stopped = false;   // stop() ran for the window being collected
+  bool kinds_on = false;  // CUPTI's kinds enabled by start() and not yet disabled
+  bool warned_unmarked = false;
+  bool marks = false;                       // the marker call's callback is on
+  int device = 0;                           // the current device when the tracer was made
   std::vector<std::uint32_t> devices_seen;  // in the last window collected
   // Declared last: destroyed first, so no callback can reach the members above once they go.
   Registration registration{this};
@@ -83,8 +91,23 @@ struct KernelTracer::Impl {
   }
 
   // CUPTI instruments no further launch (the records of those launched before still come).
-  void disable_kinds() const {
+  void disable_kinds() {
     for (auto k : kinds()) cuptiActivityDisable(k);
+    kinds_on = false;
+  }
+
+  // The kinds go off only once the device has run what was launched while they were on: CUPTI
+  // disabled with kernels still in flight gives those kernels end times hundreds of microseconds
+  // late (the window's last graph launch, written 300-1,700 us per kernel on the H200). Runs on the
+  // thread that collects; the work launched after the window meanwhile is traced and left out by
+  // its correlation (`window`).
+  void drain_and_disable() {
+    if (!kinds_on) return;
+    if (const cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) {
+      device_error = fmt::format("cudaDeviceSynchronize failed: {}", cuda::describe(e));
+      default_logger()->error("simprof: kernel tracer: {}", device_error);
+    }
+    disable_kinds();
   }
 
   // Off for good, said once; a window running stops collecting (its kinds are the caller's to
@@ -161,6 +184,9 @@ KernelTracer::KernelTracer(const StepProfiler& prof, KernelTracerOptions options
     impl_->disable(fmt::format("cuptiActivityRegisterCallbacks failed: {}", cupti_error(r)));
     return;
   }
+  // Without marks a window's end waits for the device on the loop's thread (start() says so).
+  impl_->marks =
+      detail::enable_correlation_marks(impl_->subscription.handle(), true) == CUPTI_SUCCESS;
   // Launches on the thread ids the profiler's CPU stages carry (gettid), as Kineto sets it.
   if (const CUptiResult r = cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
       r != CUPTI_SUCCESS) {
@@ -179,6 +205,7 @@ KernelTracer::~KernelTracer() {
   // CUPTI's clock back to its own for whoever traces next in this process (torch.profiler, say).
   if (impl_->options.align_clock && impl_->subscription.result() == CUPTI_SUCCESS)
     cuptiActivityRegisterTimestampCallback(nullptr);
+  if (impl_->marks) detail::enable_correlation_marks(impl_->subscription.handle(), false);
 }
 
 bool KernelTracer::enabled() const noexcept { return impl_->enabled; }
@@ -207,6 +234,7 @@ void KernelTracer::start() {
     impl_->records.clear();
     impl_->running = true;
   }
+  impl_->kinds_on = true;
   for (auto k : impl_->kinds())
     if (const CUptiResult r = cuptiActivityEnable(k); r != CUPTI_SUCCESS) {
       impl_->disable(
@@ -214,6 +242,18 @@ void KernelTracer::start() {
       impl_->disable_kinds();
       return;
     }
+  // The window's first mark, once CUPTI numbers launches: what ran before is not the window's.
+  impl_->stopped = false;
+  impl_->window = detail::CorrelationWindow{};
+  impl_->window.after = impl_->marks ? detail::correlation_mark() : 0;
+  impl_->window.all = impl_->window.after == 0;
+  impl_->window.from_ns = impl_->time_base.now_ns();
+  if (impl_->window.all && !impl_->warned_unmarked) {
+    impl_->warned_unmarked = true;
+    default_logger()->warn(
+        "simprof: kernel tracer: CUPTI numbered no marker call, so a window's end waits for the "
+        "device on the loop's thread");
+  }
 }
 
 void KernelTracer::discard() {
@@ -223,16 +263,32 @@ void KernelTracer::discard() {
     impl_->disable(fmt::format("cuptiActivityFlushAll failed: {}", cupti_error(r)));
     impl_->disable_kinds();
   }
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  impl_->records.clear();
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->records.clear();
+  }
+  // The warm-up's kernels still running are reported later: the window starts at this mark.
+  if (!impl_->window.all)
+    if (const std::uint32_t m = detail::correlation_mark(); m != 0) {
+      impl_->window.after = m;
+      impl_->window.from_ns = impl_->time_base.now_ns();
+    }
 }
 
-// The window's last step ended: CUPTI instruments no launch from here on. What the window launched
-// is still reported once it has run (stop_and_collect() waits for it): the window ends at its last
-// launch, not when the device catches up.
+// The window's last step ended: its last launch is marked, and the loop goes on without waiting.
+// The window ends at that launch, not when the device catches up; CUPTI's kinds stay on until
+// stop_and_collect() has waited for the device (see drain_and_disable()). Without marks the
+// window's end waits for the device here, on the loop's thread.
 void KernelTracer::stop() {
-  if (!impl_->enabled) return;
-  impl_->disable_kinds();
+  if (!impl_->enabled || impl_->stopped) return;
+  impl_->stopped = true;
+  if (!impl_->window.all) {
+    impl_->window.before = detail::correlation_mark();
+    impl_->window.until_ns = impl_->time_base.now_ns();
+    if (impl_->window.before != 0) return;
+    impl_->window.all = true;
+  }
+  impl_->drain_and_disable();
 }
 
 namespace {
@@ -263,10 +319,7 @@ std::uint64_t KernelTracer::stop_and_collect(std::vector<Span>& out) {
   stop();
   const OnDevice on_device(impl_->device);
   // The window's kernels must have finished before CUPTI can report them.
-  if (const cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) {
-    impl_->device_error = fmt::format("cudaDeviceSynchronize failed: {}", cuda::describe(e));
-    default_logger()->error("simprof: kernel tracer: {}", impl_->device_error);
-  }
+  impl_->drain_and_disable();
   // CUPTI lost inside the window: what it delivered before is kept, the rest of this and every
   // later window goes untraced, said once (and in each trace's otherData, by describe()).
   if (const CUptiResult r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -274,9 +327,10 @@ std::uint64_t KernelTracer::stop_and_collect(std::vector<Span>& out) {
     impl_->disable(fmt::format("cuptiActivityFlushAll failed: {}", cupti_error(r)));
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->running = false;
-  impl_->records.to_spans(impl_->options.mode, impl_->offset, static_cast<std::int64_t>(::getpid()),
-                          impl_->device, out);
-  impl_->devices_seen = impl_->records.devices();
+  impl_->stopped = false;
+  impl_->records.to_spans(impl_->options.mode, impl_->window, impl_->offset,
+                          static_cast<std::int64_t>(::getpid()), impl_->device, out);
+  impl_->devices_seen = impl_->records.devices(impl_->window);
   impl_->records.clear();
   const std::uint64_t lost = impl_->dropped;
   impl_->dropped = 0;

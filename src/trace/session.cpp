@@ -12,6 +12,7 @@
 
 #include "simprof/base/log.hpp"
 #include "simprof/trace/chrome_json.hpp"
+#include "simprof/trace/physics.hpp"
 
 #if defined(__linux__)
 #include <sys/syscall.h>
@@ -278,6 +279,13 @@ void TraceSession::hand_over(Window& w) {
   t.dropped = dropped;
   dropped_total_ += dropped;
   auto log = default_logger();
+  if (options_.check_physics) {
+    const PhysicsReport physics = check_physics(t);
+    t.metadata["physics"] = physics.summary();
+    if (!physics.ok())
+      log->warn("simprof: trace window {} breaks the trace's physics: {}", w.index,
+                t.metadata["physics"]);
+  }
   if (dropped)
     log->warn("simprof: trace window {}: {} events were dropped (see otherData.dropped_events)",
               w.index, dropped);

@@ -92,10 +92,19 @@ TEST(Macros, OneCallSiteServesEveryProfiler) {
 }
 
 TEST(Macros, NullProfilerMeasuresNothing) {
-  EXPECT_NO_THROW(engine_step(nullptr, nullptr));
-  StepProfiler* none = nullptr;
-  SIMPROF_STEP(none);
-  SIMPROF_STAGE(none, "physics");
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  engine_step(&prof, &mc);  // the sites now know this profiler
+  const std::size_t stages = prof.num_stages();
+  for (int i = 0; i < 3; ++i) engine_step(nullptr, &mc);  // the same sites, null: the work runs
+  EXPECT_EQ(mc.now_ns(), 4 * 4'500'000) << "the null steps ran their bodies";
+  EXPECT_EQ(prof.steps(), 1u) << "and were not counted";
+  EXPECT_EQ(prof.num_stages(), stages);
+  engine_step(&prof, &mc);
+  EXPECT_EQ(prof.steps(), 2u);
+  EXPECT_NEAR(prof.timings().at("physics"), 0.003, 1e-12);
+  // The period spans the three unprofiled steps: 4 x 4.5 ms since the first step began.
+  EXPECT_NEAR(prof.timings().at("period"), 0.018, 1e-12);
 }
 
 TEST(Macros, ThreadsWithTheirOwnProfilersShareTheSites) {

@@ -365,7 +365,9 @@ TEST(TraceAnalysis, LaunchBoundStepWithAGraphPrediction) {
   EXPECT_NEAR(s.predicted_graph_us, 10.0 + 10 * 0.51, 1e-9);
   EXPECT_TRUE(a.launch_bound);
   EXPECT_EQ(a.verdict.rfind("launch-bound", 0), 0u) << a.verdict;
-  EXPECT_NEAR(s.launch_latency_p50_us, 19.0 + 4.5 * (4.0 - 1.0) - 0.0, 100.0);  // positive, sane
+  // Each kernel starts 19 us after its launch call began (kernel 20 + 4i us, launch 1 + 4i us).
+  EXPECT_NEAR(s.launch_latency_p50_us, 19.0, 1e-9);
+  EXPECT_NEAR(s.launch_latency_p99_us, 19.0, 1e-9);
   ASSERT_EQ(a.kernels.size(), 2u);
   EXPECT_EQ(a.kernels[0].calls, 5u);
   EXPECT_NEAR(a.kernels[0].share, 0.5, 1e-12);
@@ -377,6 +379,10 @@ TEST(TraceAnalysis, GpuBoundStepNamesTheTopKernels) {
   EXPECT_FALSE(a.launch_bound);
   EXPECT_EQ(a.verdict.rfind("GPU-bound", 0), 0u) << a.verdict;
   EXPECT_NE(a.verdict.find("forces (50%)"), std::string::npos) << a.verdict;
+  // Latencies 19.0 - 2.9i us (kernel 20 + 1.1i, launch 1 + 4i): 4.5 ... 19.0, interpolated.
+  ASSERT_EQ(a.steps.size(), 1u);
+  EXPECT_NEAR(a.steps[0].launch_latency_p50_us, (10.3 + 13.2) / 2, 1e-9);
+  EXPECT_NEAR(a.steps[0].launch_latency_p99_us, 16.1 + 2.9 * 0.95, 1e-9);
   const Trace empty;
   EXPECT_EQ(analyze(empty).verdict.rfind("no kernels", 0), 0u);
 }

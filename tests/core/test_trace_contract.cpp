@@ -79,8 +79,10 @@ struct FakeCuda : TraceSource {
                           now + 2000, pid, tid, corr);
     l.api = api;
     window.push_back(l);
-    window.push_back(Span::kernel(kernel, now + 5000, now + 15000, device, 7, corr));
-    window.push_back(Span::flow(corr, now, pid, tid, now + 5000, device, 7));
+    // NCCL's kernels run on a stream of their own, beside the compute stream.
+    const std::int64_t stream = api == LaunchApi::kDriver ? 9 : 7;
+    window.push_back(Span::kernel(kernel, now + 5000, now + 15000, device, stream, corr));
+    window.push_back(Span::flow(corr, now, pid, tid, now + 5000, device, stream));
   }
   void copy_and_sync() {
     if (!running) return;
@@ -175,6 +177,9 @@ TEST(KinetoContract, TwoSimprofRanksPassItAndLineUp) {
     EXPECT_EQ(traces[r]["distributedInfo"]["world_size"], 2);
     EXPECT_EQ(traces[r]["distributedInfo"]["backend"], "nccl");
     EXPECT_EQ(traces[r]["deviceProperties"][0]["id"], r);
+    // The session checked the window's physics (trace/physics.hpp): 3 steps of a kernel, an
+    // all-reduce, a copy and a memset, on the compute and the NCCL stream.
+    EXPECT_EQ(traces[r]["otherData"]["physics"], "ok: 12 device spans on 2 tracks");
   }
   // ProfilerStep#N: the profiler's own step numbers, the same on every rank.
   EXPECT_EQ(profiler_steps(traces[0]), (std::set<int>{2, 3, 4}));

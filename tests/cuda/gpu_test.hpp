@@ -33,15 +33,27 @@ inline bool timing_asserted() { return scaled(1, 0) == 1; }
 
 }  // namespace simprof::cuda::gputest
 
-/// For a test that holds a stream with a Gate while the host goes on: under compute-sanitizer
-/// (SIMPROF_TEST_SCALE=small) kernels of different streams run one at a time and initcheck waits
-/// for a copy's source to be written, so the host would never reach the gate's open(): it skips.
-#define SIMPROF_SKIP_GATED_UNDER_SANITIZER()                                                     \
-  do {                                                                                           \
-    if (!::simprof::cuda::gputest::timing_asserted())                                            \
-      GTEST_SKIP() << "holds a stream with a gate kernel until the host opens it: under "        \
-                      "compute-sanitizer (SIMPROF_TEST_SCALE=small) the host would wait for it"; \
+/// Skips, saying `why`, where timing checks stand aside (under compute-sanitizer,
+/// SIMPROF_TEST_SCALE=small).
+#define SIMPROF_SKIP_WHERE_TIMING_STANDS_ASIDE(why)                          \
+  do {                                                                       \
+    if (!::simprof::cuda::gputest::timing_asserted()) GTEST_SKIP() << (why); \
   } while (0)
+
+/// For a test that holds a stream with a Gate while the host goes on: under compute-sanitizer
+/// kernels of different streams run one at a time and initcheck waits for a copy's source to be
+/// written, so the host would never reach the gate's open(): it skips.
+#define SIMPROF_SKIP_GATED_UNDER_SANITIZER()                                                \
+  SIMPROF_SKIP_WHERE_TIMING_STANDS_ASIDE(                                                   \
+      "holds a stream with a gate kernel until the host opens it: under compute-sanitizer " \
+      "(SIMPROF_TEST_SCALE=small) the host would wait for it")
+
+/// For a test whose every check is a timing check: under compute-sanitizer it would assert
+/// nothing, so it skips and says why instead of passing.
+#define SIMPROF_SKIP_TIMING_ONLY_UNDER_SANITIZER()                                       \
+  SIMPROF_SKIP_WHERE_TIMING_STANDS_ASIDE(                                                \
+      "every check of this test is a timing check, and timing checks stand aside under " \
+      "compute-sanitizer (SIMPROF_TEST_SCALE=small)")
 
 /// Prefix for a timing assertion: `SIMPROF_TIMING EXPECT_NEAR(t, want, tol) << "...";`
 #define SIMPROF_TIMING                                \

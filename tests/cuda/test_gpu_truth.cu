@@ -179,6 +179,7 @@ double fps_over_events(bool graph, bool device_fed, int steps) {
 }  // namespace
 
 TEST_F(GpuTest, FpsAgreesWithEventThroughputEagerAndGraph) {
+  SIMPROF_SKIP_TIMING_ONLY_UNDER_SANITIZER();
   for (const bool graph : {false, true})
     for (const bool device_fed : {true, false})
       for (const int steps : {gt::scaled(300, 30), gt::scaled(1500, 60)}) {
@@ -190,6 +191,7 @@ TEST_F(GpuTest, FpsAgreesWithEventThroughputEagerAndGraph) {
 }
 
 TEST_F(GpuTest, UnpacedHostClockFpsIsTheEnqueueRate) {
+  SIMPROF_SKIP_TIMING_ONLY_UNDER_SANITIZER();
   // The failure the pacer exists for, kept visible: with the host free to run ahead, the host-clock
   // FPS line reports how fast steps are enqueued (while the launch queue has room), not run.
   constexpr std::int64_t kEnvs = 1000;

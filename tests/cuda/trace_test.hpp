@@ -5,20 +5,38 @@
 
 #include <gtest/gtest.h>
 
+#include <cupti.h>
+
 #include <string>
 #include <vector>
 
 #include "simprof/cuda/kernel_tracer.hpp"
+#include "simprof/trace/physics.hpp"
 #include "simprof/trace/session.hpp"
 #include "test_util.hpp"
 
-// A tracer (or DeviceAllocations: anything with enabled() and disabled_reason()) without CUPTI
-// because another tool holds it (compute-sanitizer, Nsight): the test skips and says so. Any other
-// reason is a failure.
+namespace simprof::cuda::gputest {
+
+/// CUPTI's own answer: another subscriber (compute-sanitizer, Nsight, a profiler) holds it now.
+inline bool cupti_held_by_another_tool() {
+  CUpti_SubscriberHandle probe = nullptr;
+  const CUptiResult r = cuptiSubscribe(
+      &probe, [](void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}, nullptr);
+  if (r == CUPTI_SUCCESS) cuptiUnsubscribe(probe);
+  return r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+}
+
+}  // namespace simprof::cuda::gputest
+
+// A tracer (or DeviceAllocations: anything with enabled() and disabled_reason()) that could not
+// subscribe because another tool holds CUPTI (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, asked
+// of CUPTI itself): the test skips and says so. Any other reason (privileges, version, a failure
+// after subscribing) is a failure.
 #define SIMPROF_REQUIRE_CUPTI(tracer)                                                    \
   do {                                                                                   \
     if (!(tracer).enabled()) {                                                           \
-      if ((tracer).disabled_reason().find("cuptiSubscribe") != std::string::npos)        \
+      if ((tracer).disabled_reason().rfind("cuptiSubscribe failed", 0) == 0 &&           \
+          ::simprof::cuda::gputest::cupti_held_by_another_tool())                        \
         GTEST_SKIP() << "CUPTI is held by another tool: " << (tracer).disabled_reason(); \
       FAIL() << (tracer).disabled_reason();                                              \
     }                                                                                    \
@@ -34,9 +52,19 @@ struct KernelTraceSession {
   std::vector<Trace> traces;
 
   KernelTraceSession(StepProfiler& prof, Schedule schedule, KernelTracerOptions options = {})
-      : session(prof, with_schedule(schedule)), tracer(prof, options) {
+      : KernelTraceSession(prof, with_schedule(schedule), options) {}
+  /// With the session's options (TraceOptions::background: traces are kept on its writer thread,
+  /// read them after session.wait()).
+  KernelTraceSession(StepProfiler& prof, const TraceOptions& trace_options,
+                     KernelTracerOptions options = {})
+      : session(prof, trace_options), tracer(prof, options) {
     session.add_source(&tracer);
-    session.on_trace_ready([this](const Trace& t, std::uint64_t) { traces.push_back(t); });
+    session.on_trace_ready([this](const Trace& t, std::uint64_t window) {
+      // Every trace a GPU test writes is one the device could have run (trace/physics.hpp).
+      const PhysicsReport physics = check_physics(t);
+      EXPECT_TRUE(physics.ok()) << "window " << window << ": " << physics.summary();
+      traces.push_back(t);
+    });
   }
   /// The latest trace (an empty one before the first).
   Trace last() const { return traces.empty() ? Trace{} : traces.back(); }

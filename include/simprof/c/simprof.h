@@ -57,6 +57,19 @@ typedef struct simprof_profiler simprof_profiler;
 simprof_status simprof_profiler_new(const simprof_options* options, int64_t n_envs,
                                     simprof_profiler** out);
 void simprof_profiler_free(simprof_profiler* prof);
+/* A profiler that reads `clock` (which must outlive it) instead of the system's: every time it
+ * reports is the clock's, so a test advances the clock and checks exact values. */
+typedef struct simprof_manual_clock simprof_manual_clock;
+simprof_status simprof_profiler_new_with_clock(const simprof_options* options, int64_t n_envs,
+                                               const simprof_manual_clock* clock,
+                                               simprof_profiler** out);
+
+/* --- a manual clock: time moves only when told (at 0 when made) ------------------------------ */
+simprof_status simprof_manual_clock_new(simprof_manual_clock** out);
+void simprof_manual_clock_free(simprof_manual_clock* clock);
+/* ns < 0 is refused (SIMPROF_INVALID_ARGUMENT): time does not run backwards. */
+simprof_status simprof_manual_clock_advance_ns(simprof_manual_clock* clock, int64_t ns);
+simprof_status simprof_manual_clock_now_ns(const simprof_manual_clock* clock, int64_t* ns);
 simprof_status simprof_step_begin(simprof_profiler* prof);
 /* published (may be NULL): 1 when the step's times were published, 0 when it was vetoed. */
 simprof_status simprof_step_end(simprof_profiler* prof, int* published);

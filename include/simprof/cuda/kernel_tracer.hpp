@@ -77,9 +77,11 @@ class KernelTracer : public TraceSource {
   void bind(const TimeBase& time_base) override;
   void start() override;
   void discard() override;
-  /// CUPTI instruments no further launch; the window's own are still reported.
+  /// Marks the window's last launch; the loop goes on without waiting (see stop_and_collect()).
   void stop() override;
-  /// Waits for the device (the window's work must be complete), flushes CUPTI and converts. Runs
+  /// Waits for the device (the window's work must be complete), then turns CUPTI's kinds off (never
+  /// with work in flight: its records would be wrong), flushes CUPTI and converts the work launched
+  /// inside the window (by correlation: the steps launched after it meanwhile are left out). Runs
   /// on the session's writer thread with TraceOptions::background (on the tracer's device).
   std::uint64_t stop_and_collect(std::vector<Span>& out) override;
   /// deviceProperties of the devices the last window ran on, and the CUDA and CUPTI versions.

@@ -22,9 +22,10 @@
 //
 // The hot path (stage begin/end while recording) stores two ticks into a preallocated array; names
 // and JSON come later. With TraceOptions::background the loop pays, at a window's end, only for
-// stopping its sources (CUPTI takes no new kernels); collecting, converting and writing run on a
-// thread of the session's own while the loop goes on. Spans beyond max_cpu_events are dropped and
-// counted, and the count is written into the trace and logged: nothing is lost silently.
+// marking where its sources stop (the CUDA tracer: the window's last launch); collecting,
+// converting and writing run on a thread of the session's own while the loop goes on. Spans beyond
+// max_cpu_events are dropped and counted, and the count is written into the trace and logged:
+// nothing is lost silently.
 #pragma once
 
 #include <atomic>
@@ -61,8 +62,8 @@ class TraceSource {
   virtual void start() = 0;
   /// Drop what was collected so far (the warm-up ends).
   virtual void discard() = 0;
-  /// The window's last step ended: take no new work (the CUDA tracer: CUPTI stops instrumenting
-  /// launches; work launched before is still reported). Called on the loop's thread, cheap;
+  /// The window's last step ended: mark where the window's work ends (the CUDA tracer: its last
+  /// launch; work launched later is left out when collected). Called on the loop's thread, cheap;
   /// stop_and_collect() follows, on the same thread or (TraceOptions::background) on the
   /// session's writer thread, before the next start().
   virtual void stop() {}
@@ -108,6 +109,10 @@ struct TraceOptions {
   /// waits for it; the next window's start and the destructor wait too. The handler then runs on
   /// that thread.
   bool background = false;
+  /// Check each window against the rules of trace/physics.hpp before it is handed on: the result
+  /// goes in otherData ("physics"), and a window that breaks them is said (one warning naming the
+  /// first violations). Nothing is dropped or changed.
+  bool check_physics = true;
 };
 
 class TraceSession : public StepListener {
@@ -132,7 +137,7 @@ class TraceSession : public StepListener {
   /// Returns once every window ended so far is handed over (written, or given to the handler). At
   /// once without TraceOptions::background. Call it from the loop's thread.
   void wait();
-  /// Replaces the default handler, which writes dir/prefix_<window>.json.
+  /// Replaces the default handler, which writes path_of(window): dir/<prefix>_<window>/rank<R>.json.
   void on_trace_ready(ReadyFn fn) { ready_ = std::move(fn); }
 
   // Results: safe to read from another thread while the loop runs.

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+#include "simprof/trace/physics.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace simprof {
+
+namespace {
+
+bool on_device(const Span& s) {
+  return s.kind == SpanKind::kKernel || s.kind == SpanKind::kMemcpy || s.kind == SpanKind::kMemset;
+}
+
+using Track = std::pair<std::int32_t, std::int64_t>;  // device, stream
+
+// Consecutive work of a track: one span, or the kernels of one graph launch.
+struct Block {
+  std::int64_t begin = 0, end = 0, busy = 0;
+  const Span* first = nullptr;
+};
+
+// The synchronisations that wait for a track's work, sorted by begin, with the smallest end among
+// those at and after each position: the first to end of those that began after a given time.
+struct Waits {
+  std::vector<std::pair<std::int64_t, std::int64_t>> by_begin;  // begin, end
+  std::vector<std::int64_t> min_end_from;
+  void seal() {
+    std::sort(by_begin.begin(), by_begin.end());
+    min_end_from.assign(by_begin.size() + 1, std::numeric_limits<std::int64_t>::max());
+    for (std::size_t i = by_begin.size(); i-- > 0;)
+      min_end_from[i] = std::min(min_end_from[i + 1], by_begin[i].second);
+  }
+  std::int64_t first_end_after(std::int64_t t) const {
+    const auto it = std::lower_bound(by_begin.begin(), by_begin.end(),
+                                     std::make_pair(t, std::numeric_limits<std::int64_t>::min()));
+    return min_end_from[static_cast<std::size_t>(it - by_begin.begin())];
+  }
+};
+
+// The runtime and driver calls that block the host until a stream or the device is done:
+// cudaStreamSynchronize, cudaDeviceSynchronize, cudaThreadSynchronize, cuStreamSynchronize,
+// cuCtxSynchronize (the names a trace gives its host calls, as Kineto writes them).
+bool waits_for_the_device(std::string_view call) {
+  constexpr std::string_view kSuffix = "Synchronize";
+  return call.size() > kSuffix.size() && call.substr(call.size() - kSuffix.size()) == kSuffix &&
+         call.find("Event") == std::string_view::npos;
+}
+
+std::string where(const Span& s) {
+  return fmt::format("'{}' (correlation {}) on device {} stream {}", s.name, s.correlation,
+                     s.device, s.stream);
+}
+
+}  // namespace
+
+std::string PhysicsReport::summary() const {
+  std::size_t spans = 0;
+  for (const auto& t : tracks) spans += t.spans;
+  if (ok())
+    return fmt::format("ok: {} device spans on {} track{}", spans, tracks.size(),
+                       tracks.size() == 1 ? "" : "s");
+  std::string s = fmt::format("{} violation{}", violation_count, violation_count == 1 ? "" : "s");
+  for (std::size_t i = 0; i < violations.size() && i < 3; ++i)
+    s += (i == 0 ? ": " : "; ") + violations[i];
+  return s;
+}
+
+PhysicsReport check_physics(const Trace& trace, std::int64_t cross_clock_ns) {
+  PhysicsReport r;
+  auto fail = [&r](std::string what) {
+    ++r.violation_count;
+    if (r.violations.size() < 20) r.violations.push_back(std::move(what));
+  };
+
+  std::unordered_map<std::uint64_t, std::pair<std::int64_t, std::int64_t>> launch;  // corr -> call
+  std::unordered_set<std::uint64_t> waiting_calls;  // correlations of calls that block the host
+  std::map<Track, Waits> stream_waits;
+  std::map<std::int32_t, Waits> context_waits;
+  std::map<Track, std::vector<const Span*>> tracks;
+  for (const Span& s : trace.spans)
+    if (s.kind == SpanKind::kLaunch && s.correlation != 0) {
+      auto [it, fresh] = launch.try_emplace(s.correlation, s.begin_ns, s.end_ns);
+      if (!fresh) it->second.first = std::min(it->second.first, s.begin_ns);
+      if (waits_for_the_device(s.name)) waiting_calls.insert(s.correlation);
+    }
+  for (const Span& s : trace.spans) {
+    // A synchronisation record counts as a wait when the call that made it blocks: CUPTI also
+    // writes one for cudaStreamQuery, which returns at once (seen on the H200, CUDA 13.0).
+    const bool waited = s.kind == SpanKind::kSync && waiting_calls.count(s.correlation) != 0;
+    if (waited && s.sync == SyncKind::kStream)
+      stream_waits[{s.device, s.stream}].by_begin.emplace_back(s.begin_ns, s.end_ns);
+    else if (waited && s.sync == SyncKind::kContext)
+      context_waits[s.device].by_begin.emplace_back(s.begin_ns, s.end_ns);
+    if (on_device(s) || s.kind == SpanKind::kSync || s.kind == SpanKind::kLaunch ||
+        s.kind == SpanKind::kCpuStage)
+      if (s.end_ns < s.begin_ns)
+        fail(fmt::format("duration: {} ends {} ns before it begins", where(s),
+                         s.begin_ns - s.end_ns));
+    if (on_device(s)) tracks[{s.device, s.stream}].push_back(&s);
+  }
+  for (auto& [track, w] : stream_waits) w.seal();
+  for (auto& [device, w] : context_waits) w.seal();
+
+  for (auto& [track, spans] : tracks) {
+    DeviceTrackCheck c;
+    c.device = track.first;
+    c.stream = track.second;
+    c.spans = spans.size();
+    // Blocks: the kernels of one graph launch together, every other span alone.
+    std::vector<Block> blocks;
+    std::unordered_map<std::uint64_t, std::vector<const Span*>> graph_launches;
+    for (const Span* s : spans) {
+      if (s->kind == SpanKind::kKernel && s->graph_id != 0 && s->correlation != 0)
+        graph_launches[s->correlation].push_back(s);
+      else
+        blocks.push_back(Block{s->begin_ns, s->end_ns, s->duration_ns(), s});
+    }
+    for (auto& [corr, ks] : graph_launches) {
+      std::sort(ks.begin(), ks.end(),
+                [](const Span* a, const Span* b) { return a->begin_ns < b->begin_ns; });
+      Block b{ks.front()->begin_ns, ks.front()->end_ns, 0, ks.front()};
+      std::int64_t run_begin = b.begin, run_end = b.end;  // the union, merged as it goes
+      for (const Span* k : ks) {
+        if (k->begin_ns > run_end) {
+          b.busy += run_end - run_begin;
+          run_begin = k->begin_ns;
+        }
+        run_end = std::max(run_end, k->end_ns);
+        b.end = std::max(b.end, k->end_ns);
+      }
+      b.busy += run_end - run_begin;
+      blocks.push_back(b);
+    }
+    std::sort(blocks.begin(), blocks.end(),
+              [](const Block& a, const Block& b) { return a.begin < b.begin; });
+    std::int64_t last_end = std::numeric_limits<std::int64_t>::min();
+    const Span* last = nullptr;
+    for (const Block& b : blocks) {
+      if (last != nullptr && b.begin < last_end) {
+        ++c.overlaps;
+        fail(fmt::format("overlap: {} begins {} ns before {} ended", where(*b.first),
+                         last_end - b.begin, where(*last)));
+      }
+      if (b.end >= last_end) {
+        last_end = b.end;
+        last = b.first;
+      }
+      c.busy_ns += b.busy;
+    }
+    if (!blocks.empty()) c.extent_ns = last_end - blocks.front().begin;
+    if (c.busy_ns > c.extent_ns)
+      fail(fmt::format("busy: device {} stream {} sums {} ns of work in an extent of {} ns",
+                       c.device, c.stream, c.busy_ns, c.extent_ns));
+
+    for (const Span* s : spans) {
+      const auto l = launch.find(s->correlation);
+      if (l == launch.end()) continue;  // a trace of kernels alone
+      const auto [call_begin, call_end] = l->second;
+      if (s->begin_ns + cross_clock_ns < call_begin)
+        fail(fmt::format("launch: {} begins {} ns before the call that launched it", where(*s),
+                         call_begin - s->begin_ns));
+      std::int64_t waited = std::numeric_limits<std::int64_t>::max();
+      if (const auto w = stream_waits.find(track); w != stream_waits.end())
+        waited = std::min(waited, w->second.first_end_after(call_end));
+      if (const auto w = context_waits.find(track.first); w != context_waits.end())
+        waited = std::min(waited, w->second.first_end_after(call_end));
+      if (waited != std::numeric_limits<std::int64_t>::max() && s->end_ns - waited > cross_clock_ns)
+        fail(fmt::format("sync: {} ends {} ns after a synchronisation that waited for it ended",
+                         where(*s), s->end_ns - waited));
+    }
+    r.tracks.push_back(c);
+  }
+  return r;
+}
+
+}  // namespace simprof

@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: MIT
+// check_physics(): each rule catches its violation (and only it), the kernels of one graph launch
+// may run side by side, torch.profiler's own traces pass, and a session says the result in every
+// window it writes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "simprof/base/manual_clock.hpp"
+#include "simprof/trace/physics.hpp"
+#include "simprof/trace/session.hpp"
+#include "test_util.hpp"
+
+using namespace simprof;
+using simprof::testing::quiet;
+using simprof::testing::slurp;
+
+namespace {
+
+std::size_t count_rule(const PhysicsReport& r, const std::string& rule) {
+  std::size_t n = 0;
+  for (const auto& v : r.violations) n += v.rfind(rule + ":", 0) == 0;
+  return n;
+}
+
+// Two kernels back to back on stream 7, each launched 3 us before it runs, then a stream sync.
+Trace two_kernels() {
+  Trace t;
+  t.spans.push_back(Span::launch("cudaLaunchKernel", 0, 2'000, 1, 1, 11));
+  t.spans.push_back(Span::kernel("a", 3'000, 13'000, 0, 7, 11));
+  t.spans.push_back(Span::launch("cudaLaunchKernel", 2'500, 4'000, 1, 1, 12));
+  t.spans.push_back(Span::kernel("b", 13'000, 20'000, 0, 7, 12));
+  t.spans.push_back(Span::synchronization(SyncKind::kStream, 4'500, 21'000, 0, 7, 13));
+  t.spans.push_back(Span::launch("cudaStreamSynchronize", 4'400, 21'100, 1, 1, 13));
+  return t;
+}
+
+// The chrome/Kineto JSON of a trace file as typed spans: device work, host calls and syncs.
+Trace from_chrome_json(const std::string& raw) {
+  const auto j = nlohmann::json::parse(raw);
+  Trace t;
+  auto ns = [](const nlohmann::json& v) {
+    return static_cast<std::int64_t>(std::llround(v.get<double>() * 1000));
+  };
+  for (const auto& e : j["traceEvents"]) {
+    if (e.value("ph", "") != "X") continue;
+    const std::string cat = e.value("cat", "");
+    const auto args = e.value("args", nlohmann::json::object());
+    const std::int64_t b = ns(e["ts"]), en = b + ns(e["dur"]);
+    const std::uint64_t corr = args.value("correlation", std::uint64_t{0});
+    if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset") {
+      Span s = Span::kernel(e.value("name", ""), b, en, args.value("device", 0),
+                            args.value("stream", std::int64_t{0}), corr);
+      s.graph_id = args.value("graph id", std::uint64_t{0});
+      t.spans.push_back(std::move(s));
+    } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
+      t.spans.push_back(Span::launch(e.value("name", ""), b, en, 0, 0, corr));
+    } else if (cat == "cuda_sync") {
+      const std::string kind = args.value("cuda_sync_kind", "");
+      const SyncKind k = kind == "stream_synchronize"    ? SyncKind::kStream
+                         : kind == "context_synchronize" ? SyncKind::kContext
+                                                         : SyncKind::kUnknown;
+      t.spans.push_back(Span::synchronization(k, b, en, args.value("device", 0),
+                                              args.value("stream", std::int64_t{-1}), corr));
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST(TracePhysics, APossibleTracePassesWithItsTrackFigures) {
+  const PhysicsReport r = check_physics(two_kernels());
+  EXPECT_TRUE(r.ok()) << r.summary();
+  ASSERT_EQ(r.tracks.size(), 1u);
+  EXPECT_EQ(r.tracks[0].spans, 2u);
+  EXPECT_EQ(r.tracks[0].busy_ns, 17'000);
+  EXPECT_EQ(r.tracks[0].extent_ns, 17'000);
+  EXPECT_EQ(r.tracks[0].overlaps, 0u);
+  EXPECT_EQ(r.summary(), "ok: 2 device spans on 1 track");
+}
+
+TEST(TracePhysics, OverlapOnOneStreamIsCaughtAndSumsPastTheExtent) {
+  Trace t = two_kernels();
+  t.spans[3].begin_ns = 12'000;  // b begins 1 us before a ends
+  const PhysicsReport r = check_physics(t);
+  EXPECT_EQ(r.violation_count, 2u) << r.summary();
+  EXPECT_EQ(count_rule(r, "overlap"), 1u);
+  EXPECT_EQ(count_rule(r, "busy"), 1u);  // 18 us of work in 17 us
+  EXPECT_EQ(r.tracks[0].overlaps, 1u);
+  EXPECT_NE(r.violations[0].find("'b' (correlation 12)"), std::string::npos) << r.violations[0];
+  EXPECT_NE(r.violations[0].find("1000 ns"), std::string::npos) << r.violations[0];
+}
+
+TEST(TracePhysics, TwoStreamsMayOverlap) {
+  Trace t = two_kernels();
+  t.spans[3].begin_ns = 12'000;
+  t.spans[3].stream = 9;
+  const PhysicsReport r = check_physics(t);
+  EXPECT_TRUE(r.ok()) << r.summary();
+  EXPECT_EQ(r.tracks.size(), 2u);
+}
+
+// The bug this rule exists for: the kernels of a window's last graph launch written hundreds of
+// microseconds long each, one after another on one stream.
+TEST(TracePhysics, GraphKernelsOfOneLaunchMayRunSideBySideButNotAcrossLaunches) {
+  Trace t;
+  t.spans.push_back(Span::launch("cudaGraphLaunch", 0, 5'000, 1, 1, 21));
+  for (int i = 0; i < 2; ++i) {  // two branches of one graph, concurrently
+    Span k = Span::kernel("branch", 6'000, 9'000, 0, 7, 21);
+    k.graph_id = 3;
+    k.graph_node_id = static_cast<std::uint64_t>(i);
+    t.spans.push_back(k);
+  }
+  PhysicsReport r = check_physics(t);
+  EXPECT_TRUE(r.ok()) << r.summary();
+  EXPECT_EQ(r.tracks[0].busy_ns, 3'000) << "a launch's kernels count as their union";
+  t.spans[2].correlation = 22;  // the second now another launch: it cannot overlap the first
+  t.spans.push_back(Span::launch("cudaGraphLaunch", 5'000, 5'500, 1, 1, 22));
+  r = check_physics(t);
+  EXPECT_EQ(count_rule(r, "overlap"), 1u) << r.summary();
+}
+
+TEST(TracePhysics, DeviceWorkBeforeItsLaunchIsCaughtBeyondTheCrossClockSlack) {
+  Trace t = two_kernels();
+  t.spans[1].begin_ns = -1'000;  // a begins 1 us before its launch: within the slack
+  EXPECT_TRUE(check_physics(t).ok()) << check_physics(t).summary();
+  t.spans[1].begin_ns = -1'001;
+  const PhysicsReport r = check_physics(t);
+  EXPECT_EQ(r.violation_count, 1u) << r.summary();
+  EXPECT_EQ(count_rule(r, "launch"), 1u);
+  EXPECT_TRUE(check_physics(t, /*cross_clock_ns=*/1'001).ok());
+}
+
+TEST(TracePhysics, DeviceWorkEndingAfterASyncThatWaitedForItIsCaught) {
+  Trace t = two_kernels();
+  t.spans[3].end_ns = 22'001;  // b ends after the stream sync (ended 21,000) by more than 1 us
+  PhysicsReport r = check_physics(t);
+  EXPECT_EQ(r.violation_count, 1u) << r.summary();
+  EXPECT_EQ(count_rule(r, "sync"), 1u);
+  t.spans[3].end_ns = 22'000;  // within the slack
+  EXPECT_TRUE(check_physics(t).ok());
+
+  t.spans[3].end_ns = 30'000;
+  t.spans[4].stream = 9;  // a sync of another stream does not wait for it
+  EXPECT_TRUE(check_physics(t).ok());
+  t.spans[4].sync = SyncKind::kContext;  // a context sync waits for every stream
+  t.spans[4].stream = -1;
+  EXPECT_EQ(count_rule(check_physics(t), "sync"), 1u);
+  t.spans[4].sync = SyncKind::kEvent;  // which event, the record does not say: not a rule
+  EXPECT_TRUE(check_physics(t).ok());
+  t.spans[4].sync = SyncKind::kStream;
+  t.spans[4].stream = 7;
+  EXPECT_EQ(count_rule(check_physics(t), "sync"), 1u);
+  t.spans[5].name = "cudaStreamQuery";  // CUPTI records a query as a sync: it waits for nothing
+  EXPECT_TRUE(check_physics(t).ok()) << check_physics(t).summary();
+  t.spans[5].name = "cudaEventSynchronize";  // waits for an event, not for this stream
+  EXPECT_TRUE(check_physics(t).ok()) << check_physics(t).summary();
+  t.spans[5].name = "cuStreamSynchronize";
+  EXPECT_EQ(count_rule(check_physics(t), "sync"), 1u);
+  t.spans[5].name = "cudaStreamSynchronize";
+  t.spans[4].sync = SyncKind::kStream;
+  t.spans[4].stream = 7;
+  t.spans[4].begin_ns = 3'000;  // began before b's launch returned (4,000): need not wait for it
+  EXPECT_TRUE(check_physics(t).ok()) << check_physics(t).summary();
+}
+
+TEST(TracePhysics, NegativeDurationsAreCaught) {
+  Trace t = two_kernels();
+  t.spans[0].end_ns = -5;
+  const PhysicsReport r = check_physics(t);
+  EXPECT_EQ(count_rule(r, "duration"), 1u) << r.summary();
+}
+
+TEST(TracePhysics, TorchProfilersOwnTracesPassIt) {
+  for (int rank : {0, 1}) {
+    const std::string raw = slurp(std::string(SIMPROF_TEST_DATA_DIR) + "/kineto-2gpu/rank" +
+                                  std::to_string(rank) + ".json");
+    ASSERT_FALSE(raw.empty());
+    const Trace t = from_chrome_json(raw);
+    const PhysicsReport r = check_physics(t);
+    EXPECT_TRUE(r.ok()) << "rank " << rank << ": " << r.summary();
+    std::size_t spans = 0;
+    for (const auto& track : r.tracks) spans += track.spans;
+    EXPECT_GE(spans, 60u) << "the reference's kernels were read";
+  }
+}
+
+// A source reporting what no stream can do: the session says so in the window it writes.
+TEST(TracePhysics, TheSessionSaysTheResultInEveryWindow) {
+  struct Source : TraceSource {
+    bool overlap = false;
+    void bind(const TimeBase&) override {}
+    void start() override {}
+    void discard() override {}
+    std::uint64_t stop_and_collect(std::vector<Span>& out) override {
+      out.push_back(Span::kernel("a", 0, 10, 0, 7, 1));
+      out.push_back(Span::kernel("b", overlap ? 5 : 10, 20, 0, 7, 2));
+      return 0;
+    }
+    void describe(Trace&) const override {}
+  } source;
+  ManualClock mc;
+  StepProfiler prof(quiet(), 1, mc.clock());
+  TraceOptions o;
+  o.schedule = Schedule{0, 0, 1, 2, 0};
+  TraceSession session(prof, o);
+  session.add_source(&source);
+  std::vector<Trace> traces;
+  session.on_trace_ready([&](const Trace& t, std::uint64_t) { traces.push_back(t); });
+  const simprof::testing::SimprofLog log;
+  for (int i = 0; i < 2; ++i) {
+    source.overlap = i == 1;
+    auto step = prof.step();
+    mc.advance_ns(1000);
+  }
+  ASSERT_EQ(traces.size(), 2u);
+  EXPECT_EQ(traces[0].metadata.at("physics"), "ok: 2 device spans on 1 track");
+  EXPECT_EQ(traces[1].metadata.at("physics").rfind("2 violations: overlap:", 0), 0u)
+      << traces[1].metadata.at("physics");
+  EXPECT_NE(log.str().find("trace window 1 breaks the trace's physics"), std::string::npos)
+      << log.str();
+  EXPECT_EQ(log.str().find("trace window 0"), std::string::npos) << "window 0 is fine: not said";
+}
