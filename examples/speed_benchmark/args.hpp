@@ -13,11 +13,11 @@ struct Args {
   std::string backend = "auto";  // auto: cuda where built and a GPU is visible, else cpu
   std::vector<int> n_envs;       // several values: a sweep
   int steps = 0;                 // 0: a default per backend
-  int warmup = -1;  // -1: a default per backend (CPU 5, CUDA 10); 0: none
-  bool quiet = false;  // no FPS lines
-  bool eager = false;  // CUDA: launch kernels one by one instead of replaying a graph
-  bool sweep = false;  // CUDA: eager and graph side by side over n_envs
-  std::string trace;   // write a Chrome/Perfetto trace of a few steps here
+  int warmup = -1;               // -1: a default per backend (CPU 5, CUDA 10); 0: none
+  bool quiet = false;            // no FPS lines
+  bool eager = false;            // CUDA: launch kernels one by one instead of replaying a graph
+  bool sweep = false;            // CUDA: eager and graph side by side over n_envs
+  std::string trace;             // write a Chrome/Perfetto trace of a few steps here
   std::string trace_mode = "kernel";  // CUDA: kernel (one event per kernel) or graph (per launch)
   bool nvtx = false;                  // CUDA: NVTX ranges for steps and stages
   bool sync = false;    // CUDA: synchronise before each step (to read a trace, not to time)

@@ -137,7 +137,8 @@ class TraceSession : public StepListener {
   /// Returns once every window ended so far is handed over (written, or given to the handler). At
   /// once without TraceOptions::background. Call it from the loop's thread.
   void wait();
-  /// Replaces the default handler, which writes path_of(window): dir/<prefix>_<window>/rank<R>.json.
+  /// Replaces the default handler, which writes path_of(window):
+  /// dir/<prefix>_<window>/rank<R>.json.
   void on_trace_ready(ReadyFn fn) { ready_ = std::move(fn); }
 
   // Results: safe to read from another thread while the loop runs.
