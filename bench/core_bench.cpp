@@ -172,8 +172,10 @@ void print_ratios(const simprof::bench::RatioReporter& runs, simprof::bench::Ver
   auto get = [&](const char* k) { return runs.time(k); };
   const double steady = get("BM_RawClockPair/0"), tsc = get("BM_RawClockPair/1");
   const double scope_steady = get("BM_StageScope/0"), scope_tsc = get("BM_StageScope/1");
-  // The cheaper clock where both clocks' pair and scope ran; a missing run is never the cheaper.
-  const bool use_tsc = tsc > 0 && scope_tsc > 0 && (steady <= 0 || tsc < steady);
+  // The cheaper of the clocks this machine has (a missing run of either is not measured, never the
+  // other clock in its place): the TSC where simprof can use one.
+  const bool has_tsc = simprof::tsc_available();
+  const bool use_tsc = has_tsc && !(tsc > 0 && steady > 0 && steady < tsc);
   const double cheapest_pair = use_tsc ? tsc : steady;
   const double scope = use_tsc ? scope_tsc : scope_steady;
   std::printf("\n--- ratios (same binary, same run) ---\n");
@@ -196,7 +198,7 @@ void print_ratios(const simprof::bench::RatioReporter& runs, simprof::bench::Ver
       v.judge("macro_vs_stage_scope", "SIMPROF_STAGE scope / StageId scope", macro_vs_scope, "x",
               Goal::kAtMost, 1.05));
   // The profiler's clock in the step benchmarks is kAuto: the TSC where there is one.
-  const double pair = tsc > 0 ? tsc : steady;
+  const double pair = has_tsc ? tsc : steady;
   const double manual0 = get("BM_StepManual/0"), manual6 = get("BM_StepManual/6");
   const double book = difference_of(manual0, pair);
   std::printf(

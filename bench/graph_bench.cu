@@ -222,32 +222,38 @@ void print_ratios(const simprof::bench::RatioReporter& runs, simprof::bench::Ver
   std::printf("\n--- per step, us (CUDA events) and ratios ---\n");
   std::printf("%8s %4s %10s %10s %10s %12s %12s\n", "n_envs", "K", "eager", "hand graph",
               "StepGraph", "Step/hand", "eager/Step");
-  // StepGraph against hand-written launches: BM_ReplayOverhead interleaves the two in the same
-  // iterations; a row without it compares separate runs, and says so ("separate").
-  double worst = simprof::bench::kNotMeasured;
-  int interleaved = 0, separate = 0;
+  // StepGraph against hand-written launches, "everywhere": BM_ReplayOverhead interleaves the two
+  // in the same iterations, for every registered shape; the verdict is the worst of those rows and
+  // is not measured unless every row ran. Rows without it show separate runs' ratio (unmarked).
+  double worst = 0;
+  int interleaved = 0, rows = 0;
   for (int n : {1024, 30000, 262144})
     for (int k : {1, 10, 30, 100}) {
+      ++rows;
       const std::string a = "/" + std::to_string(k) + "/" + std::to_string(n);
       const double e = get("BM_Eager" + a), h = get("BM_HandGraph" + a),
                    s = get("BM_StepGraph" + a);
       const double o = runs.counter("BM_ReplayOverhead" + a + "/manual_time", "step_over_hand");
+      if (o > 0) {
+        ++interleaved;
+        worst = std::max(worst, o);
+      }
       const double ratio = o > 0 ? o : simprof::bench::ratio_of(s, h);
       if (std::isnan(ratio)) continue;
-      (o > 0 ? interleaved : separate) += 1;
       std::printf("%8d %4d %10.1f %10.1f %10.1f %10.3fx%s %11.2fx\n", n, k, e, h, s, ratio,
                   o > 0 ? "*" : " ", simprof::bench::ratio_of(e, s));
-      worst = std::isnan(worst) ? ratio : std::max(worst, ratio);
     }
+  if (interleaved < rows) worst = simprof::bench::kNotMeasured;
   std::printf(
       "* Step/hand: StepGraph and hand-written launches interleaved in the same iterations "
-      "(%d rows); unmarked: separate runs (%d rows)\n",
-      interleaved, separate);
+      "(%d of %d shapes); unmarked: separate runs\n",
+      interleaved, rows);
   std::printf(
-      "StepGraph replay vs hand-written graph code, worst of %d rows: %.3fx [target <= "
-      "1.03x: %s]\n",
-      interleaved + separate, worst,
-      v.judge("stepgraph_vs_hand_graph", "worst StepGraph / hand-written graph replay", worst, "x",
+      "StepGraph replay vs hand-written graph code, worst of the %d interleaved shapes: "
+      "%.3fx [target <= 1.03x: %s]\n",
+      rows, worst,
+      v.judge("stepgraph_vs_hand_graph",
+              "worst StepGraph / hand-written graph replay, interleaved, every shape", worst, "x",
               Goal::kAtMost, 1.03));
   const double speedup =
       simprof::bench::ratio_of(get("BM_Eager/100/1024"), get("BM_StepGraph/100/1024"));

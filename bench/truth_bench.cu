@@ -142,14 +142,14 @@ void BM_Truth(benchmark::State& state) {
     std::vector<double> q;
     for (std::size_t i = 0; i < per[l].size(); ++i) q.push_back(per[l][i] / per[base][i] - 1.0);
     std::nth_element(q.begin(), q.begin() + static_cast<long>(q.size() / 2), q.end());
-    r.ratio[l] = q.empty() ? 0.0 : q[q.size() / 2];
+    r.ratio[l] = q.empty() ? simprof::bench::kNotMeasured : q[q.size() / 2];
   }
   {  // pacer + stage timer against the bare loop
     std::vector<double> q;
     for (std::size_t i = 0; i < per[kTimed].size(); ++i)
       q.push_back(per[kTimed][i] / per[kPlain][i] - 1.0);
     std::nth_element(q.begin(), q.begin() + static_cast<long>(q.size() / 2), q.end());
-    r.total = q.empty() ? 0.0 : q[q.size() / 2];
+    r.total = q.empty() ? simprof::bench::kNotMeasured : q[q.size() / 2];
   }
   r.untimed = v[kTimed]->dev->dropped();
   r.joined = v[kTimed]->dev->joined();
@@ -169,7 +169,8 @@ BENCHMARK(BM_Truth)
 
 void print_ratios(const simprof::bench::RatioReporter&, simprof::bench::Verdicts& v) {
   using Goal = simprof::bench::Verdicts::Goal;
-  if (g_results.empty()) std::printf("\nno GPU: nothing measured\n");
+  if (std::string why; !cuda::device_available(&why))
+    std::printf("\nno GPU: nothing measured (%s)\n", why.c_str());
   std::printf(
       "\n--- the GPU truth's cost: us per step on the GPU (CUDA events), %d-step loops "
       "interleaved ---\n%6s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n",

@@ -123,7 +123,7 @@ double random_value(std::mt19937& rng) {
 TEST(Fuzz, ChromeJsonWriterAlwaysWritesJsonAndKeepsValidNames) {
   std::mt19937 rng(seed());
   std::uniform_int_distribution<int> kind(0, 8), small(0, 20), coin(0, 1);
-  std::size_t round_trips = 0;
+  std::size_t round_trips = 0, long_round_trips = 0;
   std::uniform_int_distribution<std::int64_t> t(-1'000'000'000'000, 1'000'000'000'000);
   for (int round = 0; round < 300; ++round) {
     Trace tr;
@@ -180,12 +180,14 @@ TEST(Fuzz, ChromeJsonWriterAlwaysWritesJsonAndKeepsValidNames) {
     for (const std::string& n : names)  // a valid name round-trips byte for byte
       if (valid_utf8(n)) {
         ++round_trips;
+        long_round_trips += n.size() >= 1000;
         EXPECT_GE(written.count(n), 1u) << "round " << round;
       }
   }
   // Half the names are drawn valid (788 round trips with the default seed): the round trip ran on
   // hundreds, long ones among them, whatever the seed.
   EXPECT_GE(round_trips, 400u);
+  EXPECT_GE(long_round_trips, 1u) << "a name of 1,000 bytes or more made the round trip";
 }
 
 TEST(Fuzz, EnvironmentAndOptionsAreAcceptedOrRefusedByName) {

@@ -61,7 +61,9 @@ TEST_F(GpuTest, EnvDependentSpinsKeepTheirOrderAndRatios) {
     EXPECT_GE(static_cast<double>(fn.ticks(0, e)), want_ns) << e;
     SIMPROF_TIMING EXPECT_NEAR(static_cast<double>(fn.ticks(0, e)), want_ns, 0.05 * want_ns + 200)
         << e;
-    if (e > 0) SIMPROF_TIMING EXPECT_GT(fc.ticks(0, e), fc.ticks(0, e - 1)) << e;
+    if (e > 0) {
+      SIMPROF_TIMING EXPECT_GT(fc.ticks(0, e), fc.ticks(0, e - 1)) << e;
+    }
     const double ratio = static_cast<double>(fc.ticks(0, e)) / static_cast<double>(fc.ticks(0, 0));
     SIMPROF_TIMING EXPECT_NEAR(ratio, e + 1.0, 0.10 * (e + 1.0)) << e;
     // Cycles / nominal clock approximate seconds: SM clocks boost and throttle, so 20 %.
