@@ -137,20 +137,14 @@ void BM_Truth(benchmark::State& state) {
     r.us[l] = ms[l] * 1e3 / (static_cast<double>(state.iterations()) * kSteps);
   // Each loop against its baseline in the same iteration, the median over iterations: robust to
   // the clock drifting between iterations.
-  for (int l = 0; l < kLoops; ++l) {
-    const int base = l == kTimed ? kPaced : kPlain;
+  auto median_ratio = [&](int l, int base) {
     std::vector<double> q;
     for (std::size_t i = 0; i < per[l].size(); ++i) q.push_back(per[l][i] / per[base][i] - 1.0);
     std::nth_element(q.begin(), q.begin() + static_cast<long>(q.size() / 2), q.end());
-    r.ratio[l] = q.empty() ? simprof::bench::kNotMeasured : q[q.size() / 2];
-  }
-  {  // pacer + stage timer against the bare loop
-    std::vector<double> q;
-    for (std::size_t i = 0; i < per[kTimed].size(); ++i)
-      q.push_back(per[kTimed][i] / per[kPlain][i] - 1.0);
-    std::nth_element(q.begin(), q.begin() + static_cast<long>(q.size() / 2), q.end());
-    r.total = q.empty() ? simprof::bench::kNotMeasured : q[q.size() / 2];
-  }
+    return q.empty() ? simprof::bench::kNotMeasured : q[q.size() / 2];
+  };
+  for (int l = 0; l < kLoops; ++l) r.ratio[l] = median_ratio(l, l == kTimed ? kPaced : kPlain);
+  r.total = median_ratio(kTimed, kPlain);  // pacer + stage timer against the bare loop
   r.untimed = v[kTimed]->dev->dropped();
   r.joined = v[kTimed]->dev->joined();
   state.counters["pacing_pct"] = 100.0 * r.ratio[kPaced];

@@ -144,8 +144,12 @@ void ActivityRecords::to_spans(TraceMode mode, const CorrelationWindow& window,
     if (it == first.end() || ts < it->second.ts)
       first[corr] = DeviceStart{ts, static_cast<std::int32_t>(dev), stream};
   };
-  // Device work without a correlation belongs by where it ran: per stream, the window's first
-  // begin and the first begin of work launched after the window.
+  // Device work without a correlation belongs by where it ran. Most windows hold none: then the
+  // places below are not worked out (the window's records are only filtered by correlation).
+  const auto uncorrelated = [](const auto& r) { return r.correlation == 0; };
+  const bool placed = !window.all && (std::any_of(kernels_.begin(), kernels_.end(), uncorrelated) ||
+                                      std::any_of(copies_.begin(), copies_.end(), uncorrelated));
+  // Per stream, the window's first begin and the first begin of work launched after the window.
   struct StreamBounds {
     std::uint64_t first_in = UINT64_MAX, first_later = UINT64_MAX;
   };
@@ -157,8 +161,10 @@ void ActivityRecords::to_spans(TraceMode mode, const CorrelationWindow& window,
     if (window.contains(corr)) b.first_in = std::min(b.first_in, start);
     if (window.later(corr)) b.first_later = std::min(b.first_later, start);
   };
-  for (const auto& k : kernels_) bound(k.correlation, k.device, k.stream, k.start);
-  for (const auto& c : copies_) bound(c.correlation, c.device, c.stream, c.start);
+  if (placed) {
+    for (const auto& k : kernels_) bound(k.correlation, k.device, k.stream, k.start);
+    for (const auto& c : copies_) bound(c.correlation, c.device, c.stream, c.start);
+  }
   // The window's launches of each graph: a conditional body's kernels (no correlation, on a stream
   // of their own, with their graph's id) ran inside one of them, between its first begin and the
   // next numbered work on its stream (graph launches on one stream run one after another).
@@ -168,7 +174,7 @@ void ActivityRecords::to_spans(TraceMode mode, const CorrelationWindow& window,
   };
   std::map<std::pair<std::uint32_t, std::uint32_t>, GraphRun> graph_runs;  // (graph, corr)
   for (const auto& k : kernels_)
-    if (k.graph_id != 0 && k.correlation != 0 && window.contains(k.correlation)) {
+    if (placed && k.graph_id != 0 && k.correlation != 0 && window.contains(k.correlation)) {
       GraphRun& r = graph_runs[{k.graph_id, k.correlation}];
       r.begin = std::min(r.begin, k.start);
       r.device = k.device;
