@@ -18,12 +18,12 @@
 #include <string>
 
 #include "ratio_reporter.hpp"
-#include "simprof/cuda/buffer.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/graphs/step_graph.hpp"
-#include "simprof/cuda/handle.hpp"
-#include "simprof/cuda/stopwatch.hpp"
-#include "simprof/cuda/stream.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
+#include "simprof/cuda/runtime/handle.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
+#include "simprof/cuda/timing/stopwatch.hpp"
 
 namespace {
 

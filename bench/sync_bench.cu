@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "simprof/base/stats.hpp"
-#include "simprof/cuda/buffer.hpp"
-#include "simprof/cuda/handle.hpp"
-#include "simprof/cuda/stream.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
+#include "simprof/cuda/runtime/handle.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
 #include "simprof/timers/timer_view.hpp"
 
 namespace {

@@ -25,11 +25,11 @@
 #include "engine/mixed_engine.hpp"
 #include "engine/render_pipeline.hpp"
 #include "ratio_reporter.hpp"
-#include "simprof/cuda/buffer.hpp"
 #include "simprof/cuda/graphs/while_loop.hpp"
-#include "simprof/cuda/precision.hpp"
-#include "simprof/cuda/stopwatch.hpp"
-#include "simprof/cuda/stream.hpp"
+#include "simprof/cuda/precision/device_comparer.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
+#include "simprof/cuda/timing/stopwatch.hpp"
 
 namespace {
 

@@ -10,10 +10,10 @@
 
 #include "engine/cuda_engine.hpp"
 #include "ratio_reporter.hpp"
-#include "simprof/cuda/buffer.hpp"
-#include "simprof/cuda/stopwatch.hpp"
-#include "simprof/cuda/stream.hpp"
-#include "simprof/cuda/timer_buffer.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
+#include "simprof/cuda/timing/stopwatch.hpp"
+#include "simprof/cuda/timing/timer_buffer.hpp"
 
 namespace {
 

@@ -13,11 +13,11 @@
 
 #include "engine/cuda_engine.hpp"
 #include "ratio_reporter.hpp"
-#include "simprof/cuda/buffer.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
-#include "simprof/cuda/kernel_tracer.hpp"
-#include "simprof/cuda/stopwatch.hpp"
-#include "simprof/cuda/stream.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
+#include "simprof/cuda/timing/stopwatch.hpp"
+#include "simprof/cuda/trace/kernel_tracer.hpp"
 
 namespace {
 

@@ -30,10 +30,10 @@
 #include "engine/cuda_engine.hpp"
 #include "ratio_reporter.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
-#include "simprof/cuda/stage_timer.hpp"
-#include "simprof/cuda/step_pacer.hpp"
-#include "simprof/cuda/stopwatch.hpp"
-#include "simprof/cuda/stream.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
+#include "simprof/cuda/timing/stage_timer.hpp"
+#include "simprof/cuda/timing/step_pacer.hpp"
+#include "simprof/cuda/timing/stopwatch.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 
 namespace {

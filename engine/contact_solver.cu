@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "simprof/cuda/error.hpp"
+#include "simprof/cuda/runtime/error.hpp"
 
 namespace simprof::engine {
 

@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "engine/cuda_engine.hpp"
-#include "simprof/cuda/buffer.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/graphs/while_loop.hpp"
-#include "simprof/cuda/timer_buffer.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
+#include "simprof/cuda/timing/timer_buffer.hpp"
 #include "simprof/timers/timer_view.hpp"
 
 namespace simprof::engine {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "engine/physics.hpp"
-#include "simprof/cuda/buffer.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/profiler/macros.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 #include "simprof/timers/timer_view.hpp"

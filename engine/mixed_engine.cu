@@ -6,7 +6,7 @@
 
 #include <stdexcept>
 
-#include "simprof/cuda/error.hpp"
+#include "simprof/cuda/runtime/error.hpp"
 
 namespace simprof::engine {
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "engine/cuda_engine.hpp"
-#include "simprof/cuda/buffer.hpp"
-#include "simprof/cuda/precision.hpp"
+#include "simprof/cuda/precision/device_comparer.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/precision/checker.hpp"
 
 namespace simprof::engine {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "engine/cuda_engine.hpp"
-#include "simprof/cuda/buffer.hpp"
 #include "simprof/cuda/graphs/frame_pipeline.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
 
 namespace simprof::engine {
 

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "simprof/cuda/buffer.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
 
 namespace simprof::examples {
 

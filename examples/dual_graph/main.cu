@@ -18,9 +18,9 @@
 #include "engine/render_pipeline.hpp"
 #include "gpu.hpp"
 #include "simprof/base/stats.hpp"
-#include "simprof/cuda/buffer.hpp"
-#include "simprof/cuda/stopwatch.hpp"
-#include "simprof/cuda/stream.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
+#include "simprof/cuda/timing/stopwatch.hpp"
 
 namespace {
 

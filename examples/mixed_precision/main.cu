@@ -20,11 +20,11 @@
 #include "engine/cuda_engine.hpp"
 #include "engine/mixed_engine.hpp"
 #include "gpu.hpp"
-#include "simprof/cuda/buffer.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
-#include "simprof/cuda/precision.hpp"
-#include "simprof/cuda/stopwatch.hpp"
-#include "simprof/cuda/stream.hpp"
+#include "simprof/cuda/precision/device_comparer.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
+#include "simprof/cuda/timing/stopwatch.hpp"
 #include "simprof/precision/checker.hpp"
 
 namespace {

@@ -11,17 +11,17 @@
 #include <fmt/format.h>
 
 #include "engine/cuda_engine.hpp"
-#include "simprof/cuda/buffer.hpp"
-#include "simprof/cuda/device_allocations.hpp"
-#include "simprof/cuda/device_clock.cuh"
 #include "simprof/cuda/graphs/graph_cache.hpp"
-#include "simprof/cuda/kernel_tracer.hpp"
-#include "simprof/cuda/nvtx.hpp"
-#include "simprof/cuda/stage_timer.hpp"
-#include "simprof/cuda/step_pacer.hpp"
-#include "simprof/cuda/stopwatch.hpp"
-#include "simprof/cuda/stream.hpp"
-#include "simprof/cuda/timer_buffer.hpp"
+#include "simprof/cuda/memory/device_allocations.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
+#include "simprof/cuda/timing/device_clock.cuh"
+#include "simprof/cuda/timing/stage_timer.hpp"
+#include "simprof/cuda/timing/step_pacer.hpp"
+#include "simprof/cuda/timing/stopwatch.hpp"
+#include "simprof/cuda/timing/timer_buffer.hpp"
+#include "simprof/cuda/trace/kernel_tracer.hpp"
+#include "simprof/cuda/trace/nvtx.hpp"
 #include "simprof/simprof.hpp"
 
 namespace simprof::examples {

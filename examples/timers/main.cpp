@@ -23,8 +23,8 @@
 #include "timer_run.hpp"
 
 #if SIMPROF_EXAMPLES_CUDA
-#include "simprof/cuda/error.hpp"
-#include "simprof/cuda/kernel_tracer.hpp"
+#include "simprof/cuda/runtime/error.hpp"
+#include "simprof/cuda/trace/kernel_tracer.hpp"
 #endif
 
 namespace simprof::examples {

@@ -2,9 +2,9 @@
 #include <optional>
 
 #include "engine/cuda_engine.hpp"
-#include "simprof/cuda/buffer.hpp"
-#include "simprof/cuda/stream.hpp"
-#include "simprof/cuda/timer_buffer.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
+#include "simprof/cuda/timing/timer_buffer.hpp"
 #include "timer_run.hpp"
 
 namespace simprof::examples {

@@ -24,9 +24,9 @@
 #include "simprof/timers/timer_stats.hpp"
 #include "simprof/trace/session.hpp"
 #if SIMPROF_C_CUDA
-#include "simprof/cuda/error.hpp"
-#include "simprof/cuda/kernel_tracer.hpp"
-#include "simprof/cuda/nvtx.hpp"
+#include "simprof/cuda/runtime/error.hpp"
+#include "simprof/cuda/trace/kernel_tracer.hpp"
+#include "simprof/cuda/trace/nvtx.hpp"
 #endif
 
 struct simprof_options {

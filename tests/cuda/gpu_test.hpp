@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "simprof/cuda/buffer.hpp"
-#include "simprof/cuda/device_clock.cuh"
-#include "simprof/cuda/error.hpp"
-#include "simprof/cuda/stream.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
+#include "simprof/cuda/runtime/error.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
+#include "simprof/cuda/timing/device_clock.cuh"
 
 namespace simprof::cuda::gputest {
 

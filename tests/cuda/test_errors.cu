@@ -10,8 +10,8 @@
 
 #include "gpu_test.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
-#include "simprof/cuda/kernel_tracer.hpp"
-#include "simprof/cuda/stage_timer.hpp"
+#include "simprof/cuda/timing/stage_timer.hpp"
+#include "simprof/cuda/trace/kernel_tracer.hpp"
 #include "simprof/trace/session.hpp"
 #include "test_util.hpp"
 

@@ -13,8 +13,8 @@
 
 #include "gpu_test.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
-#include "simprof/cuda/stage_timer.hpp"
-#include "simprof/cuda/step_pacer.hpp"
+#include "simprof/cuda/timing/stage_timer.hpp"
+#include "simprof/cuda/timing/step_pacer.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 #include "trace_test.hpp"
 

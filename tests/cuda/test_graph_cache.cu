@@ -9,8 +9,8 @@
 
 #include "gpu_test.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
+#include "simprof/cuda/graphs/instrumentation.hpp"
 #include "simprof/cuda/graphs/step_graph.hpp"
-#include "simprof/cuda/instrumentation.hpp"
 #include "test_util.hpp"
 
 using namespace simprof::cuda;

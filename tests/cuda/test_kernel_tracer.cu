@@ -18,7 +18,7 @@
 #include "gpu_test.hpp"
 #include "kineto_contract.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
-#include "simprof/cuda/kernel_tracer.hpp"
+#include "simprof/cuda/trace/kernel_tracer.hpp"
 #include "simprof/profiler/collective.hpp"
 #include "simprof/trace/analysis.hpp"
 #include "simprof/trace/physics.hpp"

@@ -12,8 +12,8 @@
 #include <string>
 
 #include "gpu_test.hpp"
-#include "simprof/cuda/device_allocations.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
+#include "simprof/cuda/memory/device_allocations.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 #include "trace_test.hpp"
 

@@ -5,7 +5,7 @@
 
 #include "gpu_test.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
-#include "simprof/cuda/stage_timer.hpp"
+#include "simprof/cuda/timing/stage_timer.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 #include "test_util.hpp"
 

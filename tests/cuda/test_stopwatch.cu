@@ -12,7 +12,7 @@
 #include <string>
 
 #include "gpu_test.hpp"
-#include "simprof/cuda/stopwatch.hpp"
+#include "simprof/cuda/timing/stopwatch.hpp"
 #include "test_util.hpp"
 
 using namespace simprof;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "simprof/cuda/kernel_tracer.hpp"
+#include "simprof/cuda/trace/kernel_tracer.hpp"
 #include "simprof/trace/physics.hpp"
 #include "simprof/trace/session.hpp"
 #include "test_util.hpp"

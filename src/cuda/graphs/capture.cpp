@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "simprof/cuda/error.hpp"
+#include "simprof/cuda/runtime/error.hpp"
 
 namespace simprof::cuda {
 

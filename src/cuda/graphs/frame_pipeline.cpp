@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include "simprof/cuda/error.hpp"
+#include "simprof/cuda/runtime/error.hpp"
 
 namespace simprof::cuda {
 

@@ -12,7 +12,7 @@
 
 #include "simprof/base/config.hpp"
 #include "simprof/base/log.hpp"
-#include "simprof/cuda/error.hpp"
+#include "simprof/cuda/runtime/error.hpp"
 
 namespace simprof::cuda {
 

@@ -4,8 +4,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "simprof/cuda/error.hpp"
-#include "simprof/cuda/instrumentation.hpp"
+#include "simprof/cuda/graphs/instrumentation.hpp"
+#include "simprof/cuda/runtime/error.hpp"
 
 namespace simprof::cuda {
 

@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "simprof/cuda/graphs/graph_cache.hpp"
-#include "simprof/cuda/stream.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
 
 namespace simprof::cuda {
 

@@ -49,9 +49,9 @@
 #include <vector>
 
 #include "simprof/cuda/graphs/capture.hpp"
-#include "simprof/cuda/handle.hpp"
-#include "simprof/cuda/instrumentation.hpp"
-#include "simprof/cuda/stream.hpp"
+#include "simprof/cuda/graphs/instrumentation.hpp"
+#include "simprof/cuda/runtime/handle.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
 
 namespace spdlog {
 class logger;

@@ -33,8 +33,8 @@
 #include <cstdint>
 #include <functional>
 
-#include "simprof/cuda/buffer.hpp"
-#include "simprof/cuda/stream.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
 
 namespace simprof::cuda {
 

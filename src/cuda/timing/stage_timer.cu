@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "simprof/cuda/stage_timer.hpp"
+#include "simprof/cuda/timing/stage_timer.hpp"
 
 #include <cuda.h>  // the driver API's types: cuStreamWriteValue32 is reached through the runtime
 
@@ -13,10 +13,10 @@
 #include <spdlog/spdlog.h>
 
 #include "simprof/base/log.hpp"
-#include "simprof/cuda/device_clock.cuh"
-#include "simprof/cuda/error.hpp"
-#include "simprof/cuda/handle.hpp"
-#include "simprof/cuda/instrumentation.hpp"
+#include "simprof/cuda/graphs/instrumentation.hpp"
+#include "simprof/cuda/runtime/error.hpp"
+#include "simprof/cuda/runtime/handle.hpp"
+#include "simprof/cuda/timing/device_clock.cuh"
 #include "simprof/profiler/report.hpp"
 #include "stage_record.hpp"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "simprof/cuda/instrumentation.hpp"
+#include "simprof/cuda/graphs/instrumentation.hpp"
 
 #include <algorithm>
 #include <mutex>

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-#include "simprof/cuda/error.hpp"
+#include "simprof/cuda/runtime/error.hpp"
 
 #include <fmt/format.h>
 
-#include "simprof/cuda/buffer.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
 
 namespace simprof::cuda {
 

@@ -11,8 +11,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "simprof/cuda/error.hpp"
-#include "simprof/cuda/handle.hpp"
+#include "simprof/cuda/runtime/error.hpp"
+#include "simprof/cuda/runtime/handle.hpp"
 
 namespace simprof::cuda {
 

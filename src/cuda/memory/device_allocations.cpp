@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "simprof/cuda/device_allocations.hpp"
+#include "simprof/cuda/memory/device_allocations.hpp"
 
 #include <cupti.h>  // with the calls' parameter structs (generated_cuda*_meta.h)
 
@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "cupti_hub.hpp"
+#include "../trace/cupti_hub.hpp"
 #include "simprof/base/log.hpp"
 
 namespace simprof::cuda {

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-#include "simprof/cuda/timer_buffer.hpp"
+#include "simprof/cuda/timing/timer_buffer.hpp"
 
 #include <fmt/format.h>
 
-#include "simprof/cuda/error.hpp"
+#include "simprof/cuda/runtime/error.hpp"
 
 namespace simprof::cuda {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "simprof/cuda/step_pacer.hpp"
+#include "simprof/cuda/timing/step_pacer.hpp"
 
 #include <chrono>
 #include <stdexcept>
@@ -9,7 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "simprof/base/log.hpp"
-#include "simprof/cuda/error.hpp"
+#include "simprof/cuda/runtime/error.hpp"
 
 namespace simprof::cuda {
 

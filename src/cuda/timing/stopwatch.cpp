@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "simprof/cuda/stopwatch.hpp"
+#include "simprof/cuda/timing/stopwatch.hpp"
 
 #include <stdexcept>
 
@@ -7,7 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "simprof/base/log.hpp"
-#include "simprof/cuda/error.hpp"
+#include "simprof/cuda/runtime/error.hpp"
 
 namespace simprof::cuda {
 

@@ -30,7 +30,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "simprof/cuda/stream.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
 
 namespace simprof::cuda {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "correlation_window.hpp"
-#include "simprof/cuda/kernel_tracer.hpp"
+#include "simprof/cuda/trace/kernel_tracer.hpp"
 #include "simprof/trace/span.hpp"
 
 namespace simprof::cuda::detail {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "simprof/cuda/nvtx.hpp"
+#include "simprof/cuda/trace/nvtx.hpp"
 
 #include <string>
 

@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "simprof/cuda/error.hpp"
+#include "simprof/cuda/runtime/error.hpp"
 
 namespace simprof::cuda {
 

@@ -18,7 +18,7 @@
 
 #include <cstddef>
 
-#include "simprof/cuda/buffer.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/precision/error_sums.hpp"
 
 namespace simprof::cuda {

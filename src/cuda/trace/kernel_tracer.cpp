@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "simprof/cuda/kernel_tracer.hpp"
+#include "simprof/cuda/trace/kernel_tracer.hpp"
 
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -16,7 +16,7 @@
 #include "cupti_hub.hpp"
 #include "cupti_records.hpp"
 #include "simprof/base/log.hpp"
-#include "simprof/cuda/error.hpp"
+#include "simprof/cuda/runtime/error.hpp"
 #include "simprof/detail/buffer_pool.hpp"
 
 namespace simprof::cuda {

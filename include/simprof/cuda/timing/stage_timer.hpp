@@ -40,9 +40,9 @@
 #include <string>
 #include <vector>
 
-#include "simprof/cuda/buffer.hpp"
-#include "simprof/cuda/step_pacer.hpp"
-#include "simprof/cuda/stream.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
+#include "simprof/cuda/timing/step_pacer.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 #include "simprof/profiler/timings.hpp"
 

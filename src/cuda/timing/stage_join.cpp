@@ -11,9 +11,9 @@
 #include <spdlog/spdlog.h>
 
 #include "simprof/base/log.hpp"
-#include "simprof/cuda/error.hpp"
-#include "simprof/cuda/stage_timer.hpp"
-#include "simprof/cuda/stream.hpp"
+#include "simprof/cuda/runtime/error.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
+#include "simprof/cuda/timing/stage_timer.hpp"
 #include "simprof/profiler/report.hpp"
 #include "stage_record.hpp"
 

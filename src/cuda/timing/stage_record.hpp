@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "simprof/cuda/stage_timer.hpp"
+#include "simprof/cuda/timing/stage_timer.hpp"
 
 namespace simprof::cuda {
 

@@ -32,7 +32,7 @@
 #include <functional>
 #include <vector>
 
-#include "simprof/cuda/stream.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
 #include "simprof/profiler/device_steps.hpp"
 #include "simprof/profiler/listener.hpp"
 #include "simprof/profiler/step_profiler.hpp"

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "simprof/cuda/buffer.hpp"
-#include "simprof/cuda/stream.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
 #include "simprof/timers/timer_buffer.hpp"
 
 namespace simprof::cuda {

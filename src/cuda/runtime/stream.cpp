@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "simprof/cuda/stream.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
 
 #include <stdexcept>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "simprof/cuda/precision.hpp"
+#include "simprof/cuda/precision/device_comparer.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "simprof/cuda/error.hpp"
+#include "simprof/cuda/runtime/error.hpp"
 
 namespace simprof::cuda {
 
