@@ -86,7 +86,7 @@ int main(int argc, char** argv) try {
   verdicts.take_flags(argc, argv);
   int iterations = 30, steps = 200, n_envs = 1024, cpu_envs = 1024, cpu_steps = 40;
   bool skip_gpu = false;
-  examples::Flags(
+  cli::Flags(
       "memory_bench [--iterations N] [--steps N] [--n-envs N] [--cpu-envs N] [--cpu-steps N]\n"
       "             [--skip-gpu] [--verdicts FILE] [--check]\n")
       .integer("--iterations", iterations, 1)

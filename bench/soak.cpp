@@ -43,7 +43,7 @@ struct Args {
 
 int main(int argc, char** argv) try {
   Args a;
-  examples::Flags("soak [--steps N] [--n-envs N] [--max-growth-kb K] [--window-every N]\n")
+  cli::Flags("soak [--steps N] [--n-envs N] [--max-growth-kb K] [--window-every N]\n")
       .integer("--steps", a.steps, 1000)
       .integer("--n-envs", a.n_envs, 1, 4096)
       .integer("--max-growth-kb", a.max_growth_kb, 0)

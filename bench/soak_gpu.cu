@@ -40,7 +40,7 @@ long device_used_kb() {
 
 int main(int argc, char** argv) try {
   int steps = 1'000'000, n_envs = 1024, window_every = 10'000, host_kb = 2048, device_kb = 0;
-  examples::Flags(
+  cli::Flags(
       "soak_gpu [--steps N] [--n-envs N] [--window-every N] [--max-host-growth-kb K]\n"
       "         [--max-device-growth-kb K]\n")
       .integer("--steps", steps, 1000)
@@ -65,16 +65,16 @@ int main(int argc, char** argv) try {
   eng.attach(prof);
   cuda::DeviceTimerBuffer timers({"solve", "forces", "contacts", "integrate"}, n_envs);
   const TimerView view = timers.view();
-  cuda::DeviceStageTimer dev(prof, stream);  // paces the loop; before the cache
+  cuda::DeviceStageTimer dev(prof, stream);  // paces the loop
   TraceOptions t;
   t.schedule = Schedule{window_every - 2, 1, 1, 0, 0};
   t.ranks = RankInfo{};
   TraceSession trace(prof, t);
   cuda::KernelTracer tracer(prof);
-  trace.add_source(&tracer);
+  auto tracer_joined = trace.add_source(&tracer);
   // Device and host (the hook in soak_gpu_hook.cpp); warned about after 10 steps.
   MemoryTracker memory(prof, &allocations, &host_allocations());
-  trace.add_source(&memory);  // counter tracks in every window
+  auto memory_joined = trace.add_source(&memory);  // counter tracks in every window
   const std::string path = fmt::format("/tmp/simprof_soak_gpu_{}.json", ::getpid());
   std::uint64_t written = 0, kernels = 0;
   trace.on_trace_ready([&](const Trace& tr, std::uint64_t) {
@@ -82,7 +82,7 @@ int main(int argc, char** argv) try {
     ++written;
     for (const Span& s : tr.spans) kernels += s.kind == SpanKind::kKernel;
   });
-  cuda::GraphCache cache(stream);
+  cuda::GraphCache cache(stream, {}, dev.instrumentation());
   std::vector<long> host, device;
   long host_warm = 0, device_warm = 0;
   const int sample_every = std::max(1, steps / 50);

@@ -54,7 +54,7 @@ struct Variant {
   StepProfiler prof;
   engine::CudaEngine eng;
   std::optional<cuda::StepPacer> pacer;
-  std::optional<cuda::DeviceStageTimer> dev;  // before the cache: it outlives the graphs
+  std::optional<cuda::DeviceStageTimer> dev;  // given to the cache: its stamps go into the graphs
   cuda::GraphCache cache;
   cudaStream_t stream;
   bool graph;
@@ -75,6 +75,7 @@ struct Variant {
       o.sample_every = 1 << 30;
       dev.emplace(prof, s, o);
     }
+    if (dev) cache.attach(dev->instrumentation());
   }
   void steps(int n) {
     for (int i = 0; i < n; ++i) {

@@ -38,7 +38,7 @@ constexpr const char* kUsage =
 
 Args parse(int argc, char** argv) {
   Args a;
-  examples::Flags(kUsage)
+  cli::Flags(kUsage)
       .ints("--n-envs", a.n_envs, 1)
       .integer("--image", a.image, 1, 256)
       .integer("--frames", a.frames, 1)

@@ -48,7 +48,7 @@ constexpr const char* kUsage =
 
 Args parse(int argc, char** argv) {
   Args a;
-  examples::Flags(kUsage)
+  cli::Flags(kUsage)
       .custom("--storage", [&](const std::string& v) { a.storage = engine::parse_storage(v); })
       .integer("--n-envs", a.n_envs, 1)
       .integer("--replays", a.replays, 1)

@@ -127,6 +127,7 @@ int run_cuda_rank(const Args& a, const RankInfo& r) {
 
   std::optional<TraceSession> trace;
   std::optional<cuda::KernelTracer> tracer;
+  SourceRegistration tracer_joined;  // after the tracer: leaves the session before it goes
   if (!a.trace.empty()) {
     TraceOptions t;
     t.schedule = Schedule{a.warmup + steps / 2, 2, 3, 1, 0};
@@ -135,7 +136,7 @@ int run_cuda_rank(const Args& a, const RankInfo& r) {
     t.backend = "nccl";
     trace.emplace(prof, t);
     tracer.emplace(prof);
-    trace->add_source(&*tracer);
+    tracer_joined = trace->add_source(&*tracer);
     trace->on_trace_ready([&](const Trace& tr, std::uint64_t w) {
       const std::string path = trace->write(tr, w);
       const TraceAnalysis an = analyze(tr);

@@ -32,7 +32,7 @@ constexpr const char* kUsage =
 
 Args parse(int argc, char** argv) {
   Args a;
-  Flags(kUsage)
+  cli::Flags(kUsage)
       .integer("--ranks", a.ranks, 1, 1024)
       .choice("--backend", a.backend, {"auto", "cpu", "cuda"})
       .integer("--n-envs", a.n_envs, 1)

@@ -56,7 +56,7 @@ constexpr const char* kUsage =
 
 Args parse(int argc, char** argv) {
   Args a;
-  examples::Flags(kUsage)
+  cli::Flags(kUsage)
       .ints("--n-envs", a.n_envs, 1)
       .integer("--frames", a.frames, 1)
       .integer("--max-iterations", a.max_iterations, 1, 4096)
@@ -115,7 +115,7 @@ void trace_frames(const engine::Params& params, int n_envs, const Args& a) {
   constexpr int kWait = 150, kFrames = 3;
   TraceSession session(prof, TraceOptions{Schedule{kWait, 1, kFrames, 1, 0}});
   cuda::KernelTracer tracer(prof);
-  session.add_source(&tracer);
+  auto tracer_joined = session.add_source(&tracer);  // leaves before the tracer goes
   std::size_t projected = 0;
   session.on_trace_ready([&](const Trace& t, std::uint64_t) {
     write_chrome_trace(t, a.trace);

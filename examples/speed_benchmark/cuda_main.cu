@@ -122,7 +122,7 @@ void profiled_run(const engine::Params& params, int n_envs, bool graph, int warm
   if (args.trace.empty()) {
     cuda::DeviceStageTimerOptions d;
     d.max_in_flight = in_flight;
-    dev.emplace(prof, stream, d);  // before the cache: outlives its graphs
+    dev.emplace(prof, stream, d);
   } else if (in_flight > 0) {
     cuda::StepPacerOptions p;
     p.max_in_flight = in_flight;
@@ -138,20 +138,21 @@ void profiled_run(const engine::Params& params, int n_envs, bool graph, int warm
   if (args.nvtx) nvtx.emplace(prof);
   std::optional<TraceSession> trace;
   std::optional<cuda::KernelTracer> tracer;
+  SourceRegistration tracer_joined;  // after the tracer: leaves the session before it goes
   if (!args.trace.empty()) {
     trace.emplace(prof, TraceOptions{trace_schedule(warmup + steps)});
     cuda::KernelTracerOptions ko;
     ko.mode =
         args.trace_mode == "graph" ? cuda::TraceMode::kGraphLaunch : cuda::TraceMode::kPerKernel;
     tracer.emplace(prof, ko);
-    trace->add_source(&*tracer);
+    tracer_joined = trace->add_source(&*tracer);
     trace->on_trace_ready([&](const Trace& t, std::uint64_t) {
       write_chrome_trace(t, args.trace);
       fmt::print("\nwrote {} ({} spans, {} dropped): open it in https://ui.perfetto.dev\n{}\n",
                  args.trace, t.spans.size(), t.dropped, analyze(t).report(10));
     });
   }
-  cuda::GraphCache cache(stream);
+  cuda::GraphCache cache(stream, {}, dev ? dev->instrumentation() : nullptr);
   const cuda::GraphKey key{n_envs};
   fmt::print(
       "speed_benchmark: backend cuda ({}), {} envs x {} spheres, {} kernels per step, {} steps, "

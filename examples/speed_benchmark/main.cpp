@@ -46,11 +46,11 @@ Schedule trace_schedule(int steps) {
 
 Args parse_args(int argc, char** argv) {
   Args a;
-  Flags(usage())
+  cli::Flags(usage())
       .choice("--backend", a.backend, {"auto", "cpu", "cuda"})
       .custom("--n-envs",
               [&](const std::string& v) {  // given twice, the lists add up
-                const std::vector<int> more = parse_int_list("--n-envs", v, 1);
+                const std::vector<int> more = cli::parse_int_list("--n-envs", v, 1);
                 a.n_envs.insert(a.n_envs.end(), more.begin(), more.end());
               })
       .integer("--steps", a.steps, 1)

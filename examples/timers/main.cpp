@@ -44,7 +44,7 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  Flags(
+  cli::Flags(
       "usage: timers [--backend auto|cpu|cuda] [--n-envs N] [--steps N] [--mode 0|1|2]\n"
       "              [--plot-every N] [--row solve|forces|contacts|integrate] [--svg FILE]\n"
       "              [--profiling [--trace FILE]]\n")
@@ -126,9 +126,10 @@ int run(const Options& o) {
   }
 #if SIMPROF_EXAMPLES_CUDA
   std::optional<cuda::KernelTracer> kernels;
+  SourceRegistration kernels_joined;  // after the tracer: leaves the session before it goes
   if (o.profiling && cuda) {
     kernels.emplace(prof);
-    trace->add_source(&*kernels);
+    kernels_joined = trace->add_source(&*kernels);
   }
 #endif
 

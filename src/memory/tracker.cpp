@@ -61,7 +61,6 @@ MemoryTracker::MemoryTracker(StepProfiler& prof, const AllocSource* device, cons
 }
 
 MemoryTracker::~MemoryTracker() {
-  leave_session();  // a window handed over in the background may still read the samples
   prof_.remove_listener(this);
 }
 
@@ -177,25 +176,39 @@ std::int64_t MemoryTracker::device_peak_bytes() const noexcept {
   return std::max(own, peak_);
 }
 
-AllocCounts MemoryTracker::total(std::string_view stage, MemorySide side) const {
-  const StageId id = prof_.find_stage(stage);
-  if (id == kNoStage || id >= totals_.size()) return {};
+AllocCounts MemoryTracker::total(StageId id, MemorySide side) const noexcept {
+  if (id >= totals_.size()) return {};
   return totals_[id].side[side_index(side)];
 }
 
-std::uint64_t MemoryTracker::steps(std::string_view stage) const {
-  const StageId id = prof_.find_stage(stage);
-  return id == kNoStage || id >= steps_.size() ? 0 : steps_[id];
+AllocCounts MemoryTracker::total(std::string_view stage, MemorySide side) const noexcept {
+  return total(prof_.find_stage(stage), side);
 }
 
-double MemoryTracker::allocs_per_step(std::string_view stage, MemorySide side) const {
-  const std::uint64_t n = steps(stage);
-  return n ? static_cast<double>(total(stage, side).allocs) / static_cast<double>(n) : 0.0;
+std::uint64_t MemoryTracker::steps(StageId id) const noexcept {
+  return id >= steps_.size() ? 0 : steps_[id];
 }
 
-double MemoryTracker::bytes_per_step(std::string_view stage, MemorySide side) const {
-  const std::uint64_t n = steps(stage);
-  return n ? static_cast<double>(total(stage, side).alloc_bytes) / static_cast<double>(n) : 0.0;
+std::uint64_t MemoryTracker::steps(std::string_view stage) const noexcept {
+  return steps(prof_.find_stage(stage));
+}
+
+double MemoryTracker::allocs_per_step(StageId id, MemorySide side) const noexcept {
+  const std::uint64_t n = steps(id);
+  return n ? static_cast<double>(total(id, side).allocs) / static_cast<double>(n) : 0.0;
+}
+
+double MemoryTracker::allocs_per_step(std::string_view stage, MemorySide side) const noexcept {
+  return allocs_per_step(prof_.find_stage(stage), side);
+}
+
+double MemoryTracker::bytes_per_step(StageId id, MemorySide side) const noexcept {
+  const std::uint64_t n = steps(id);
+  return n ? static_cast<double>(total(id, side).alloc_bytes) / static_cast<double>(n) : 0.0;
+}
+
+double MemoryTracker::bytes_per_step(std::string_view stage, MemorySide side) const noexcept {
+  return bytes_per_step(prof_.find_stage(stage), side);
 }
 
 void MemoryTracker::start() {

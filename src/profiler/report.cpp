@@ -14,12 +14,12 @@ std::string stage_label(const StepProfiler& prof, StageId id, int depth) {
 std::vector<StageRow> stage_rows(const StepProfiler& prof) {
   if (prof.options().stats_window == 0)
     throw std::invalid_argument("simprof: stage_table needs stats_window > 0 (it is 0)");
-  const auto step = prof.stats("step");
+  const auto step = prof.stats(kStepStage);
   const double step_total = step.mean * static_cast<double>(step.count);
   std::vector<StageRow> rows;
   for_each_stage_row(prof, [&](StageId id, int depth) {
     StageRow r;
-    r.stats = prof.stats(prof.stage_name(id));
+    r.stats = prof.stats(id);
     if (r.stats.count == 0) return;
     r.id = id;
     r.name = std::string(prof.stage_name(id));
@@ -60,7 +60,7 @@ std::string detail::stage_table_with(const StepProfiler& prof, const std::string
   if (partial)
     fmt::format_to(std::back_inserter(out),
                    "* ran in fewer steps than the {} in the window; share: of all their time\n",
-                   prof.stats("step").count);
+                   prof.stats(kStepStage).count);
   return fmt::to_string(out);
 }
 

@@ -330,21 +330,32 @@ std::vector<std::int64_t> StepProfiler::history_ticks(const Slot& s) const {
   return out;
 }
 
-const StepProfiler::Slot& StepProfiler::slot_for(std::string_view stage, const char* what) const {
-  const StageId id = find_stage(stage);
-  if (id == kNoStage)
-    throw std::invalid_argument(fmt::format("simprof: {}('{}'): no such stage", what, stage));
-  if (options_.stats_window == 0)
+const StepProfiler::Slot& StepProfiler::slot_for(StageId id, const char* what) const {
+  if (id >= slots_.size())
     throw std::invalid_argument(
-        fmt::format("simprof: {}('{}'): stats_window is 0, so no history is kept", what, stage));
+        fmt::format("simprof: {}(StageId {}): no such stage ({} stages)", what, id, slots_.size()));
+  if (options_.stats_window == 0)
+    throw std::invalid_argument(fmt::format(
+        "simprof: {}('{}'): stats_window is 0, so no history is kept", what, names_[id]));
   return slots_[id];
 }
 
-std::vector<double> StepProfiler::history(std::string_view stage) const {
+StageId StepProfiler::checked_stage(std::string_view stage, const char* what) const {
+  const StageId id = find_stage(stage);
+  if (id == kNoStage)
+    throw std::invalid_argument(fmt::format("simprof: {}('{}'): no such stage", what, stage));
+  return id;
+}
+
+std::vector<double> StepProfiler::history(StageId stage) const {
   const auto ticks = history_ticks(slot_for(stage, "history"));
   std::vector<double> out(ticks.size());
   for (std::size_t i = 0; i < ticks.size(); ++i) out[i] = clock_.seconds(ticks[i]);
   return out;
+}
+
+std::vector<double> StepProfiler::history(std::string_view stage) const {
+  return history(checked_stage(stage, "history"));
 }
 
 void StepProfiler::reset_stats() noexcept {
@@ -352,10 +363,18 @@ void StepProfiler::reset_stats() noexcept {
   for (Slot& s : slots_) s.history.clear();
 }
 
-LatencyStats StepProfiler::stats(std::string_view stage) const { return summarize(history(stage)); }
+LatencyStats StepProfiler::stats(StageId stage) const { return summarize(history(stage)); }
+
+LatencyStats StepProfiler::stats(std::string_view stage) const {
+  return stats(checked_stage(stage, "stats"));
+}
+
+std::string StepProfiler::histogram(StageId stage, const HistogramOptions& options) const {
+  return text_histogram(history(stage), options);
+}
 
 std::string StepProfiler::histogram(std::string_view stage, const HistogramOptions& options) const {
-  return text_histogram(history(stage), options);
+  return histogram(checked_stage(stage, "histogram"), options);
 }
 
 }  // namespace simprof

@@ -89,7 +89,7 @@ TraceAnalysis analyze(const Trace& trace, double graph_node_us) {
   std::size_t bound = 0;
   for (const auto* st : steps) {
     StepAnalysis a;
-    a.step = st->step;
+    a.step = st->step();
     a.host_us = static_cast<double>(st->duration_ns()) * 1e-3;
     Intervals iv, comm, comp;
     std::vector<double> latency;

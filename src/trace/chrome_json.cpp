@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "simprof/trace/chrome_json.hpp"
 
+#include "simprof/trace/collective_args.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -144,37 +146,42 @@ void write_args(Buffer& out, const Span& s) {
   Args a(out);
   switch (s.kind) {
     case SpanKind::kCpuStage:
-      a.integer("step", static_cast<std::int64_t>(s.step));
-      if (s.collective) collective_args(a, *s.collective);
+      a.integer("step", static_cast<std::int64_t>(s.step()));
+      if (s.collective()) collective_args(a, *s.collective());
       break;
     case SpanKind::kLaunch:  // a host event: never a stream, or HTA counts it as GPU work
-      a.integer("cbid", s.cbid).integer("correlation", static_cast<std::int64_t>(s.correlation));
+      a.integer("cbid", s.or_empty<CallPayload>().cbid)
+          .integer("correlation", static_cast<std::int64_t>(s.correlation));
       break;
-    case SpanKind::kKernel:
+    case SpanKind::kKernel: {
+      const KernelPayload& k = s.or_empty<KernelPayload>();
       device_args(a, s);
-      if (s.registers) a.integer("registers per thread", s.registers);
-      if (s.grid.x > 0) a.integer("shared memory", s.shared_memory);
-      if (s.grid.x > 0) a.dim3("grid", s.grid).dim3("block", s.block);
-      if (s.graph_id) a.integer("graph id", static_cast<std::int64_t>(s.graph_id));
-      if (s.graph_id && s.kernels == 0)
-        a.integer("graph node id", static_cast<std::int64_t>(s.graph_node_id));
-      if (s.kernels) a.integer("kernels", static_cast<std::int64_t>(s.kernels));
-      if (s.collective) collective_args(a, *s.collective);
+      if (k.registers) a.integer("registers per thread", k.registers);
+      if (k.grid.x > 0) a.integer("shared memory", k.shared_memory);
+      if (k.grid.x > 0) a.dim3("grid", k.grid).dim3("block", k.block);
+      if (k.graph_id) a.integer("graph id", static_cast<std::int64_t>(k.graph_id));
+      if (k.graph_id && k.kernels == 0)
+        a.integer("graph node id", static_cast<std::int64_t>(k.graph_node_id));
+      if (k.kernels) a.integer("kernels", static_cast<std::int64_t>(k.kernels));
+      if (k.collective) collective_args(a, *k.collective);
       break;
+    }
     case SpanKind::kMemcpy:
-    case SpanKind::kMemset:
+    case SpanKind::kMemset: {
+      const std::uint64_t bytes = s.or_empty<TransferPayload>().bytes;
       device_args(a, s);
-      a.integer("bytes", static_cast<std::int64_t>(s.bytes));
+      a.integer("bytes", static_cast<std::int64_t>(bytes));
       if (s.duration_ns() > 0)  // bytes per ns are GB/s
         a.number("memory bandwidth (GB/s)",
-                 static_cast<double>(s.bytes) / static_cast<double>(s.duration_ns()));
+                 static_cast<double>(bytes) / static_cast<double>(s.duration_ns()));
       break;
+    }
     case SpanKind::kSync:
-      a.text("cuda_sync_kind", to_string(s.sync));
+      a.text("cuda_sync_kind", to_string(s.or_empty<SyncPayload>().sync));
       device_args(a, s);
       break;
     case SpanKind::kCounter:
-      a.number("value", s.value);
+      a.number("value", s.or_empty<CounterPayload>().value);
       break;
     case SpanKind::kOverhead:
     case SpanKind::kFlow:
@@ -187,7 +194,7 @@ std::string_view category(const Span& s) {
     case SpanKind::kCpuStage:
       return s.is_step() ? "user_annotation" : "cpu_op";
     case SpanKind::kLaunch:
-      return s.api == LaunchApi::kDriver ? "cuda_driver" : "cuda_runtime";
+      return s.or_empty<CallPayload>().api == LaunchApi::kDriver ? "cuda_driver" : "cuda_runtime";
     case SpanKind::kKernel:
       return "kernel";
     case SpanKind::kMemcpy:
@@ -212,12 +219,40 @@ bool on_device_track(SpanKind k) {
 }
 
 // One Chrome event: a span, one end of a flow, or a metadata record.
+// Kineto's metadata records: which one decides the record's name and what its args hold.
+enum class Meta : std::uint8_t {
+  kNone,  // not metadata: a span
+  kProcessName,
+  kProcessLabels,
+  kProcessSortIndex,
+  kThreadName,
+  kThreadSortIndex
+};
+
+std::string_view name_of(Meta m) noexcept {
+  switch (m) {
+    case Meta::kProcessName:
+      return "process_name";
+    case Meta::kProcessLabels:
+      return "process_labels";
+    case Meta::kProcessSortIndex:
+      return "process_sort_index";
+    case Meta::kThreadName:
+      return "thread_name";
+    case Meta::kThreadSortIndex:
+      return "thread_sort_index";
+    case Meta::kNone:
+      break;
+  }
+  return {};
+}
+
 struct Record {
   char ph;
   std::int64_t ts;
   const Span* span;  // null for metadata
   std::int64_t pid, tid;
-  std::string_view meta;   // metadata: process_name, thread_sort_index, ...
+  Meta meta = Meta::kNone;
   std::string label;       // metadata: the name or label
   std::int64_t index = 0;  // metadata: the sort index
 };
@@ -232,12 +267,12 @@ void append_header(Buffer& out, char ph, std::string_view name, std::string_view
 
 void append_record(Buffer& out, const Record& r, std::int64_t base_ns) {
   if (r.span == nullptr) {  // metadata, as Kineto writes it
-    append_header(out, 'M', r.meta, {}, r.pid, r.tid);
-    if (r.meta.find("sort_index") != std::string_view::npos)
+    append_header(out, 'M', name_of(r.meta), {}, r.pid, r.tid);
+    if (r.meta == Meta::kProcessSortIndex || r.meta == Meta::kThreadSortIndex)
       fmt::format_to(std::back_inserter(out), ", \"args\": {{\"sort_index\": {}}}}}", r.index);
     else
       fmt::format_to(std::back_inserter(out), ", \"args\": {{\"{}\": \"{}\"}}}}",
-                     r.meta == "process_labels" ? "labels" : "name", json_escape(r.label));
+                     r.meta == Meta::kProcessLabels ? "labels" : "name", json_escape(r.label));
     return;
   }
   const Span& s = *r.span;
@@ -255,7 +290,7 @@ void append_record(Buffer& out, const Record& r, std::int64_t base_ns) {
   out.push_back('}');
 }
 
-Record meta(std::int64_t pid, std::int64_t tid, std::string_view what, std::string label,
+Record meta(std::int64_t pid, std::int64_t tid, Meta what, std::string label,
             std::int64_t index = 0) {
   return Record{'M', 0, nullptr, pid, tid, what, std::move(label), index};
 }
@@ -279,27 +314,27 @@ void add_names(const Trace& trace, std::vector<Record>& out) {
                                   ? fmt::format("simprof rank {}", trace.ranks.rank)
                                   : std::string("simprof");
   for (const auto pid : hosts) {
-    out.push_back(meta(pid, 0, "process_name", process));
-    out.push_back(meta(pid, 0, "process_labels", "CPU"));
-    out.push_back(meta(pid, 0, "process_sort_index", {}, pid));
+    out.push_back(meta(pid, 0, Meta::kProcessName, process));
+    out.push_back(meta(pid, 0, Meta::kProcessLabels, "CPU"));
+    out.push_back(meta(pid, 0, Meta::kProcessSortIndex, {}, pid));
   }
   for (const auto& [pid, tid] : loops) {
-    out.push_back(meta(pid, tid, "thread_name", fmt::format("step loop (thread {})", tid)));
-    out.push_back(meta(pid, tid, "thread_sort_index", {}, tid));
+    out.push_back(meta(pid, tid, Meta::kThreadName, fmt::format("step loop (thread {})", tid)));
+    out.push_back(meta(pid, tid, Meta::kThreadSortIndex, {}, tid));
   }
   for (const auto& [pid, tid] : threads) {
     if (loops.count({pid, tid})) continue;
-    out.push_back(meta(pid, tid, "thread_name", fmt::format("thread {}", tid)));
-    out.push_back(meta(pid, tid, "thread_sort_index", {}, tid));
+    out.push_back(meta(pid, tid, Meta::kThreadName, fmt::format("thread {}", tid)));
+    out.push_back(meta(pid, tid, Meta::kThreadSortIndex, {}, tid));
   }
   for (const auto& [dev, streams] : devices) {
-    out.push_back(meta(dev, 0, "process_name", process));
-    out.push_back(meta(dev, 0, "process_labels", fmt::format("GPU {}", dev)));
-    out.push_back(meta(dev, 0, "process_sort_index", {}, 5'000'000 + dev));
+    out.push_back(meta(dev, 0, Meta::kProcessName, process));
+    out.push_back(meta(dev, 0, Meta::kProcessLabels, fmt::format("GPU {}", dev)));
+    out.push_back(meta(dev, 0, Meta::kProcessSortIndex, {}, 5'000'000 + dev));
     for (const auto s : streams) {
       if (s < 0) continue;  // a context synchronisation: no stream to name
-      out.push_back(meta(dev, s, "thread_name", fmt::format("stream {}", s)));
-      out.push_back(meta(dev, s, "thread_sort_index", {}, s));
+      out.push_back(meta(dev, s, Meta::kThreadName, fmt::format("stream {}", s)));
+      out.push_back(meta(dev, s, Meta::kThreadSortIndex, {}, s));
     }
   }
 }

@@ -45,15 +45,6 @@ struct Waits {
   }
 };
 
-// The runtime and driver calls that block the host until a stream or the device is done:
-// cudaStreamSynchronize, cudaDeviceSynchronize, cudaThreadSynchronize, cuStreamSynchronize,
-// cuCtxSynchronize (the names a trace gives its host calls, as Kineto writes them).
-bool waits_for_the_device(std::string_view call) {
-  constexpr std::string_view kSuffix = "Synchronize";
-  return call.size() > kSuffix.size() && call.substr(call.size() - kSuffix.size()) == kSuffix &&
-         call.find("Event") == std::string_view::npos;
-}
-
 std::string where(const Span& s) {
   return fmt::format("'{}' (correlation {}) on device {} stream {}", s.name, s.correlation,
                      s.device, s.stream);
@@ -89,15 +80,16 @@ PhysicsReport check_physics(const Trace& trace, std::int64_t cross_clock_ns) {
     if (s.kind == SpanKind::kLaunch && s.correlation != 0) {
       auto [it, fresh] = launch.try_emplace(s.correlation, s.begin_ns, s.end_ns);
       if (!fresh) it->second.first = std::min(it->second.first, s.begin_ns);
-      if (waits_for_the_device(s.name)) waiting_calls.insert(s.correlation);
+      if (s.or_empty<CallPayload>().waits_for_device) waiting_calls.insert(s.correlation);
     }
   for (const Span& s : trace.spans) {
     // A synchronisation record counts as a wait when the call that made it blocks: CUPTI also
     // writes one for cudaStreamQuery, which returns at once (seen on the H200, CUDA 13.0).
     const bool waited = s.kind == SpanKind::kSync && waiting_calls.count(s.correlation) != 0;
-    if (waited && s.sync == SyncKind::kStream)
+    const SyncKind sync = s.or_empty<SyncPayload>().sync;
+    if (waited && sync == SyncKind::kStream)
       stream_waits[{s.device, s.stream}].by_begin.emplace_back(s.begin_ns, s.end_ns);
-    else if (waited && s.sync == SyncKind::kContext)
+    else if (waited && sync == SyncKind::kContext)
       context_waits[s.device].by_begin.emplace_back(s.begin_ns, s.end_ns);
     if (on_device(s) || s.kind == SpanKind::kSync || s.kind == SpanKind::kLaunch ||
         s.kind == SpanKind::kCpuStage)
@@ -118,7 +110,7 @@ PhysicsReport check_physics(const Trace& trace, std::int64_t cross_clock_ns) {
     std::vector<Block> blocks;
     std::unordered_map<std::uint64_t, std::vector<const Span*>> graph_launches;
     for (const Span* s : spans) {
-      if (s->kind == SpanKind::kKernel && s->graph_id != 0 && s->correlation != 0)
+      if (s->or_empty<KernelPayload>().graph_id != 0 && s->correlation != 0)
         graph_launches[s->correlation].push_back(s);
       else
         blocks.push_back(Block{s->begin_ns, s->end_ns, s->duration_ns(), s});

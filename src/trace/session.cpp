@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "simprof/trace/session.hpp"
 
+#include "simprof/trace/collective_args.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <memory>
@@ -90,7 +92,7 @@ TraceSession::~TraceSession() {
   }
 }
 
-void TraceSession::add_source(TraceSource* source) {
+SourceRegistration TraceSession::add_source(TraceSource* source) {
   if (source == nullptr)
     throw std::invalid_argument("simprof: TraceSession::add_source: null source");
   wait();  // a window being handed over reads the sources
@@ -100,6 +102,7 @@ void TraceSession::add_source(TraceSource* source) {
   source->bind(time_base_);
   sources_.push_back(source);
   source->session_ = this;
+  return SourceRegistration(source);
 }
 
 void TraceSession::forget(TraceSource* source) noexcept {
@@ -206,7 +209,7 @@ void TraceSession::add_collectives(Trace& t,
     args->rank = ranks_.rank;
     Span s = Span::cpu_stage(fmt::format("nccl:{}", to_string(r.c.op)), kNoStage, r.step,
                              to_ns(r.begin), to_ns(r.end), pid_, r.tid);
-    s.collective = args;
+    s.get<StagePayload>().collective = args;
     scopes.emplace_back(std::move(args), t.spans.size());
     t.spans.push_back(std::move(s));
   }
@@ -221,9 +224,9 @@ void TraceSession::add_collectives(Trace& t,
     }
   }
   for (Span& k : t.spans)
-    if (k.is_communication())
+    if (KernelPayload* kp = k.as<KernelPayload>(); kp && kp->communication)
       if (const auto it = by_correlation.find(k.correlation); it != by_correlation.end())
-        k.collective = it->second;
+        kp->collective = it->second;
 }
 
 // The loop's part of a window's end: its CPU spans and counters, taken from the preallocated

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "simprof/trace/span.hpp"
 
+#include "simprof/trace/collective_args.hpp"
+
 #include <iterator>
 #include <utility>
 
@@ -67,37 +69,43 @@ Span on_device(SpanKind kind, std::string name, std::int64_t begin_ns, std::int6
 Span Span::cpu_stage(std::string name, StageId stage, std::uint64_t step, std::int64_t begin_ns,
                      std::int64_t end_ns, std::int64_t pid, std::int64_t tid) {
   Span s = on_host(SpanKind::kCpuStage, std::move(name), begin_ns, end_ns, pid, tid);
-  s.stage = stage;
-  s.step = step;
+  StagePayload p;
+  p.stage = stage;
+  p.step = step;
+  s.payload = std::move(p);
   return s;
 }
 
 Span Span::launch(std::string name, std::int64_t begin_ns, std::int64_t end_ns, std::int64_t pid,
-                  std::int64_t tid, std::uint64_t correlation) {
+                  std::int64_t tid, std::uint64_t correlation, CallPayload call) {
   Span s = on_host(SpanKind::kLaunch, std::move(name), begin_ns, end_ns, pid, tid);
   s.correlation = correlation;
+  s.payload = call;
   return s;
 }
 
 Span Span::kernel(std::string name, std::int64_t begin_ns, std::int64_t end_ns, std::int32_t device,
                   std::int64_t stream, std::uint64_t correlation) {
-  return on_device(SpanKind::kKernel, std::move(name), begin_ns, end_ns, device, stream,
-                   correlation);
+  KernelPayload k;
+  k.communication = name.rfind("nccl", 0) == 0;  // NCCL's kernels, by the name CUPTI gives them
+  Span s = on_device(SpanKind::kKernel, std::move(name), begin_ns, end_ns, device, stream,
+                     correlation);
+  s.payload = std::move(k);
+  return s;
 }
 
 Span Span::memcpy(CopyKind copy, std::uint64_t bytes, std::int64_t begin_ns, std::int64_t end_ns,
                   std::int32_t device, std::int64_t stream, std::uint64_t correlation) {
   Span s = on_device(SpanKind::kMemcpy, std::string(to_string(copy)), begin_ns, end_ns, device,
                      stream, correlation);
-  s.copy = copy;
-  s.bytes = bytes;
+  s.payload = TransferPayload{copy, bytes};
   return s;
 }
 
 Span Span::memset(std::uint64_t bytes, std::int64_t begin_ns, std::int64_t end_ns,
                   std::int32_t device, std::int64_t stream, std::uint64_t correlation) {
   Span s = on_device(SpanKind::kMemset, "Memset", begin_ns, end_ns, device, stream, correlation);
-  s.bytes = bytes;
+  s.payload = TransferPayload{CopyKind::kUnknown, bytes};
   return s;
 }
 
@@ -105,7 +113,7 @@ Span Span::synchronization(SyncKind sync, std::int64_t begin_ns, std::int64_t en
                            std::int32_t device, std::int64_t stream, std::uint64_t correlation) {
   Span s = on_device(SpanKind::kSync, std::string(to_string(sync)), begin_ns, end_ns, device,
                      stream, correlation);
-  s.sync = sync;
+  s.payload = SyncPayload{sync};
   return s;
 }
 
@@ -125,8 +133,14 @@ Span Span::flow(std::uint64_t correlation, std::int64_t from_ns, std::int64_t pi
 
 Span Span::counter(std::string name, std::int64_t ts_ns, std::int64_t pid, double value) {
   Span s = on_host(SpanKind::kCounter, std::move(name), ts_ns, ts_ns, pid, 0);
-  s.value = value;
+  s.payload = CounterPayload{value};
   return s;
+}
+
+const CollectiveArgs* Span::collective() const noexcept {
+  if (const auto* k = as<KernelPayload>()) return k->collective.get();
+  if (const auto* c = as<StagePayload>()) return c->collective.get();
+  return nullptr;
 }
 
 }  // namespace simprof

@@ -298,7 +298,7 @@ TEST(Fuzz, ExampleFlagsAreAcceptedOrRefusedByName) {
     double ratio = 0;
     std::string backend, trace;
     bool quiet = false;
-    examples::Flags parser("usage\n");
+    cli::Flags parser("usage\n");
     parser.integer("--n-envs", n_envs, 1)
         .integer("--steps", steps, 0, 1000000)
         .real("--ratio", ratio, 0, 1)

@@ -186,7 +186,7 @@ TEST_P(MemoryCounters, TraceWindowsCarryMemoryCounters) {
   to.background = background;
   TraceSession session(prof, to);
   if (!tracker_first) mem.emplace(prof, &dev, nullptr, mo);
-  session.add_source(&*mem);
+  auto joined = session.add_source(&*mem);
   std::vector<Trace> traces;
   session.on_trace_ready([&](const Trace& t, std::uint64_t) { traces.push_back(t); });
   for (int i = 0; i < 6; ++i) {  // the window, then three steps while it is handed over
@@ -199,8 +199,8 @@ TEST_P(MemoryCounters, TraceWindowsCarryMemoryCounters) {
   std::vector<double> in_use, allocs;
   for (const Span& s : traces[0].spans) {
     if (s.kind != SpanKind::kCounter) continue;
-    if (s.name == "device memory in use (MiB)") in_use.push_back(s.value);
-    if (s.name == "device allocations per step") allocs.push_back(s.value);
+    if (s.name == "device memory in use (MiB)") in_use.push_back(s.get<CounterPayload>().value);
+    if (s.name == "device allocations per step") allocs.push_back(s.get<CounterPayload>().value);
   }
   EXPECT_EQ(in_use, (std::vector<double>{1.0, 2.0}));
   EXPECT_EQ(allocs, (std::vector<double>{1.0, 1.0}));
@@ -223,7 +223,7 @@ TEST(MemoryTracker, TheLastStepOfAWindowIsSampledWhicheverListenerHearsFirst) {
   to.wall_clock = false;
   TraceSession session(prof, to);  // a listener before the tracker: it ends the window first
   MemoryTracker mem(prof, &dev, nullptr);
-  session.add_source(&mem);
+  auto joined = session.add_source(&mem);
   std::vector<Trace> traces;
   session.on_trace_ready([&](const Trace& t, std::uint64_t) { traces.push_back(t); });
   {
@@ -233,7 +233,7 @@ TEST(MemoryTracker, TheLastStepOfAWindowIsSampledWhicheverListenerHearsFirst) {
   ASSERT_EQ(traces.size(), 1u);
   std::vector<double> values;
   for (const Span& s : traces[0].spans)
-    if (s.kind == SpanKind::kCounter) values.push_back(s.value);
+    if (s.kind == SpanKind::kCounter) values.push_back(s.get<CounterPayload>().value);
   EXPECT_EQ(values, (std::vector<double>{3.0, 1.0})) << "in use (MiB), then allocations";
 }
 

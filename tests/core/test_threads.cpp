@@ -139,7 +139,6 @@ namespace {
 // CUDA tracer's waits for the device) until the test lets it go.
 class ThreadedSource : public TraceSource {
  public:
-  ~ThreadedSource() override { leave_session(); }
   void bind(const TimeBase&) override {}
   void start() override { log("start"); }
   void discard() override { log("discard"); }
@@ -202,7 +201,7 @@ TEST(Threads, BackgroundSessionCollectsBesideTheLoopAndWritesTheSameTrace) {
     std::filesystem::remove_all(o.dir);
     TraceSession session(prof, o);
     ThreadedSource src;
-    session.add_source(&src);
+    auto joined = session.add_source(&src);
     if (background) src.hold();  // on the loop's thread, a held collection would hold the loop
     run_steps(prof, mc, 4);      // the first window ends with step 3
     if (background) {
@@ -245,7 +244,7 @@ TEST(Threads, BackgroundWindowIsWrittenBeforeTheNextStartsAndWhenTheSessionEnds)
   std::optional<ThreadedSource> src(std::in_place);
   {
     TraceSession session(prof, o);
-    session.add_source(&*src);
+    auto joined = session.add_source(&*src);
     session.on_trace_ready([&](const Trace& t, std::uint64_t w) {
       handed.push_back(w);  // on the writer thread, one window at a time
       EXPECT_EQ(t.spans.back().correlation, w + 1) << "the window's own collection";
@@ -267,9 +266,9 @@ TEST(Threads, SourceThatGoesFirstWaitsForItsWindowAndLeavesTheSession) {
   TraceSession session(prof, o);
   session.on_trace_ready([&](const Trace& t, std::uint64_t) { spans.push_back(t.spans.size()); });
   {
-    ThreadedSource src;
-    session.add_source(&src);
-    EXPECT_THROW(session.add_source(&src), std::logic_error);  // one session per source
+    ThreadedSource src;  // a user's source: no destructor of its own
+    auto joined = session.add_source(&src);
+    EXPECT_THROW((void)session.add_source(&src), std::logic_error);  // one session per source
     src.hold();
     run_steps(prof, mc, 1);  // window 0 ends; its collection waits on the source
     std::thread opener([&] { src.release(); });

@@ -261,7 +261,7 @@ TEST(TraceSession, RecordsTheScheduledStepsOnly) {
   o.wall_clock = false;                  // the manual clock's own nanoseconds
   TraceSession session(prof, o);
   FakeSource src;
-  session.add_source(&src);
+  auto joined = session.add_source(&src);
   std::vector<Trace> traces;
   session.on_trace_ready([&](const Trace& t, std::uint64_t w) {
     EXPECT_EQ(w, traces.size());

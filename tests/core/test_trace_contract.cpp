@@ -75,10 +75,8 @@ struct FakeCuda : TraceSource {
     const auto corr = next_correlation++;
     const auto pid = static_cast<std::int64_t>(::getpid());
     const auto tid = static_cast<std::int64_t>(::syscall(SYS_gettid));
-    Span l = Span::launch(api == LaunchApi::kDriver ? "cuLaunchKernelEx" : "cudaLaunchKernel", now,
-                          now + 2000, pid, tid, corr);
-    l.api = api;
-    window.push_back(l);
+    window.push_back(Span::launch(api == LaunchApi::kDriver ? "cuLaunchKernelEx" : "cudaLaunchKernel",
+                                  now, now + 2000, pid, tid, corr, CallPayload{0, api, false}));
     // NCCL's kernels run on a stream of their own, beside the compute stream.
     const std::int64_t stream = api == LaunchApi::kDriver ? 9 : 7;
     window.push_back(Span::kernel(kernel, now + 5000, now + 15000, device, stream, corr));
@@ -113,7 +111,7 @@ std::vector<std::string> run_rank(int rank, int world, const std::string& dir) {
   TraceSession session(prof, o);
   FakeCuda cuda;
   cuda.device = rank;
-  session.add_source(&cuda);
+  auto joined = session.add_source(&cuda);
   const ProcessGroup world_group = ProcessGroup::world(world);
   for (int i = 0; i < 6; ++i) {
     auto step = prof.step();

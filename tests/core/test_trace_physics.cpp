@@ -35,8 +35,19 @@ Trace two_kernels() {
   t.spans.push_back(Span::launch("cudaLaunchKernel", 2'500, 4'000, 1, 1, 12));
   t.spans.push_back(Span::kernel("b", 13'000, 20'000, 0, 7, 12));
   t.spans.push_back(Span::synchronization(SyncKind::kStream, 4'500, 21'000, 0, 7, 13));
-  t.spans.push_back(Span::launch("cudaStreamSynchronize", 4'400, 21'100, 1, 1, 13));
+  t.spans.push_back(Span::launch("cudaStreamSynchronize", 4'400, 21'100, 1, 1, 13,
+                                 CallPayload{131, LaunchApi::kRuntime, /*waits_for_device=*/true}));
   return t;
+}
+
+// A Kineto file names its host calls; a reader of one decides there which block the host until a
+// stream or the device is done (cudaStreamSynchronize, cudaDeviceSynchronize, cuStreamSynchronize,
+// cuCtxSynchronize; not an event's synchronisation).
+bool blocks_for_device(const std::string& call) {
+  for (const char* n : {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaThreadSynchronize",
+                        "cuStreamSynchronize", "cuCtxSynchronize"})
+    if (call == n || call == std::string(n) + "_ptsz") return true;
+  return false;
 }
 
 // The chrome/Kineto JSON of a trace file as typed spans: device work, host calls and syncs.
@@ -55,10 +66,13 @@ Trace from_chrome_json(const std::string& raw) {
     if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset") {
       Span s = Span::kernel(e.value("name", ""), b, en, args.value("device", 0),
                             args.value("stream", std::int64_t{0}), corr);
-      s.graph_id = args.value("graph id", std::uint64_t{0});
+      s.get<KernelPayload>().graph_id = args.value("graph id", std::uint64_t{0});
       t.spans.push_back(std::move(s));
     } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
-      t.spans.push_back(Span::launch(e.value("name", ""), b, en, 0, 0, corr));
+      const std::string call = e.value("name", "");
+      CallPayload p;
+      p.waits_for_device = blocks_for_device(call);
+      t.spans.push_back(Span::launch(call, b, en, 0, 0, corr, p));
     } else if (cat == "cuda_sync") {
       const std::string kind = args.value("cuda_sync_kind", "");
       const SyncKind k = kind == "stream_synchronize"    ? SyncKind::kStream
@@ -112,8 +126,8 @@ TEST(TracePhysics, GraphKernelsOfOneLaunchMayRunSideBySideButNotAcrossLaunches) 
   t.spans.push_back(Span::launch("cudaGraphLaunch", 0, 5'000, 1, 1, 21));
   for (int i = 0; i < 2; ++i) {  // two branches of one graph, concurrently
     Span k = Span::kernel("branch", 6'000, 9'000, 0, 7, 21);
-    k.graph_id = 3;
-    k.graph_node_id = static_cast<std::uint64_t>(i);
+    k.get<KernelPayload>().graph_id = 3;
+    k.get<KernelPayload>().graph_node_id = static_cast<std::uint64_t>(i);
     t.spans.push_back(k);
   }
   PhysicsReport r = check_physics(t);
@@ -148,22 +162,24 @@ TEST(TracePhysics, DeviceWorkEndingAfterASyncThatWaitedForItIsCaught) {
   t.spans[3].end_ns = 30'000;
   t.spans[4].stream = 9;  // a sync of another stream does not wait for it
   EXPECT_TRUE(check_physics(t).ok());
-  t.spans[4].sync = SyncKind::kContext;  // a context sync waits for every stream
+  t.spans[4].get<SyncPayload>().sync = SyncKind::kContext;  // a context sync waits for every stream
   t.spans[4].stream = -1;
   EXPECT_EQ(count_rule(check_physics(t), "sync"), 1u);
-  t.spans[4].sync = SyncKind::kEvent;  // which event, the record does not say: not a rule
+  t.spans[4].get<SyncPayload>().sync = SyncKind::kEvent;  // which event, the record does not say: not a rule
   EXPECT_TRUE(check_physics(t).ok());
-  t.spans[4].sync = SyncKind::kStream;
+  t.spans[4].get<SyncPayload>().sync = SyncKind::kStream;
   t.spans[4].stream = 7;
   EXPECT_EQ(count_rule(check_physics(t), "sync"), 1u);
-  t.spans[5].name = "cudaStreamQuery";  // CUPTI records a query as a sync: it waits for nothing
+  // Whether the call blocked is the call's own (CallPayload::waits_for_device, set by the source
+  // from its identity), not its name: CUPTI records a cudaStreamQuery as a sync, and it waits for
+  // nothing; an event's synchronisation waits for the event, not for this stream.
+  CallPayload& call = t.spans[5].get<CallPayload>();
+  call.waits_for_device = false;
+  t.spans[5].name = "cudaStreamSynchronize";  // the name alone decides nothing
   EXPECT_TRUE(check_physics(t).ok()) << check_physics(t).summary();
-  t.spans[5].name = "cudaEventSynchronize";  // waits for an event, not for this stream
-  EXPECT_TRUE(check_physics(t).ok()) << check_physics(t).summary();
-  t.spans[5].name = "cuStreamSynchronize";
+  call.waits_for_device = true;
   EXPECT_EQ(count_rule(check_physics(t), "sync"), 1u);
-  t.spans[5].name = "cudaStreamSynchronize";
-  t.spans[4].sync = SyncKind::kStream;
+  t.spans[4].get<SyncPayload>().sync = SyncKind::kStream;
   t.spans[4].stream = 7;
   t.spans[4].begin_ns = 3'000;  // began before b's launch returned (4,000): need not wait for it
   EXPECT_TRUE(check_physics(t).ok()) << check_physics(t).summary();
@@ -209,7 +225,7 @@ TEST(TracePhysics, TheSessionSaysTheResultInEveryWindow) {
   TraceOptions o;
   o.schedule = Schedule{0, 0, 1, 2, 0};
   TraceSession session(prof, o);
-  session.add_source(&source);
+  auto joined = session.add_source(&source);
   std::vector<Trace> traces;
   session.on_trace_ready([&](const Trace& t, std::uint64_t) { traces.push_back(t); });
   const simprof::testing::SimprofLog log;

@@ -77,7 +77,7 @@ constexpr int kFaultStep = 10;
     to.dir = dir;
     simprof::TraceSession session(prof, to);
     KernelTracer kernels(prof);
-    session.add_source(&kernels);
+    auto joined = session.add_source(&kernels);
     GraphCache cache(s);
     for (int i = 0; i < 20; ++i) {
       if (i == kFaultStep) {

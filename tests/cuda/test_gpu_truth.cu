@@ -329,7 +329,7 @@ void stage_times_agree_with_cupti(bool graph) {
   sched.active = 10;
   gt::KernelTraceSession kt(prof, sched);
   SIMPROF_REQUIRE_CUPTI(kt.tracer);
-  GraphCache cache(loop.stream);
+  GraphCache cache(loop.stream, {}, dev.instrumentation());
   // The device means over the steps CUPTI saw: the sums before step 6 (its warm-up step, which the
   // synchronisation here leaves to start on an idle GPU) are taken out.
   loop.run(prof, graph ? &cache : nullptr, 6);

@@ -367,11 +367,10 @@ TEST_F(GraphCacheTest, InstrumentedExecutableRunsOnlyWhenTheToolAsks) {
   counter.fill_zero(stream);
   auto tool = std::make_shared<CountingTool>();
   tool->counter = counter.data();
-  register_graph_instrumentation(stream, tool);
-  EXPECT_EQ(graph_instrumentation(stream).get(), tool.get());
   GraphCacheOptions o;
   o.warmup = 0;
-  GraphCache cache(stream, o);
+  GraphCache cache(stream, o, tool);
+  EXPECT_EQ(cache.instrumentation().get(), tool.get());
   const auto step = [&](cudaStream_t s) {
     gt::axpb(x.data(), 256, 1.0f, s);
     if (capturing(s)) tool->note(s);
@@ -392,31 +391,79 @@ TEST_F(GraphCacheTest, InstrumentedExecutableRunsOnlyWhenTheToolAsks) {
   EXPECT_EQ(cache.counters().replays, 6u);
   EXPECT_GT(cache.cold_start({1})->instrumented_instantiate_s, 0.0);
   // A tool that is gone is never asked: the plain graph runs.
-  unregister_graph_instrumentation(stream, tool.get());
-  EXPECT_EQ(graph_instrumentation(stream), nullptr);
   tool.reset();
+  EXPECT_EQ(cache.instrumentation(), nullptr);
   cache.run({1}, step);
   EXPECT_EQ(cache.counters().instrumented_replays, 2u);
+  EXPECT_EQ(cache.counters().captures, 1u);
+}
+
+// A tool attached to a cache that already replays a key: the key is captured again, once, in place,
+// and its sampled steps then run the tool's nodes; detach() stops them without another capture.
+TEST_F(GraphCacheTest, ToolAttachedAfterACaptureGetsItsNodesIn) {
+  Stream stream;
+  DeviceBuffer<float> x(256);
+  gt::fill(x, 0.0f, stream);
+  DeviceBuffer<unsigned> counter(1);
+  counter.fill_zero(stream);
+  GraphCacheOptions o;
+  o.warmup = 0;
+  GraphCache cache(stream, o);
+  auto tool = std::make_shared<CountingTool>();
+  tool->counter = counter.data();
+  const auto step = [&](cudaStream_t s) {
+    gt::axpb(x.data(), 256, 1.0f, s);
+    if (capturing(s)) tool->note(s);
+  };
+  tool->sample = true;
+  cache.run({1}, step);  // captured without a tool
+  cache.run({1}, step);
+  EXPECT_EQ(cache.counters().captures, 1u);
+  EXPECT_EQ(tool->captures, 0);
+  cache.attach(tool);
+  cache.run({1}, step);  // captured again, with the tool's node, and launched sampled
+  cache.run({1}, step);
+  EXPECT_EQ(cache.counters().captures, 2u);
+  EXPECT_EQ(cache.counters().updates, 1u) << "the recapture updates the key's executable";
+  EXPECT_EQ(tool->captures, 1);
+  EXPECT_EQ(tool->copies, 1);
+  cache.detach();
+  EXPECT_EQ(cache.instrumentation(), nullptr);
+  cache.run({1}, step);
+  EXPECT_EQ(cache.counters().captures, 2u) << "detach() needs no capture";
+  unsigned h = 0;
+  counter.copy_to_host(&h, 1, stream);
+  stream.synchronize();
+  EXPECT_EQ(h, 2u) << "the counting node ran in the two sampled launches after attach() only";
+  EXPECT_EQ(cache.counters().instrumented_replays, 2u);
+  EXPECT_EQ(cache.counters().replays, 5u);
 }
 
 TEST(CaptureDiagnosis, ClassifiesWithoutAGpu) {
-  EXPECT_EQ(diagnose_capture(cudaErrorStreamCaptureUnsupported, "cudaStreamSynchronize(s)").pitfall,
+  const auto diagnose = [](cudaError_t code, const char* call) {
+    return diagnose_capture(code, classify_call(call), call).pitfall;
+  };
+  EXPECT_EQ(diagnose(cudaErrorStreamCaptureUnsupported, "cudaStreamSynchronize(s)"),
             CapturePitfall::kSynchronization);
-  EXPECT_EQ(diagnose_capture(cudaErrorStreamCaptureUnsupported, "cudaMalloc(&p, n)").pitfall,
+  EXPECT_EQ(diagnose(cudaErrorStreamCaptureUnsupported, "cudaMalloc(&p, n)"),
             CapturePitfall::kAllocation);
-  EXPECT_EQ(diagnose_capture(cudaErrorStreamCaptureUnsupported, "cudaMemcpy(a, b, n, k)").pitfall,
+  EXPECT_EQ(diagnose(cudaErrorStreamCaptureUnsupported, "::cudaMemcpy(a, b, n, k)"),
             CapturePitfall::kSynchronousCopy);
-  EXPECT_EQ(diagnose_capture(cudaErrorStreamCaptureImplicit, "").pitfall,
-            CapturePitfall::kSynchronousCopy);
-  EXPECT_EQ(diagnose_capture(cudaErrorStreamCaptureWrongThread, "").pitfall,
-            CapturePitfall::kWrongThread);
-  EXPECT_EQ(diagnose_capture(cudaErrorStreamCaptureInvalidated, "").pitfall,
-            CapturePitfall::kInvalidated);
-  EXPECT_EQ(diagnose_capture(cudaErrorStreamCaptureUnsupported, "").pitfall,
+  EXPECT_EQ(diagnose(cudaErrorStreamCaptureImplicit, ""), CapturePitfall::kSynchronousCopy);
+  EXPECT_EQ(diagnose(cudaErrorStreamCaptureWrongThread, ""), CapturePitfall::kWrongThread);
+  EXPECT_EQ(diagnose(cudaErrorStreamCaptureInvalidated, ""), CapturePitfall::kInvalidated);
+  EXPECT_EQ(diagnose(cudaErrorStreamCaptureUnsupported, ""), CapturePitfall::kUnsupported);
+  // By identity, not by text: an Async copy, or a call whose arguments mention a sync, is neither.
+  EXPECT_EQ(diagnose(cudaErrorStreamCaptureUnsupported, "cudaMemcpyAsync(a, b, n, k, s)"),
             CapturePitfall::kUnsupported);
-  const auto d =
-      diagnose_capture(cudaErrorStreamCaptureUnsupported, "cudaMemcpyAsync(a, b, n, k, s)");
-  EXPECT_EQ(d.pitfall, CapturePitfall::kUnsupported);  // an Async copy is not the culprit
+  EXPECT_EQ(diagnose(cudaErrorStreamCaptureUnsupported, "cudaMallocAsync(&p, n, s)"),
+            CapturePitfall::kUnsupported);
+  EXPECT_EQ(diagnose(cudaErrorStreamCaptureUnsupported, "my_wrapper(cudaStreamSynchronize)"),
+            CapturePitfall::kUnsupported);
+  // SIMPROF_CUDA_CHECK decides the identity at compile time; CudaError carries it.
+  static_assert(classify_call("cudaDeviceSynchronize()") == CudaCall::kSynchronize);
+  EXPECT_EQ(CudaError(cudaErrorInvalidValue, "cudaFree(p)", __FILE__, __LINE__).kind(),
+            CudaCall::kAllocation);
 }
 
 // A cache belongs to one device: the one current when it was made (its stream's).

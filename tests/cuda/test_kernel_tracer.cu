@@ -393,7 +393,7 @@ TEST_F(GpuTest, ARealTracePassesTheKinetoContract) {
   TraceSession session(prof, o);
   KernelTracer tracer(prof);
   SIMPROF_REQUIRE_CUPTI(tracer);
-  session.add_source(&tracer);
+  auto joined = session.add_source(&tracer);
   cudaFunction_t fn = nullptr;
   ASSERT_EQ(cudaGetFuncBySymbol(&fn, reinterpret_cast<const void*>(&ncclDevKernel_SimprofTest)),
             cudaSuccess);

@@ -160,7 +160,7 @@ TEST_F(MemoryTest, SharesCuptiWithTheKernelTracer) {
   DeviceAllocations dev;
   EXPECT_TRUE(dev.enabled()) << dev.disabled_reason();
   MemoryTracker mem(prof, &dev, nullptr);
-  kt.session.add_source(&mem);
+  auto joined = kt.session.add_source(&mem);
   DeviceBuffer<float> x(256);
   x.fill_zero(stream);
   {

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
+#include <string>
 
 #include "gpu_test.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
@@ -87,7 +89,7 @@ TEST_F(GpuTest, DeviceStageTimesInsideAReplayedGraph) {
   DeviceStageTimer dev(prof, stream, every_step());
   GraphCacheOptions o;
   o.warmup = 1;
-  GraphCache cache(stream, o);
+  GraphCache cache(stream, o, dev.instrumentation());
   Step step(prof);
   // Every run spins a different length (300, 340, ... us), read by the graph from device memory.
   DeviceBuffer<unsigned long long> busy_ns(1);
@@ -165,7 +167,7 @@ TEST_F(GpuTest, OnlySampledStepsRunTheStamps) {
   stream.synchronize();
   simprof::StepProfiler prof(quiet(), 0);
   DeviceStageTimer dev(prof, stream);
-  GraphCache cache(stream);
+  GraphCache cache(stream, {}, dev.instrumentation());
   Step step(prof);
   for (int i = 0; i < 64; ++i) {
     auto s = prof.step();
@@ -190,4 +192,82 @@ TEST_F(GpuTest, SampleEveryIsValidated) {
   DeviceStageTimerOptions o;
   o.sample_every = 0;
   EXPECT_THROW(DeviceStageTimer(prof, stream, o), std::invalid_argument);
+}
+
+// The cache and the timer know each other only through the instrumentation the cache is given: it
+// holds it weakly, so either may be made first and either may go first.
+class StageTimerOrder : public GpuTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(StageTimerOrder, CacheAndTimerInEitherOrder) {
+  const bool cache_first = GetParam();
+  Stream stream;
+  simprof::StepProfiler prof(quiet(), 0);
+  GraphCacheOptions o;
+  o.warmup = 0;
+  std::optional<GraphCache> cache;
+  std::optional<DeviceStageTimer> dev;
+  if (cache_first) {
+    cache.emplace(stream, o);
+    dev.emplace(prof, stream, every_step());
+    cache->attach(dev->instrumentation());
+  } else {
+    dev.emplace(prof, stream, every_step());
+    cache.emplace(stream, o, dev->instrumentation());
+  }
+  Step step(prof);
+  for (int i = 0; i < 4; ++i) {
+    auto s = prof.step();
+    cache->run({1}, [&](cudaStream_t st) { step.enqueue(st, false); });
+  }
+  dev->synchronize();
+  EXPECT_EQ(cache->counters().captures, 1u);
+  EXPECT_EQ(cache->counters().instrumented_replays, 4u) << "every step sampled: stamped graph";
+  EXPECT_EQ(dev->joined(), 4u);
+  EXPECT_TRUE(dev->device_timings().contains("sensors/Cam"));
+  if (cache_first) {
+    // The timer goes first: the cache runs the graph as captured from then on.
+    dev.reset();
+    EXPECT_EQ(cache->instrumentation(), nullptr);
+    for (int i = 0; i < 2; ++i) {
+      auto s = prof.step();
+      cache->run({1}, [&](cudaStream_t st) { step.enqueue(st, false); });
+    }
+    stream.synchronize();
+    EXPECT_EQ(cache->counters().instrumented_replays, 4u);
+    EXPECT_EQ(cache->counters().replays, 6u);
+  } else {
+    // The cache goes first: the timer times eager steps as before.
+    cache.reset();
+    {
+      auto s = prof.step();
+      step.enqueue(stream, false);
+    }
+    dev->synchronize();
+    EXPECT_EQ(dev->joined(), 5u);
+    EXPECT_TRUE(dev->device_timings().contains("busy"));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(GpuTest, StageTimerOrder, ::testing::Values(true, false),
+                         [](const auto& info) {
+                           return info.param ? std::string("CacheFirst")
+                                             : std::string("TimerFirst");
+                         });
+
+TEST_F(GpuTest, DeviceMeansByStageIdAndName) {
+  Stream stream;
+  simprof::StepProfiler prof(quiet(), 0);
+  DeviceStageTimer dev(prof, stream, every_step());
+  Step step(prof);
+  for (int i = 0; i < 3; ++i) {
+    auto s = prof.step();
+    step.enqueue(stream, false);
+  }
+  dev.synchronize();
+  const simprof::StageId busy = prof.find_stage("busy");
+  ASSERT_NE(busy, simprof::kNoStage);
+  EXPECT_EQ(dev.mean(busy), dev.mean("busy"));
+  EXPECT_EQ(dev.sampled_mean(simprof::kStepStage), dev.sampled_mean("step"));
+  EXPECT_TRUE(std::isnan(dev.mean("no such stage")));
+  EXPECT_TRUE(std::isnan(dev.mean(simprof::kNoStage)));
 }

@@ -49,6 +49,7 @@ using simprof::testing::quiet;
 struct KernelTraceSession {
   TraceSession session;
   KernelTracer tracer;
+  SourceRegistration joined;  // after the tracer: leaves the session first
   std::vector<Trace> traces;
 
   KernelTraceSession(StepProfiler& prof, Schedule schedule, KernelTracerOptions options = {})
@@ -58,7 +59,7 @@ struct KernelTraceSession {
   KernelTraceSession(StepProfiler& prof, const TraceOptions& trace_options,
                      KernelTracerOptions options = {})
       : session(prof, trace_options), tracer(prof, options) {
-    session.add_source(&tracer);
+    joined = session.add_source(&tracer);
     session.on_trace_ready([this](const Trace& t, std::uint64_t window) {
       // Every trace a GPU test writes is one the device could have run (trace/physics.hpp).
       const PhysicsReport physics = check_physics(t);

@@ -114,13 +114,23 @@ class MemoryTracker final : public StepListener, public TraceSource {
   MemoryTracker(const MemoryTracker&) = delete;
   MemoryTracker& operator=(const MemoryTracker&) = delete;
 
-  /// What `stage` ("step" for whole steps) allocated, summed over the completed steps it ran in.
-  AllocCounts total(std::string_view stage, MemorySide side) const;
+  /// What `stage` (kStepStage for whole steps) allocated, summed over the completed steps it ran
+  /// in.
+  AllocCounts total(StageId stage, MemorySide side) const noexcept;
+  /// total() by name ("step" for whole steps).
+  AllocCounts total(std::string_view stage, MemorySide side) const noexcept;
   /// Completed steps in which `stage` ran (0: never).
-  std::uint64_t steps(std::string_view stage) const;
-  /// Allocations and bytes per step it ran in (0 when it never ran).
-  double allocs_per_step(std::string_view stage, MemorySide side) const;
-  double bytes_per_step(std::string_view stage, MemorySide side) const;
+  std::uint64_t steps(StageId stage) const noexcept;
+  /// steps() by name.
+  std::uint64_t steps(std::string_view stage) const noexcept;
+  /// Allocations per step `stage` ran in (0 when it never ran).
+  double allocs_per_step(StageId stage, MemorySide side) const noexcept;
+  /// allocs_per_step() by name.
+  double allocs_per_step(std::string_view stage, MemorySide side) const noexcept;
+  /// Bytes allocated per step `stage` ran in (0 when it never ran).
+  double bytes_per_step(StageId stage, MemorySide side) const noexcept;
+  /// bytes_per_step() by name.
+  double bytes_per_step(std::string_view stage, MemorySide side) const noexcept;
   /// The last completed step's counts.
   const AllocCounts& last_step(MemorySide side) const noexcept {
     return side == MemorySide::kDevice ? last_[0] : last_[1];

@@ -51,106 +51,10 @@
 #include "simprof/profiler/fps_tracker.hpp"
 #include "simprof/profiler/listener.hpp"
 #include "simprof/profiler/options.hpp"
+#include "simprof/profiler/scopes.hpp"
 #include "simprof/profiler/timings.hpp"
 
 namespace simprof {
-
-class StepProfiler;
-
-/// RAII stage: begins in the constructor, ends in the destructor. Not copyable or movable.
-class StageScope {
- public:
-  StageScope(StepProfiler& prof, StageId id);
-  ~StageScope();
-  StageScope(const StageScope&) = delete;
-  StageScope& operator=(const StageScope&) = delete;
-  StageScope(StageScope&&) = delete;
-  StageScope& operator=(StageScope&&) = delete;
-  void* operator new(std::size_t) = delete;
-
- private:
-  StepProfiler& prof_;
-  StageId id_;
-};
-
-namespace detail {
-
-/// One SIMPROF_STAGE call site (profiler/macros.hpp): its stage name, and the id that name has in
-/// the profiler that ran the site last, keyed by that profiler's instance id. Constant-initialised,
-/// so a function-local static of it needs no guard; the key is one atomic word, so a site that
-/// threads with profilers of their own share stays correct (a different key: the name is looked up
-/// again).
-class StageSite {
- public:
-  explicit constexpr StageSite(const char* name) noexcept : name_(name) {}
-  /// The id of this site's name in `prof`: a load and a compare once the site has seen `prof`.
-  StageId id(StepProfiler& prof);
-  const char* name() const noexcept { return name_; }
-
- private:
-  StageId refresh(StepProfiler& prof);
-  const char* name_;
-  std::atomic<std::uint64_t> key_{0};  // instance id << 32 | stage id; 0: none yet
-};
-
-}  // namespace detail
-
-/// A stage scope that does nothing when `prof` is null: for engines that run with or without a
-/// profiler attached. One branch more than StageScope.
-///
-///   simprof::OptionalStageScope s(engine.profiler(), physics_id);
-class OptionalStageScope {
- public:
-  OptionalStageScope(StepProfiler* prof, StageId id);
-  /// The stage of a call site (SIMPROF_STAGE), its id cached there.
-  OptionalStageScope(StepProfiler* prof, detail::StageSite& site);
-  ~OptionalStageScope();
-  OptionalStageScope(const OptionalStageScope&) = delete;
-  OptionalStageScope& operator=(const OptionalStageScope&) = delete;
-  OptionalStageScope(OptionalStageScope&&) = delete;
-  OptionalStageScope& operator=(OptionalStageScope&&) = delete;
-  void* operator new(std::size_t) = delete;
-
- private:
-  StepProfiler* prof_;
-  StageId id_;
-};
-
-/// A step scope that does nothing when `prof` is null (SIMPROF_STEP's scope).
-class OptionalStepScope {
- public:
-  explicit OptionalStepScope(StepProfiler* prof);
-  ~OptionalStepScope();
-  OptionalStepScope(const OptionalStepScope&) = delete;
-  OptionalStepScope& operator=(const OptionalStepScope&) = delete;
-  OptionalStepScope(OptionalStepScope&&) = delete;
-  OptionalStepScope& operator=(OptionalStepScope&&) = delete;
-  void* operator new(std::size_t) = delete;
-
- private:
-  StepProfiler* prof_;
-};
-
-/// RAII step: begins (and runs the pre-step callbacks) in the constructor, ends in the destructor.
-class StepScope {
- public:
-  explicit StepScope(StepProfiler& prof);
-  ~StepScope();
-  StepScope(const StepScope&) = delete;
-  StepScope& operator=(const StepScope&) = delete;
-  StepScope(StepScope&&) = delete;
-  StepScope& operator=(StepScope&&) = delete;
-  void* operator new(std::size_t) = delete;
-
-  /// False when a pre-step callback vetoed the step: skip the simulation work.
-  explicit operator bool() const noexcept;
-  bool vetoed() const noexcept { return !static_cast<bool>(*this); }
-  /// Vetoes the step from inside (e.g. the viewer is paused).
-  void veto() noexcept;
-
- private:
-  StepProfiler& prof_;
-};
 
 class StepProfiler {
  public:
@@ -163,7 +67,7 @@ class StepProfiler {
   StepProfiler& operator=(const StepProfiler&) = delete;
   ~StepProfiler();
 
-  // --- stages -------------------------------------------------------------------------------
+  // --- stages ---
   /// The id of `name`, registering it (and its parents: "a/b" registers "a") on first use. Names
   /// are non-empty, neither start nor end with '/', hold no empty component and are not "step" or
   /// "period"; anything else throws std::invalid_argument naming the name.
@@ -175,8 +79,7 @@ class StepProfiler {
   StageId stage_parent(StageId id) const;
   std::size_t num_stages() const noexcept { return slots_.size(); }
 
-  // --- steps and stages, RAII
-  // ---------------------------------------------------------------------
+  // --- steps and stages, RAII ---
   [[nodiscard]] StepScope step() { return StepScope(*this); }
   [[nodiscard]] StageScope stage(StageId id) { return StageScope(*this, id); }
   /// Looks `name` up in a hash map (no allocation once registered); prefer a StageId in hot loops.
@@ -184,8 +87,7 @@ class StepProfiler {
     return StageScope(*this, stage_id(name));
   }
 
-  // --- steps and stages, manual (for engines whose stages do not nest lexically)
-  // ------------------
+  // --- steps and stages, manual (for engines whose stages do not nest lexically) ---
   /// Starts a step; throws std::logic_error inside a step. Returns false when vetoed.
   bool begin_step();
   /// Ends the step and publishes its timings; throws std::logic_error outside a step or while a
@@ -218,16 +120,22 @@ class StepProfiler {
   /// Called at every step start, in order, inside the step's time; returning false vetoes the step.
   void add_pre_step_callback(std::function<bool()> callback);
 
-  // --- results
-  // ------------------------------------------------------------------------------------
+  // --- results ---
   const StageTimings& timings() const noexcept { return timings_; }
   /// Latency statistics of a stage over the latest options().stats_window steps that ran it (and
   /// were published). Throws std::invalid_argument for an unknown stage or when stats_window is 0.
+  LatencyStats stats(StageId stage) const;
+  /// stats() by name: a lookup, then stats(StageId).
   LatencyStats stats(std::string_view stage) const;
   /// stats(), history(), histogram(), stage_table() forget every step so far (after a warm-up).
   void reset_stats() noexcept;
   /// The samples behind stats(), oldest first, in seconds.
+  std::vector<double> history(StageId stage) const;
+  /// history() by name.
   std::vector<double> history(std::string_view stage) const;
+  /// A text histogram of history().
+  std::string histogram(StageId stage, const HistogramOptions& options = {}) const;
+  /// histogram() by name.
   std::string histogram(std::string_view stage, const HistogramOptions& options = {}) const;
 
   /// Steps that ended and were published (vetoed and aborted ones are not counted).
@@ -245,14 +153,13 @@ class StepProfiler {
   }
   const Clock& clock() const noexcept { return clock_; }
 
-  // --- FPS
-  // ----------------------------------------------------------------------------------------
+  // --- FPS ---
   FpsTracker& fps() noexcept { return fps_; }
   const FpsTracker& fps() const noexcept { return fps_; }
   /// Safe from any thread; takes effect at the next sample.
   void set_show_fps(bool show) noexcept { fps_.set_show(show); }
 
-  // --- plumbing ------------------------------------------------------------------------------
+  // --- plumbing ---
   /// Listeners are not owned and must outlive the profiler or be removed first.
   void add_listener(StepListener* listener);
   void remove_listener(StepListener* listener) noexcept;
@@ -262,11 +169,11 @@ class StepProfiler {
   void set_error_handler(std::function<void(const std::string&)> handler);
 
  private:
-  friend class StepScope;
-  friend class StageScope;
+  template <bool>
+  friend class BasicStepScope;
+  template <bool>
+  friend class BasicStageScope;
   friend class StageTimings;
-  friend class OptionalStageScope;
-  friend class OptionalStepScope;
   static constexpr StageId kFirstUserStage = 2;
 
   // Publication is lazy: ending a step only records its serial in published_. A slot keeps the
@@ -329,7 +236,8 @@ class StepProfiler {
   [[noreturn]] void throw_end_error(StageId id) const;
   void report(const std::string& message) const noexcept;
   StageId register_stage(std::string_view name, StageId parent);
-  const Slot& slot_for(std::string_view stage, const char* what) const;
+  const Slot& slot_for(StageId stage, const char* what) const;  // throws for a bad id or no stats
+  StageId checked_stage(std::string_view stage, const char* what) const;  // throws if unknown
 
   ProfilingOptions options_;
   std::int64_t n_envs_;
@@ -355,24 +263,22 @@ class StepProfiler {
   std::function<void(const std::string&)> error_handler_;
 };
 
-inline StageScope::StageScope(StepProfiler& prof, StageId id) : prof_(prof), id_(id) {
-  prof_.begin_stage(id);
+template <bool Nullable>
+inline BasicStageScope<Nullable>::BasicStageScope(Profiler prof, StageId id)
+    : prof_(detail::pointer(prof)), id_(id) {
+  if (!Nullable || prof_) prof_->begin_stage(id);
 }
-inline StageScope::~StageScope() { prof_.end_stage_noexcept(id_); }
-
-inline OptionalStageScope::OptionalStageScope(StepProfiler* prof, StageId id)
-    : prof_(prof), id_(id) {
-  if (prof_) prof_->begin_stage(id);
-}
-inline OptionalStageScope::OptionalStageScope(StepProfiler* prof, detail::StageSite& site)
-    : prof_(prof), id_(kNoStage) {
-  if (prof_) {
+template <bool Nullable>
+inline BasicStageScope<Nullable>::BasicStageScope(Profiler prof, detail::StageSite& site)
+    : prof_(detail::pointer(prof)), id_(kNoStage) {
+  if (!Nullable || prof_) {
     id_ = site.id(*prof_);
     prof_->begin_stage(id_);
   }
 }
-inline OptionalStageScope::~OptionalStageScope() {
-  if (prof_) prof_->end_stage_noexcept(id_);
+template <bool Nullable>
+inline BasicStageScope<Nullable>::~BasicStageScope() {
+  if (!Nullable || prof_) prof_->end_stage_noexcept(id_);
 }
 
 SIMPROF_FORCE_INLINE StageId detail::StageSite::id(StepProfiler& prof) {
@@ -382,19 +288,24 @@ SIMPROF_FORCE_INLINE StageId detail::StageSite::id(StepProfiler& prof) {
   return refresh(prof);
 }
 
-inline OptionalStepScope::OptionalStepScope(StepProfiler* prof) : prof_(prof) {
-  if (prof_) prof_->begin_step();
+template <bool Nullable>
+inline BasicStepScope<Nullable>::BasicStepScope(Profiler prof) : prof_(detail::pointer(prof)) {
+  if (!Nullable || prof_) prof_->begin_step();
 }
-inline OptionalStepScope::~OptionalStepScope() {
-  if (prof_) prof_->finish_step_noexcept(std::uncaught_exceptions() > 0);
-}
-
-inline StepScope::StepScope(StepProfiler& prof) : prof_(prof) { prof_.begin_step(); }
 // One std::uncaught_exceptions() call (a few ns: thread-local state inside the C++ runtime) tells
 // an exception unwinding through the step from a normal end. A step scope that lives entirely
 // inside a destructor run by unwinding would be taken for an aborted step: an accepted corner.
-inline StepScope::~StepScope() { prof_.finish_step_noexcept(std::uncaught_exceptions() > 0); }
-inline StepScope::operator bool() const noexcept { return !prof_.vetoed_; }
-inline void StepScope::veto() noexcept { prof_.vetoed_ = true; }
+template <bool Nullable>
+inline BasicStepScope<Nullable>::~BasicStepScope() {
+  if (!Nullable || prof_) prof_->finish_step_noexcept(std::uncaught_exceptions() > 0);
+}
+template <bool Nullable>
+inline BasicStepScope<Nullable>::operator bool() const noexcept {
+  return (Nullable && !prof_) || !prof_->vetoed_;
+}
+template <bool Nullable>
+inline void BasicStepScope<Nullable>::veto() noexcept {
+  if (!Nullable || prof_) prof_->vetoed_ = true;
+}
 
 }  // namespace simprof

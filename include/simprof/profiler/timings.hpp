@@ -18,15 +18,9 @@
 #include <string_view>
 #include <vector>
 
-namespace simprof {
+#include "simprof/base/stage_id.hpp"
 
-/// Dense index of a stage inside one StepProfiler (see StepProfiler::stage_id()).
-using StageId = std::uint32_t;
-inline constexpr StageId kNoStage = ~StageId{0};
-/// The whole step call, pre-step callbacks included.
-inline constexpr StageId kStepStage = 0;
-/// From the previous step's start to this one's: its inverse is the real loop rate.
-inline constexpr StageId kPeriodStage = 1;
+namespace simprof {
 
 class StepProfiler;
 

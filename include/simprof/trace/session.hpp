@@ -8,7 +8,8 @@
 //   topt.schedule = {/*wait=*/80, /*warmup=*/3, /*active=*/1, /*repeat=*/1};
 //   topt.dir = "traces";
 //   simprof::TraceSession trace(prof, topt);
-//   simprof::cuda::KernelTracer kernels(prof);  trace.add_source(&kernels);
+//   simprof::cuda::KernelTracer kernels(prof);
+//   auto joined = trace.add_source(&kernels);  // leaves the session when it goes (first)
 //   for (int i = 0; i < 100; ++i) { auto step = prof.step(); /* ... */ }
 //   // traces/simprof_trace_0/rank0.json: one directory per window, one file per rank
 /* clang-format on */
@@ -37,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "simprof/profiler/collective.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 #include "simprof/trace/schedule.hpp"
 #include "simprof/trace/span.hpp"
@@ -53,7 +55,8 @@ class TraceSource {
   /// A copy belongs to no session.
   TraceSource(const TraceSource&) noexcept {}
   TraceSource& operator=(const TraceSource&) noexcept { return *this; }
-  /// Leaves its session (leave_session()): a source may go before the session it was added to.
+  /// Leaves its session if a SourceRegistration has not (a source destroyed before its
+  /// registration: safe unless a background window is being handed over at that moment).
   virtual ~TraceSource();
   /// The session's timebase, handed over once by TraceSession::add_source() before any window:
   /// every span the source produces is in its nanoseconds.
@@ -73,15 +76,50 @@ class TraceSource {
   /// CUDA versions). Called after stop_and_collect(), on the same thread.
   virtual void describe(Trace& /*trace*/) const {}
 
- protected:
-  /// Waits for a window of its session still being handed over (it may read this source), then
-  /// leaves the session. A source's destructor calls it first, before its members go; the base
-  /// destructor calls it again (a no-op then).
+ private:
+  friend class TraceSession;
+  friend class SourceRegistration;
+  // Waits for a window of its session still being handed over (it may read this source), then
+  // leaves the session.
   void leave_session() noexcept;
+  TraceSession* session_ = nullptr;
+};
+
+/// What TraceSession::add_source() returns: the source's membership of the session, owned. Its
+/// destructor (or reset()) waits for a window being handed over beside the loop (it may be reading
+/// the source) and takes the source out of the session, before the source itself goes: declared
+/// after the source, it leaves first, so no source, ours or a user's, needs a destructor of its own
+/// to be safe. A session that goes first lets its sources go; their registrations then do nothing.
+class [[nodiscard]] SourceRegistration {
+ public:
+  SourceRegistration() = default;
+  /// Leaves the session (reset()).
+  ~SourceRegistration() { reset(); }
+  SourceRegistration(SourceRegistration&& other) noexcept : source_(other.source_) {
+    other.source_ = nullptr;
+  }
+  SourceRegistration& operator=(SourceRegistration&& other) noexcept {
+    if (this != &other) {
+      reset();
+      source_ = other.source_;
+      other.source_ = nullptr;
+    }
+    return *this;
+  }
+  SourceRegistration(const SourceRegistration&) = delete;
+  SourceRegistration& operator=(const SourceRegistration&) = delete;
+  /// Takes the source out of its session now (a no-op when it left already).
+  void reset() noexcept {
+    if (source_ != nullptr) source_->leave_session();
+    source_ = nullptr;
+  }
+  /// Whether the source is still in a session (false after reset(), or once the session is gone).
+  bool active() const noexcept { return source_ != nullptr && source_->session_ != nullptr; }
 
  private:
   friend class TraceSession;
-  TraceSession* session_ = nullptr;
+  explicit SourceRegistration(TraceSource* source) noexcept : source_(source) {}
+  TraceSource* source_ = nullptr;
 };
 
 /// Subtracted from wall-clock span times when a trace is written ("baseTimeNanoseconds": Kineto's
@@ -130,10 +168,10 @@ class TraceSession : public StepListener {
   TraceSession(const TraceSession&) = delete;
   TraceSession& operator=(const TraceSession&) = delete;
 
-  /// Binds `source` to this session's timebase. Sources are not owned; one that goes first leaves
-  /// the session (its destructor). A source belongs to one session: a second add throws
-  /// std::logic_error.
-  void add_source(TraceSource* source);
+  /// Binds `source` to this session's timebase. Sources are not owned: the registration returned
+  /// takes the source out of the session when it goes (keep it beside the source, declared after
+  /// it). A source belongs to one session: a second add throws std::logic_error.
+  SourceRegistration add_source(TraceSource* source);
   /// Returns once every window ended so far is handed over (written, or given to the handler). At
   /// once without TraceOptions::background. Call it from the loop's thread.
   void wait();
@@ -193,7 +231,7 @@ class TraceSession : public StepListener {
   void save();
   Window close_window();
   void hand_over(Window& w);
-  friend class TraceSource;  // leave_session()
+  friend class TraceSource;  // forget()
   void forget(TraceSource* source) noexcept;
   void add_collectives(Trace& t, const std::vector<RecordedCollective>& collectives) const;
 

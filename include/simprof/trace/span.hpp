@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
 // The typed trace model: what every trace source produces and every reader reads. A Span is one
-// interval (an instant for counters) of one kind on one track, carrying the fields its kind has:
-// device, stream, correlation, graph and node ids, bytes, grid, block. The Chrome JSON writer and
-// analyze() read those fields; nothing is flattened into strings and parsed back.
+// interval (an instant for counters) of one kind on one track: the fields every span has (name,
+// times, host and device track, correlation), and a payload with the fields of its kind alone
+// (a kernel's graph ids and launch shape, a copy's bytes, a CPU stage's id and step, ...). The
+// Chrome JSON writer and analyze() read those fields; nothing is flattened into strings and parsed
+// back. A leaf: it includes nothing of the profiler's.
 //
 /* clang-format off */
 //   simprof::Trace t;
 //   t.spans.push_back(simprof::Span::kernel("axpb", begin_ns, end_ns, /*device=*/0, /*stream=*/7,
 //                                           /*correlation=*/42));
+//   t.spans.back().get<simprof::KernelPayload>().graph_id = 3;   // the kind's own fields
 //   simprof::write_chrome_trace(t, "step.json");   // chrome_json.hpp
 /* clang-format on */
 //
@@ -17,14 +20,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "simprof/base/ranks.hpp"
-#include "simprof/profiler/collective.hpp"
-#include "simprof/profiler/timings.hpp"
+#include "simprof/base/stage_id.hpp"
 
 namespace simprof {
 
@@ -39,6 +41,7 @@ enum class SpanKind : std::uint8_t {
   kFlow,      ///< an arrow from a launch (begin, on the host track) to its device work (end)
   kCounter,   ///< a sampled value at begin_ns (the FPS line)
 };
+/// "cpu stage", "launch", "kernel", ...
 std::string_view to_string(SpanKind kind) noexcept;
 
 /// Direction of a copy (CUPTI's copy kinds: H host, D device, A array, P peer).
@@ -68,15 +71,10 @@ std::string_view to_string(SyncKind kind) noexcept;
 /// the driver (cuLaunchKernelEx: NCCL launches its kernels this way).
 enum class LaunchApi : std::uint8_t { kRuntime, kDriver };
 
-/// A collective's arguments as Kineto writes them on the NCCL kernel (and on the host scope).
-struct CollectiveArgs {
-  CollectiveOp op = CollectiveOp::kAllReduce;
-  DType dtype = DType::kFloat;
-  std::int64_t in_nelems = 0, out_nelems = 0;
-  ProcessGroup group;
-  int rank = 0;  ///< the rank that ran it
-};
+/// A collective's arguments (trace/collective_args.hpp): on the NCCL kernels and the host scope.
+struct CollectiveArgs;
 
+/// A grid or block shape.
 struct Dim3 {
   std::int32_t x = 0, y = 0, z = 0;
   friend bool operator==(const Dim3& a, const Dim3& b) noexcept {
@@ -84,62 +82,151 @@ struct Dim3 {
   }
 };
 
+/// kCpuStage: which stage of which step.
+struct StagePayload {
+  StageId stage = kNoStage;  ///< the profiler's id (kStepStage for the step itself)
+  std::uint64_t step = 0;    ///< the step's index in the trace session
+  /// A collective scope's own span: its arguments.
+  std::shared_ptr<const CollectiveArgs> collective;
+};
+
+/// kLaunch: which host call.
+struct CallPayload {
+  std::uint32_t cbid = 0;               ///< CUPTI's callback id of the call
+  LaunchApi api = LaunchApi::kRuntime;  ///< runtime or driver API
+  /// The call blocks the host until a stream or the device is done (cudaStreamSynchronize,
+  /// cudaDeviceSynchronize, cuStreamSynchronize, cuCtxSynchronize; not an event's): set by the
+  /// source from the call's identity.
+  bool waits_for_device = false;
+};
+
+/// kKernel: what ran.
+struct KernelPayload {
+  std::uint64_t graph_id = 0;       ///< kernels of a replayed graph; 0: not in a graph
+  std::uint64_t graph_node_id = 0;  ///< the kernel's node in that graph
+  std::uint64_t kernels = 0;        ///< graph-launch mode: kernels merged into this span
+  Dim3 grid, block;                 ///< zero in graph-launch mode
+  std::uint32_t registers = 0;      ///< registers per thread
+  std::uint32_t shared_memory = 0;  ///< static + dynamic shared memory, bytes
+  /// A communication kernel (NCCL's: named "nccl...", as Holistic Trace Analysis classes
+  /// kernels), set where the span is made (Span::kernel()).
+  bool communication = false;
+  /// Launched inside a collective scope: its arguments.
+  std::shared_ptr<const CollectiveArgs> collective;
+};
+
+/// kMemcpy and kMemset: how much moved.
+struct TransferPayload {
+  CopyKind copy = CopyKind::kUnknown;  ///< copies: the direction
+  std::uint64_t bytes = 0;
+};
+
+/// kSync: what was waited for.
+struct SyncPayload {
+  SyncKind sync = SyncKind::kUnknown;
+};
+
+/// kCounter: the sampled value.
+struct CounterPayload {
+  double value = 0;
+};
+
+/// The fields of a span's kind (kOverhead and kFlow have none: std::monostate).
+using SpanPayload = std::variant<std::monostate, StagePayload, CallPayload, KernelPayload,
+                                 TransferPayload, SyncPayload, CounterPayload>;
+
+/// One interval of one kind on one track (see the header comment).
 struct Span {
   SpanKind kind = SpanKind::kCpuStage;
   std::string name;
   std::int64_t begin_ns = 0;
   std::int64_t end_ns = 0;  ///< == begin_ns for counters
-  // The host track (CPU stages, launches, syncs, overhead, counters; where a flow starts).
+  // The host track (CPU stages, launches, overhead, counters; where a flow starts).
   std::int64_t pid = 0;
   std::int64_t tid = 0;
-  // The device track (kernels, copies, memsets; where a flow ends). -1: none.
+  // The device track (kernels, copies, memsets, syncs; where a flow ends). -1: none.
   std::int32_t device = -1;
   std::int64_t stream = -1;
-  std::uint64_t correlation = 0;    ///< links a launch, its device work and their flow; 0: none
-  std::uint64_t graph_id = 0;       ///< kernels of a replayed graph; 0: not in a graph
-  std::uint64_t graph_node_id = 0;  ///< the kernel's node in that graph
-  std::uint64_t kernels = 0;        ///< graph-launch mode: kernels merged into this span
-  std::uint64_t bytes = 0;          ///< copies and memsets
-  CopyKind copy = CopyKind::kUnknown;
-  SyncKind sync = SyncKind::kUnknown;
-  Dim3 grid, block;                     ///< kernels (zero in graph-launch mode)
-  std::uint32_t cbid = 0;               ///< launches: CUPTI's callback id of the call
-  LaunchApi api = LaunchApi::kRuntime;  ///< launches: runtime or driver API
-  std::uint32_t context = 0;            ///< device spans: CUDA context id (0: unknown)
-  std::uint32_t registers = 0;          ///< kernels: registers per thread
-  std::uint32_t shared_memory = 0;      ///< kernels: static + dynamic shared memory, bytes
-  /// Kernels launched inside a collective scope, and the scope's own CPU span.
-  std::shared_ptr<const CollectiveArgs> collective;
-  StageId stage = kNoStage;  ///< CPU stages: the profiler's id (kStepStage for the step)
-  std::uint64_t step = 0;    ///< CPU stages: the step's index in the trace session
-  double value = 0;          ///< counters
+  std::uint64_t correlation = 0;  ///< links a launch, its device work and their flow; 0: none
+  std::uint32_t context = 0;      ///< device spans: CUDA context id (0: unknown)
+  SpanPayload payload;            ///< the fields of `kind`
 
-  std::int64_t duration_ns() const noexcept { return end_ns - begin_ns; }
-  bool is_step() const noexcept { return kind == SpanKind::kCpuStage && stage == kStepStage; }
-  /// A communication kernel: named "nccl..." (NCCL's kernels), as Holistic Trace Analysis classes
-  /// kernels.
-  bool is_communication() const noexcept {
-    return kind == SpanKind::kKernel && name.rfind("nccl", 0) == 0;
+  /// The payload as `P`, or null when the span is of another kind.
+  template <class P>
+  const P* as() const noexcept {
+    return std::get_if<P>(&payload);
+  }
+  /// The payload as `P`, or null when the span is of another kind.
+  template <class P>
+  P* as() noexcept {
+    return std::get_if<P>(&payload);
+  }
+  /// The payload as `P`, or an empty one (every field zero) when the span is of another kind: for
+  /// readers that treat a missing field as absent.
+  template <class P>
+  const P& or_empty() const noexcept {
+    static const P kEmpty{};
+    const P* p = as<P>();
+    return p ? *p : kEmpty;
+  }
+  /// The payload as `P`; throws std::bad_variant_access when the span is of another kind.
+  template <class P>
+  const P& get() const {
+    return std::get<P>(payload);
+  }
+  /// The payload as `P`; throws std::bad_variant_access when the span is of another kind.
+  template <class P>
+  P& get() {
+    return std::get<P>(payload);
   }
 
+  std::int64_t duration_ns() const noexcept { return end_ns - begin_ns; }
+  /// A CPU stage's id (kNoStage for other kinds).
+  StageId stage() const noexcept {
+    const auto* p = as<StagePayload>();
+    return p ? p->stage : kNoStage;
+  }
+  /// A CPU stage's step in the trace session (0 for other kinds).
+  std::uint64_t step() const noexcept {
+    const auto* p = as<StagePayload>();
+    return p ? p->step : 0;
+  }
+  /// The span of a whole step.
+  bool is_step() const noexcept { return stage() == kStepStage; }
+  /// A communication kernel (KernelPayload::communication).
+  bool is_communication() const noexcept {
+    const auto* p = as<KernelPayload>();
+    return p && p->communication;
+  }
+  /// The arguments of a collective: of its scope's CPU span, or of a kernel launched inside it
+  /// (null for everything else).
+  const CollectiveArgs* collective() const noexcept;
+
+  /// A CPU stage (or, with kStepStage, a whole step).
   static Span cpu_stage(std::string name, StageId stage, std::uint64_t step, std::int64_t begin_ns,
                         std::int64_t end_ns, std::int64_t pid, std::int64_t tid);
+  /// A host call (a launch, a copy, a synchronisation) with its correlation id.
   static Span launch(std::string name, std::int64_t begin_ns, std::int64_t end_ns, std::int64_t pid,
-                     std::int64_t tid, std::uint64_t correlation);
+                     std::int64_t tid, std::uint64_t correlation, CallPayload call = {});
+  /// A kernel on (device, stream); a name starting "nccl" marks it as communication.
   static Span kernel(std::string name, std::int64_t begin_ns, std::int64_t end_ns,
                      std::int32_t device, std::int64_t stream, std::uint64_t correlation);
+  /// A copy on (device, stream), named as Kineto names it ("Memcpy HtoD").
   static Span memcpy(CopyKind copy, std::uint64_t bytes, std::int64_t begin_ns, std::int64_t end_ns,
                      std::int32_t device, std::int64_t stream, std::uint64_t correlation);
+  /// A memset on (device, stream).
   static Span memset(std::uint64_t bytes, std::int64_t begin_ns, std::int64_t end_ns,
                      std::int32_t device, std::int64_t stream, std::uint64_t correlation);
   /// On the device track (pid = device, tid = stream; -1 for a context synchronisation).
   static Span synchronization(SyncKind sync, std::int64_t begin_ns, std::int64_t end_ns,
                               std::int32_t device, std::int64_t stream, std::uint64_t correlation);
+  /// Time the tracer itself took, on a host thread.
   static Span overhead(std::string name, std::int64_t begin_ns, std::int64_t end_ns,
                        std::int64_t pid, std::int64_t tid);
   /// From (pid, tid) at `from_ns` to (device, stream) at `to_ns`.
   static Span flow(std::uint64_t correlation, std::int64_t from_ns, std::int64_t pid,
                    std::int64_t tid, std::int64_t to_ns, std::int32_t device, std::int64_t stream);
+  /// A sampled value at `ts_ns` on process `pid`'s counter track `name`.
   static Span counter(std::string name, std::int64_t ts_ns, std::int64_t pid, double value);
 };
 

@@ -31,25 +31,22 @@ std::string_view to_string(CapturePitfall p) noexcept {
   return "?";
 }
 
-CaptureDiagnosis diagnose_capture(cudaError_t code, std::string call) {
+CaptureDiagnosis diagnose_capture(cudaError_t code, CudaCall kind, std::string call) {
   CaptureDiagnosis d;
   d.code = code;
   d.call = std::move(call);
-  auto has = [&](const char* s) { return d.call.find(s) != std::string::npos; };
   const char* advice = "";
-  if (has("Synchronize")) {
+  if (kind == CudaCall::kSynchronize) {
     d.pitfall = CapturePitfall::kSynchronization;
     advice =
         "a graph cannot wait for the host: synchronise after the replay, and order work between "
         "streams with events";
-  } else if ((has("cudaMalloc") || has("cudaFree") || has("cudaHostAlloc") ||
-              has("cudaMallocHost")) &&
-             !has("Async")) {
+  } else if (kind == CudaCall::kAllocation) {
     d.pitfall = CapturePitfall::kAllocation;
     advice =
         "allocate persistent buffers before capture (or use cudaMallocAsync, which is captured "
         "as a node)";
-  } else if ((has("cudaMemcpy") || has("cudaMemset")) && !has("Async")) {
+  } else if (kind == CudaCall::kSynchronousCopy) {
     d.pitfall = CapturePitfall::kSynchronousCopy;
     advice = "use cudaMemcpyAsync/cudaMemsetAsync on the capture stream, with pinned host memory";
   } else {

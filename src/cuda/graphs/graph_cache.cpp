@@ -32,8 +32,12 @@ using GetContext = CUresult (*)(CUcontext*);
 
 }  // namespace
 
-GraphCache::GraphCache(cudaStream_t stream, GraphCacheOptions options)
-    : stream_(stream), device_(bind_device(stream, "GraphCache")), options_(options) {
+GraphCache::GraphCache(cudaStream_t stream, GraphCacheOptions options,
+                       const std::shared_ptr<GraphInstrumentation>& instrumentation)
+    : stream_(stream),
+      device_(bind_device(stream, "GraphCache")),
+      options_(options),
+      tool_(instrumentation) {
   if (options.warmup < 0)
     throw std::invalid_argument(
         fmt::format("simprof: GraphCacheOptions.warmup = {} (expected >= 0)", options.warmup));
@@ -188,7 +192,7 @@ void GraphCache::clear() {
 void GraphCache::run(const GraphKey& key, const Body& body) {
   check_device();
   // The steady state: the same key as last time, already captured. A compare and one launch.
-  if (last_ != nullptr && last_->exec && last_->key == key) {
+  if (last_ != nullptr && last_->exec && last_->key == key && last_->epoch == epoch_) {
     last_->last_use = ++tick_;
     launch(*last_);
     return;
@@ -209,6 +213,15 @@ void GraphCache::run(const GraphKey& key, const Body& body) {
   }
   e->last_use = ++tick_;
   last_ = e;
+  if (e->exec && e->epoch != epoch_) {
+    // Made before the tool now attached (or with one since detached).
+    e->epoch = epoch_;
+    if (tool_.lock()) {
+      capture_and_launch(*e, body, /*in_place=*/true);
+      return;
+    }
+    e->instrumented.reset();
+  }
   if (e->exec) {
     launch(*e);
     return;
@@ -225,6 +238,16 @@ void GraphCache::run(const GraphKey& key, const Body& body) {
     return;
   }
   capture_and_launch(*e, body, /*in_place=*/false);
+}
+
+void GraphCache::attach(const std::shared_ptr<GraphInstrumentation>& tool) {
+  tool_ = tool;
+  ++epoch_;
+}
+
+void GraphCache::detach() noexcept {
+  tool_.reset();
+  ++epoch_;
 }
 
 void GraphCache::recapture(const GraphKey& key, const Body& body) {
@@ -256,7 +279,7 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
   if (status != cudaStreamCaptureStatusNone)
     throw std::logic_error("simprof: GraphCache::run on a stream that is already capturing");
 
-  const std::shared_ptr<GraphInstrumentation> tool = graph_instrumentation(stream_);
+  const std::shared_ptr<GraphInstrumentation> tool = tool_.lock();
   const auto t0 = std::chrono::steady_clock::now();
   SIMPROF_CUDA_CHECK(cudaStreamBeginCapture(stream_, options_.mode));
   if (tool) tool->capture_begins();
@@ -269,6 +292,7 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
   SIMPROF_CUDA_CHECK(cudaStreamWaitEvent(sentinel_.get(), fork_.get(), 0));
   cudaError_t code = cudaSuccess;
   std::string call;
+  CudaCall kind = CudaCall::kOther;
   std::string other;
   bool threw = false;
   try {
@@ -277,6 +301,7 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
     threw = true;
     code = ce.code();
     call = ce.call();
+    kind = ce.kind();
   } catch (const std::exception& ex) {
     threw = true;
     other = ex.what();
@@ -309,7 +334,8 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
       d.code = end;
       d.message = fmt::format("{}: {}", to_string(d.pitfall), other);
     } else {
-      d = diagnose_capture(code == cudaSuccess ? cudaErrorStreamCaptureInvalidated : code, call);
+      d = diagnose_capture(code == cudaSuccess ? cudaErrorStreamCaptureInvalidated : code, kind,
+                           call);
     }
     fall_back(e, std::move(d), body);
     return;
@@ -368,6 +394,7 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
   graph.reset();
   e.instrumented.reset();
   e.tool = tool;
+  e.epoch = epoch_;
   if (instrumented) {
     const auto t3 = std::chrono::steady_clock::now();
     SIMPROF_CUDA_CHECK(cudaGraphInstantiate(e.instrumented.out(), instrumented.get(), 0));

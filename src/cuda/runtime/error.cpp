@@ -35,15 +35,24 @@ std::string describe_driver(int result) {
 }
 
 CudaError::CudaError(cudaError_t code, std::string call, const char* file, int line)
+    : CudaError(code, call, classify_call(call), file, line) {}
+
+CudaError::CudaError(cudaError_t code, std::string call, CudaCall kind, const char* file, int line)
     : std::runtime_error(fmt::format("simprof: CUDA call {} failed: {} at {}:{}", call,
                                      describe(code), file, line)),
       code_(code),
       call_(std::move(call)),
+      kind_(kind),
       file_(file),
       line_(line) {}
 
 void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line) {
   throw CudaError(code, call, file, line);
+}
+
+void throw_cuda_error(cudaError_t code, const char* call, CudaCall kind, const char* file,
+                      int line) {
+  throw CudaError(code, call, kind, file, line);
 }
 
 void throw_buffer_size(std::size_t asked, std::size_t size) {

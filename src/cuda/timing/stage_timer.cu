@@ -18,7 +18,7 @@
 #include "simprof/cuda/runtime/handle.hpp"
 #include "simprof/cuda/timing/device_clock.cuh"
 #include "simprof/profiler/report.hpp"
-#include "stage_record.hpp"
+#include "stage_timer_impl.hpp"
 
 namespace simprof::cuda {
 
@@ -120,135 +120,105 @@ std::size_t checked_ring(const DeviceStageTimerOptions& o) {
 
 }  // namespace
 
-// What GraphCache sees of the timer: which nodes to strip, which executable a step runs.
-class DeviceStageTimer::Hook : public GraphInstrumentation {
- public:
-  explicit Hook(DeviceStageTimer* t) : timer_(t) {}
-  void capture_begins() noexcept override { timer_->capturing_ = true; }
-  void capture_ends() noexcept override { timer_->capturing_ = false; }
-  cudaGraph_t instrumented_copy(cudaGraph_t graph) noexcept override {
-    return timer_->instrumented_copy(graph);
-  }
-  bool instrumented_launch() const noexcept override { return !timer_->skip_; }
-
- private:
-  DeviceStageTimer* timer_;
-};
-
-DeviceStageTimer::DeviceStageTimer(StepProfiler& prof, cudaStream_t stream,
-                                   DeviceStageTimerOptions options)
-    : prof_(prof),
-      stream_(stream),
-      device_id_(bind_device(stream, "DeviceStageTimer")),
-      options_(options),
-      mirror_(checked_ring(options), cudaHostAllocMapped),
-      mirror_view_(mirror_.device_pointer()),
-      records_(options.ring),
-      step_index_(1),
-      capture_(std::make_unique<detail::CaptureStamps>()),
-      hook_(std::make_shared<Hook>(this)),
-      stamped_(options.ring, 0),
-      published_(options.ring, 0),
-      eager_(options.ring, 0),
-      completed_(options.ring, 0),
-      device_(options.ring),
-      have_device_(options.ring, 0),
-      latest_(prof),
-      scratch_(prof) {
+DeviceStageTimer::Impl::Impl(StepProfiler& profiler, cudaStream_t s, DeviceStageTimerOptions o)
+    : prof(profiler),
+      stream(s),
+      device_id(bind_device(s, "DeviceStageTimer")),
+      options(o),
+      mirror(checked_ring(o), cudaHostAllocMapped),
+      mirror_view(mirror.device_pointer()),
+      records(o.ring),
+      step_index(1),
+      hook(std::make_shared<Hook>(this)),
+      slots(o.ring),
+      latest(profiler),
+      scratch(profiler) {
   if (write_value32() == nullptr)
     throw CudaError(cudaErrorNotSupported, "cudaGetDriverEntryPointByVersion(cuStreamWriteValue32)",
                     __FILE__, __LINE__);
   // On the timer's stream (a cudaMemset on the default stream is not ordered before a non-blocking
   // stream's work: compute-sanitizer's initcheck saw a reader overtake one); calibrate() syncs it.
-  SIMPROF_CUDA_CHECK(cudaMemsetAsync(records_.data(), 0, records_.bytes(), stream_));
+  SIMPROF_CUDA_CHECK(cudaMemsetAsync(records.data(), 0, records.bytes(), stream));
   SIMPROF_CUDA_CHECK(  // kNotTimed
-      cudaMemsetAsync(step_index_.data(), 0xff, step_index_.bytes(), stream_));
-  order_.reserve(kMaxStamps);
+      cudaMemsetAsync(step_index.data(), 0xff, step_index.bytes(), stream));
+  order.reserve(kMaxStamps);
   calibrate();
-  if (options_.max_in_flight > 0) {
+  if (options.max_in_flight > 0) {
     StepPacerOptions po;
-    po.max_in_flight = options_.max_in_flight;
-    po.fps_from_device = options_.fps_from_device;
+    po.max_in_flight = options.max_in_flight;
+    po.fps_from_device = options.fps_from_device;
     // Spans on every sampled step (its share's denominator) and one unsampled step between two.
-    po.span_every = std::max(1, options_.sample_every / 2);
-    pacer_.emplace(prof, stream, po);  // registered before this timer: it waits first
-    pacer_->set_on_step([this](const DeviceStep& d) { device_step(d); });
+    po.span_every = std::max(1, options.sample_every / 2);
+    pacer.emplace(prof, stream, po);  // registered before this timer: it waits first
+    pacer->set_on_step([this](const DeviceStep& d) { device_step(d); });
   }
-  register_graph_instrumentation(stream_, hook_);
-  prof_.add_listener(this);  // last: nothing below can throw once the profiler calls us
+  prof.add_listener(this);  // last: nothing below can throw once the profiler calls us
 }
 
-void DeviceStageTimer::calibrate() {
+void DeviceStageTimer::Impl::calibrate() {
   // 65 stamps queued behind a 2 ms hold (which also brings the SM clock up): the median gap between
   // two consecutive starts is what one eager stamp adds to a stage it sits in.
   constexpr int kN = 65;
   DeviceBuffer<unsigned long long> t(kN);
-  hold_kernel<<<1, 1, 0, stream_>>>(2'000'000ull);
-  for (int i = 0; i < kN; ++i) calibrate_kernel<<<1, 1, 0, stream_>>>(t.data(), i);
+  hold_kernel<<<1, 1, 0, stream>>>(2'000'000ull);
+  for (int i = 0; i < kN; ++i) calibrate_kernel<<<1, 1, 0, stream>>>(t.data(), i);
   SIMPROF_CUDA_CHECK_LAUNCH("calibrate_kernel");
   unsigned long long h[kN] = {};
-  t.copy_to_host(h, kN, stream_);
-  SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  t.copy_to_host(h, kN, stream);
+  SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream));
   double gaps[kN - 1];
   for (int i = 0; i + 1 < kN; ++i) gaps[i] = static_cast<double>(h[i + 1] - h[i]);
   std::nth_element(gaps, gaps + (kN - 1) / 2, gaps + (kN - 1));
-  eager_stamp_ns_ = gaps[(kN - 1) / 2];
+  eager_stamp_ns = gaps[(kN - 1) / 2];
 }
 
-DeviceStageTimer::~DeviceStageTimer() {
-  prof_.remove_listener(this);
-  unregister_graph_instrumentation(stream_, hook_.get());
+DeviceStageTimer::Impl::~Impl() {
+  prof.remove_listener(this);
   // Stamps and publications may still be in flight; errors are not thrown here.
-  cudaStreamSynchronize(stream_);
-  cudaStreamSynchronize(side_.get());
+  cudaStreamSynchronize(stream);
+  cudaStreamSynchronize(side.get());
 }
 
-void DeviceStageTimer::set_stream(cudaStream_t stream) noexcept {
-  unregister_graph_instrumentation(stream_, hook_.get());
-  stream_ = stream;
-  try {
-    register_graph_instrumentation(stream_, hook_);
-  } catch (...) {
-    report("registering with GraphCache (out of memory)", cudaErrorMemoryAllocation);
-  }
-  if (pacer_) pacer_->set_stream(stream);
+void DeviceStageTimer::Impl::set_stream(cudaStream_t s) noexcept {
+  stream = s;
+  if (pacer) pacer->set_stream(s);
 }
 
-void DeviceStageTimer::report(const char* what, cudaError_t e) noexcept {
-  if (reported_) return;
+void DeviceStageTimer::Impl::report(const char* what, cudaError_t e) noexcept {
+  if (reported) return;
   try {
     report(what, describe(e));
   } catch (...) {
   }
 }
 
-void DeviceStageTimer::report(const char* what, const std::string& why) noexcept {
-  if (reported_) return;
-  reported_ = true;
+void DeviceStageTimer::Impl::report(const char* what, const std::string& why) noexcept {
+  if (reported) return;
+  reported = true;
   try {
     simprof::default_logger()->error("simprof: DeviceStageTimer: {} failed: {}", what, why);
   } catch (...) {
   }
 }
 
-void DeviceStageTimer::on_step_begin(std::uint64_t step, std::int64_t) {
-  began_eagerly_ = false;
-  const bool sampled = step % static_cast<std::uint64_t>(options_.sample_every) == 0;
-  stamped_[step % options_.ring] = 0;
-  skip_ = true;
+void DeviceStageTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t) {
+  began_eagerly = false;
+  const bool sampled = step % static_cast<std::uint64_t>(options.sample_every) == 0;
+  slots[step % options.ring].stamped = 0;
+  skip = true;
   if (!sampled) return;
-  if (ended_ - next_read_ >= options_.ring) poll();
+  if (ended - next_read >= options.ring) poll();
   // Without pacing the GPU can fall a whole ring behind: leave this step untimed rather than wait.
-  skip_ = ended_ - next_read_ >= options_.ring;
-  if (skip_) ++dropped_;
-  stamped_[step % options_.ring] = !skip_;
+  skip = ended - next_read >= options.ring;
+  if (skip) ++dropped;
+  slots[step % options.ring].stamped = !skip;
   // The step's index, written by the stream itself before the step's work: every stamp of the step,
   // eager or inside a replayed graph, finds its record through it.
-  const auto value = skip_ ? kNotTimed : static_cast<unsigned>(step);
-  const CUresult r = write_value32()(reinterpret_cast<CUstream>(stream_),
-                                     reinterpret_cast<CUdeviceptr>(step_index_.data()), value, 0);
+  const auto value = skip ? kNotTimed : static_cast<unsigned>(step);
+  const CUresult r = write_value32()(reinterpret_cast<CUstream>(stream),
+                                     reinterpret_cast<CUdeviceptr>(step_index.data()), value, 0);
   if (r != CUDA_SUCCESS) {
-    if (reported_) return;
+    if (reported) return;
     try {
       report("cuStreamWriteValue32", describe_driver(static_cast<int>(r)));
     } catch (...) {
@@ -256,37 +226,37 @@ void DeviceStageTimer::on_step_begin(std::uint64_t step, std::int64_t) {
   }
 }
 
-void DeviceStageTimer::on_stage_begin(StageId id, std::int64_t) { boundary(id, kStageBegin); }
+void DeviceStageTimer::Impl::on_stage_begin(StageId id, std::int64_t) { boundary(id, kStageBegin); }
 
-void DeviceStageTimer::on_stage_end(StageId id, std::int64_t) { boundary(id, kStageEnd); }
+void DeviceStageTimer::Impl::on_stage_end(StageId id, std::int64_t) { boundary(id, kStageEnd); }
 
-void DeviceStageTimer::boundary(StageId stage, int kind) noexcept {
+void DeviceStageTimer::Impl::boundary(StageId stage, int kind) noexcept {
   // An unsampled step outside GraphCache's captures: nothing to do, not even a query.
-  if (skip_ && !capturing_) return;
+  if (skip && !capturing) return;
   CaptureInfo ci;
-  cudaError_t e = capture_info(stream_, ci);
+  cudaError_t e = capture_info(stream, ci);
   if (e != cudaSuccess) return report("cudaStreamGetCaptureInfo", e);
   detail::StampArgs a{};
-  a.recs = records_.data();
-  a.step = step_index_.data();
-  a.ring = static_cast<unsigned>(options_.ring);
+  a.recs = records.data();
+  a.step = step_index.data();
+  a.ring = static_cast<unsigned>(options.ring);
   a.n = 1;
   a.stage[0] = static_cast<int>(stage);
   a.kind[0] = kind;
   if (ci.status != cudaStreamCaptureStatusActive) {
     // Eager: on the stream, in order, in sampled steps only.
-    if (skip_) return;
-    if (!began_eagerly_) {
-      begin_kernel<<<1, 1, 0, stream_>>>(a.recs, a.step, a.ring);
-      began_eagerly_ = true;
+    if (skip) return;
+    if (!began_eagerly) {
+      begin_kernel<<<1, 1, 0, stream>>>(a.recs, a.step, a.ring);
+      began_eagerly = true;
     }
-    stamp_kernel<<<1, 1, 0, stream_>>>(a);
+    stamp_kernel<<<1, 1, 0, stream>>>(a);
     if ((e = cudaGetLastError()) != cudaSuccess) report("a timestamp launch", e);
     return;
   }
   // Captured: noted for the instrumented copy, as a leaf after the work captured so far. A capture
   // is noted whether or not its step is sampled: the copy serves the sampled steps to come.
-  detail::CaptureStamps& c = *capture_;
+  detail::CaptureStamps& c = capture;
   try {
     if (c.id != ci.id) {
       c = detail::CaptureStamps{};
@@ -311,8 +281,8 @@ void DeviceStageTimer::boundary(StageId stage, int kind) noexcept {
   }
 }
 
-cudaGraph_t DeviceStageTimer::instrumented_copy(cudaGraph_t graph) noexcept {
-  detail::CaptureStamps& c = *capture_;
+cudaGraph_t DeviceStageTimer::Impl::instrumented_copy(cudaGraph_t graph) noexcept {
+  detail::CaptureStamps& c = capture;
   if (graph == nullptr || c.graph != graph || c.stamps.empty()) return nullptr;
   GraphHandle copy;
   cudaError_t e = cudaGraphClone(copy.out(), graph);
@@ -323,9 +293,9 @@ cudaGraph_t DeviceStageTimer::instrumented_copy(cudaGraph_t graph) noexcept {
   cudaKernelNodeParams p{};
   p.gridDim = dim3(1);
   p.blockDim = dim3(1);
-  detail::StepRecord* recs = records_.data();
-  const unsigned* step = step_index_.data();
-  unsigned ring = static_cast<unsigned>(options_.ring);
+  detail::StepRecord* recs = records.data();
+  const unsigned* step = step_index.data();
+  unsigned ring = static_cast<unsigned>(options.ring);
   void* begin_args[] = {&recs, &step, &ring};
   p.func = reinterpret_cast<void*>(&begin_kernel);
   p.kernelParams = begin_args;
@@ -365,22 +335,35 @@ cudaGraph_t DeviceStageTimer::instrumented_copy(cudaGraph_t graph) noexcept {
   return copy.release();
 }
 
-void DeviceStageTimer::on_step_end(std::uint64_t step, std::int64_t, StepOutcome outcome) {
-  const std::size_t slot = step % options_.ring;
-  ended_ = step + 1;
+void DeviceStageTimer::Impl::on_step_end(std::uint64_t step, std::int64_t, StepOutcome outcome) {
+  const std::size_t slot = step % options.ring;
+  ended = step + 1;
   // An unstamped step leaves the slot alone: it may still hold an unread step's publication.
-  if (skip_) return;
-  completed_[slot] = outcome == StepOutcome::kCompleted;
-  eager_[slot] = began_eagerly_;
+  if (skip) return;
+  slots[slot].completed = outcome == StepOutcome::kCompleted;
+  slots[slot].eager = began_eagerly;
   // On the timer's stream once the step's work is done: off the path of the next step.
-  cudaError_t e = cudaEventRecord(step_done_.get(), stream_);
-  if (e == cudaSuccess) e = cudaStreamWaitEvent(side_.get(), step_done_.get(), 0);
+  cudaError_t e = cudaEventRecord(step_done.get(), stream);
+  if (e == cudaSuccess) e = cudaStreamWaitEvent(side.get(), step_done.get(), 0);
   if (e != cudaSuccess) return report("cudaStreamWaitEvent", e);
-  publish_kernel<<<1, kPublishThreads, 0, side_.get()>>>(
-      records_.data(), mirror_view_, static_cast<unsigned>(options_.ring), step);
+  publish_kernel<<<1, kPublishThreads, 0, side.get()>>>(
+      records.data(), mirror_view, static_cast<unsigned>(options.ring), step);
   if ((e = cudaGetLastError()) != cudaSuccess) return report("the publish launch", e);
-  published_[slot] = step + 1;
+  slots[slot].published = step + 1;
   poll();
 }
+
+}  // namespace simprof::cuda
+
+namespace simprof::cuda {
+
+DeviceStageTimer::DeviceStageTimer(StepProfiler& prof, cudaStream_t stream,
+                                   DeviceStageTimerOptions options)
+    : impl_(std::make_unique<Impl>(prof, stream, options)) {}
+DeviceStageTimer::~DeviceStageTimer() = default;
+std::shared_ptr<GraphInstrumentation> DeviceStageTimer::instrumentation() const noexcept {
+  return impl_->hook;
+}
+void DeviceStageTimer::set_stream(cudaStream_t stream) noexcept { impl_->set_stream(stream); }
 
 }  // namespace simprof::cuda

@@ -98,6 +98,19 @@ void ActivityRecords::clear() noexcept {
 namespace {
 
 // "cudaLaunchKernel_v7000" -> "cudaLaunchKernel"; "cuLaunchKernelEx" as it is.
+// The calls that block the host until a stream or the device is done, by CUPTI's callback id (an
+// event's synchronisation waits for less: not these).
+bool waits_for_device(LaunchApi api, std::uint32_t cbid) noexcept {
+  if (api == LaunchApi::kDriver)
+    return cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize ||
+           cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz ||
+           cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize;
+  return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020 ||
+         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000 ||
+         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020 ||
+         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020;
+}
+
 std::string call_name(LaunchApi api, std::uint32_t cbid) {
   const char* name = nullptr;
   const auto domain =
@@ -235,8 +248,9 @@ void ActivityRecords::to_spans(TraceMode mode, const CorrelationWindow& window,
     for (const auto& [corr, l] : launches) {
       Span s = Span::kernel(fmt::format("graph {}", l.graph), l.begin, l.end,
                             static_cast<std::int32_t>(l.device), l.stream, corr);
-      s.graph_id = l.graph;
-      s.kernels = l.nodes;
+      KernelPayload& kp = s.get<KernelPayload>();
+      kp.graph_id = l.graph;
+      kp.kernels = l.nodes;
       out.push_back(std::move(s));
       note(corr, l.begin, l.device, l.stream);
     }
@@ -248,12 +262,13 @@ void ActivityRecords::to_spans(TraceMode mode, const CorrelationWindow& window,
     Span s = Span::kernel(names_[static_cast<std::size_t>(k.name)], ns(k.start), ns(k.end),
                           static_cast<std::int32_t>(k.device), k.stream, *corr);
     s.context = k.context;
-    s.grid = k.grid;
-    s.block = k.block;
-    s.registers = k.registers;
-    s.shared_memory = k.shared_memory;
-    s.graph_id = k.graph_id;
-    s.graph_node_id = k.graph_node;
+    KernelPayload& kp = s.get<KernelPayload>();
+    kp.grid = k.grid;
+    kp.block = k.block;
+    kp.registers = k.registers;
+    kp.shared_memory = k.shared_memory;
+    kp.graph_id = k.graph_id;
+    kp.graph_node_id = k.graph_node;
     out.push_back(std::move(s));
     note(*corr, ns(k.start), k.device, k.stream);
   }
@@ -271,11 +286,9 @@ void ActivityRecords::to_spans(TraceMode mode, const CorrelationWindow& window,
     if (!window.contains(a.correlation)) continue;
     const auto it = first.find(a.correlation);
     if (a.api == LaunchApi::kDriver && it == first.end()) continue;  // launched nothing
-    Span s =
-        Span::launch(call_name(a.api, a.cbid), ns(a.start), ns(a.end), pid, a.tid, a.correlation);
-    s.cbid = a.cbid;
-    s.api = a.api;
-    out.push_back(std::move(s));
+    out.push_back(Span::launch(call_name(a.api, a.cbid), ns(a.start), ns(a.end), pid, a.tid,
+                               a.correlation,
+                               CallPayload{a.cbid, a.api, waits_for_device(a.api, a.cbid)}));
     if (it != first.end())
       out.push_back(Span::flow(a.correlation, ns(a.start), pid, a.tid, it->second.ts,
                                it->second.device, it->second.stream));

@@ -197,7 +197,6 @@ KernelTracer::KernelTracer(const StepProfiler& prof, KernelTracerOptions options
 }
 
 KernelTracer::~KernelTracer() {
-  leave_session();  // a window handed over in the background may still be collecting
   if (impl_->enabled) {
     impl_->disable_kinds();
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);

@@ -15,6 +15,8 @@
 #include <string>
 #include <string_view>
 
+#include "simprof/cuda/runtime/error.hpp"
+
 namespace simprof::cuda {
 
 enum class CapturePitfall {
@@ -46,7 +48,10 @@ class CaptureError : public std::runtime_error {
   CaptureDiagnosis d_;
 };
 
-/// Classifies a capture failure from the error code and, when known, the failing call's text.
-CaptureDiagnosis diagnose_capture(cudaError_t code, std::string call);
+/// Classifies a capture failure from the error code and, when known, the failing call's identity
+/// (CudaError::kind(): a synchronisation, an allocation, a synchronous copy) and text (for the
+/// message).
+CaptureDiagnosis diagnose_capture(cudaError_t code, CudaCall kind = CudaCall::kOther,
+                                  std::string call = {});
 
 }  // namespace simprof::cuda

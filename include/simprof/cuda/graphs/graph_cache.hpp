@@ -25,9 +25,11 @@
 // and the key runs eagerly from then on. Wrap the body's CUDA calls in SIMPROF_CUDA_CHECK so the
 // diagnosis can name the offending call; otherwise it is named from the error code alone.
 //
-// A measuring tool registered for the stream (instrumentation.hpp: DeviceStageTimer) gets
-// two executables per captured key: the graph as captured, its nodes in, launched on the steps it
-// samples; and the graph without them, launched on every other step.
+// A measuring tool given to the cache (instrumentation.hpp: DeviceStageTimer::instrumentation(),
+// at construction or through attach()) gets two executables per captured key: the graph with its
+// nodes added, launched on the steps it samples; and the graph as captured, launched on every other
+// step. The cache holds the tool weakly: either may be made or destroyed first. A key captured
+// before a tool was attached is captured again (in place) on its next run, so its stamps are in.
 //
 // The addresses a body uses are baked into its graph: keep inputs and outputs in persistent buffers
 // (buffer.hpp) and stage new data into them.
@@ -106,9 +108,11 @@ class GraphCache {
  public:
   using Body = std::function<void(cudaStream_t)>;
 
-  /// `stream` must be a non-blocking stream of the current device that outlives the cache. Throws
-  /// std::invalid_argument for warmup < 0, capacity 0 or a stream of another device.
-  explicit GraphCache(cudaStream_t stream, GraphCacheOptions options = {});
+  /// `stream` must be a non-blocking stream of the current device that outlives the cache;
+  /// `instrumentation`, when given, is attached (attach()). Throws std::invalid_argument for
+  /// warmup < 0, capacity 0 or a stream of another device.
+  explicit GraphCache(cudaStream_t stream, GraphCacheOptions options = {},
+                      const std::shared_ptr<GraphInstrumentation>& instrumentation = nullptr);
   ~GraphCache();
   GraphCache(const GraphCache&) = delete;
   GraphCache& operator=(const GraphCache&) = delete;
@@ -121,7 +125,14 @@ class GraphCache {
   void recapture(const GraphKey& key, const Body& body);
   /// Drops every executable and diagnosis (synchronises the stream first).
   void clear();
-
+  /// The measuring tool whose nodes the cache's captures get (held weakly: it may go first; a tool
+  /// that is gone is never called). Replaces the one attached before; keys captured without this
+  /// tool are captured again on their next run. The tool's stamps must go to this cache's stream.
+  void attach(const std::shared_ptr<GraphInstrumentation>& tool);
+  /// Stops asking the attached tool; executables with its nodes are dropped.
+  void detach() noexcept;
+  /// The attached tool, or null (none, or it is gone).
+  std::shared_ptr<GraphInstrumentation> instrumentation() const noexcept { return tool_.lock(); }
   /// Whether `key` currently replays a graph.
   bool captured(const GraphKey& key) const noexcept;
   /// Whether `key` fell back to eager execution.
@@ -148,6 +159,7 @@ class GraphCache {
     GraphExecHandle exec;
     GraphExecHandle instrumented;  // with a measuring tool's nodes (instrumentation.hpp)
     std::weak_ptr<GraphInstrumentation> tool;
+    std::uint64_t epoch = 0;  // the cache's attach epoch its executables were made in
     int runs = 0;  // runs so far (warm-up counting)
     std::uint64_t last_use = 0;
     bool fallback = false;
@@ -178,6 +190,8 @@ class GraphCache {
   std::uint64_t tick_ = 0;
   GraphCacheCounters counters_;
   std::shared_ptr<spdlog::logger> logger_;
+  std::weak_ptr<GraphInstrumentation> tool_;  // attach()
+  std::uint64_t epoch_ = 0;                   // attach() and detach() count here
 };
 
 }  // namespace simprof::cuda

@@ -2,26 +2,23 @@
 // GraphInstrumentation: how a measuring tool that adds nodes of its own to a step while it is being
 // captured (DeviceStageTimer's timestamps) gets them replayed only on the steps it samples.
 //
-// A tool registers itself for a stream. GraphCache tells it when a capture on that stream begins
-// and ends; the tool notes where its nodes would go (the capture's dependencies at each of its
-// points) without touching the graph. After the capture GraphCache asks the tool for an
-// instrumented copy of the graph (a clone with the tool's nodes added) and instantiates both the
-// graph as captured and the copy. Before every launch it asks the tool which one this step runs. A
-// step the tool does not sample thus runs exactly the graph it would run without the tool: its cost
-// there is nothing; a sampled step pays for the tool's nodes.
+// A GraphCache is given the tool (its constructor, or attach()) and holds it weakly. It tells the
+// tool when a capture of a step begins and ends; the tool notes where its nodes would go (the
+// capture's dependencies at each of its points) without touching the graph. After the capture the
+// cache asks the tool for an instrumented copy of the graph (a clone with the tool's nodes added)
+// and instantiates both the graph as captured and the copy. Before every launch it asks the tool
+// which one this step runs. A step the tool does not sample thus runs exactly the graph it would
+// run without the tool: its cost there is nothing; a sampled step pays for the tool's nodes.
 //
 /* clang-format off */
 //   auto tool = std::make_shared<MyStamps>();               // implements GraphInstrumentation
-//   simprof::cuda::register_graph_instrumentation(stream, tool);
-//   ...                                                      // GraphCache(stream) finds it
-//   simprof::cuda::unregister_graph_instrumentation(stream, tool.get());
+//   simprof::cuda::GraphCache cache(stream, {}, tool);       // or cache.attach(tool)
 /* clang-format on */
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
-#include <memory>
 
 namespace simprof::cuda {
 
@@ -39,10 +36,11 @@ struct CaptureInfo {
 /// until the next call on the stream. Returns the call's error code; never throws.
 cudaError_t capture_info(cudaStream_t stream, CaptureInfo& out) noexcept;
 
+/// A measuring tool that adds nodes of its own to the steps a GraphCache captures.
 class GraphInstrumentation {
  public:
   virtual ~GraphInstrumentation() = default;
-  /// GraphCache begins / ended a capture of a step on the tool's stream.
+  /// GraphCache begins / ended a capture of a step on its stream.
   virtual void capture_begins() noexcept {}
   virtual void capture_ends() noexcept {}
   /// A capture on the tool's stream just ended with `graph` (which must stay as it is): a new
@@ -52,15 +50,5 @@ class GraphInstrumentation {
   /// Whether the step about to be launched runs the instrumented executable.
   virtual bool instrumented_launch() const noexcept = 0;
 };
-
-/// One tool per stream: a second registration for the same stream replaces the first. The registry
-/// holds weak references: a tool that is gone is never called.
-void register_graph_instrumentation(cudaStream_t stream,
-                                    const std::shared_ptr<GraphInstrumentation>& tool);
-/// Removes `tool` when it is the one registered for `stream`.
-void unregister_graph_instrumentation(cudaStream_t stream,
-                                      const GraphInstrumentation* tool) noexcept;
-/// The tool registered for `stream`, or null.
-std::shared_ptr<GraphInstrumentation> graph_instrumentation(cudaStream_t stream);
 
 }  // namespace simprof::cuda

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
-// The examples' command lines: one table of flags per program, each flag bound to a field and
-// validated, so every example parses, checks and reports the same way.
+// The command lines of simprof's examples and benchmarks (internal: target simprof_cli, not
+// installed): one table of flags per program, each flag bound to a field and validated, so every
+// program parses, checks and reports the same way.
 //
 /* clang-format off */
 //   Args a;
-//   simprof::examples::Flags(kUsage)
+//   simprof::cli::Flags(kUsage)
 //       .ints("--n-envs", a.n_envs, 1)              // a comma-separated list
 //       .integer("--frames", a.frames, 1)
 //       .real("--tolerance", a.tolerance, 1e-9, 1.0)
@@ -28,7 +29,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-namespace simprof::examples {
+namespace simprof::cli {
 
 /// `v` as an int in [lo, hi]; std::invalid_argument naming the flag, the value and the range
 /// otherwise.
@@ -157,4 +158,4 @@ class Flags {
   std::vector<Flag> flags_;
 };
 
-}  // namespace simprof::examples
+}  // namespace simprof::cli

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: MIT
+// DeviceStageTimer's insides: the device records, and the timer's state, one struct per ring slot.
+// Shared by its device side (stage_timer.cu: stamps, capture, publication) and its host side
+// (stage_join.cpp: joining, means). Private to src/cuda/timing.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "simprof/cuda/graphs/instrumentation.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
+#include "simprof/cuda/timing/stage_timer.hpp"
+
+namespace simprof::cuda {
+
+namespace detail {
+
+enum StampKind : int { kStageBegin = 1, kStageEnd = 2 };
+
+struct StampEntry {
+  std::int32_t stage;
+  std::int32_t kind;
+  unsigned long long t;
+};
+
+// One step's readings. `step` tags the record with the host's step index (low 32 bits): a stamp
+// finds its record through the step index the stream wrote before the step's work.
+struct StepRecord {
+  unsigned int step;
+  unsigned int count;  // entries reserved (atomically: stamps of a graph run in any order)
+  unsigned int overflow;
+  unsigned int pad;
+  unsigned long long t_begin;
+  unsigned long long t_end;
+  volatile unsigned long long done;  // mirror only: host step + 1 once the rest is written
+  StampEntry entries[DeviceStageTimer::kMaxStamps];
+};
+
+constexpr int kPerNode = 8;  // boundaries one stamp kernel records (they share a device instant)
+
+struct StampArgs {
+  StepRecord* recs;
+  const unsigned* step;  // written by the stream at every step's start; kNotTimed: skip
+  unsigned ring;
+  int n;
+  int stage[kPerNode];
+  int kind[kPerNode];
+};
+
+// Where the stamps of the capture in progress go: after which captured nodes, with what entries.
+// Boundaries with no work between them (the same dependencies) share one stamp. The captured graph
+// itself is never touched: the stamps are added to a copy (instrumented_copy).
+struct CaptureStamps {
+  struct Stamp {
+    std::vector<cudaGraphNode_t> deps;
+    StampArgs args;
+  };
+  unsigned long long id = 0;
+  cudaGraph_t graph = nullptr;
+  std::vector<Stamp> stamps;
+};
+
+}  // namespace detail
+
+struct DeviceStageTimer::Impl final : StepListener {
+  Impl(StepProfiler& prof, cudaStream_t stream, DeviceStageTimerOptions options);
+  ~Impl() override;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  void on_step_begin(std::uint64_t step, std::int64_t ticks) override;
+  void on_stage_begin(StageId id, std::int64_t ticks) override;
+  void on_stage_end(StageId id, std::int64_t ticks) override;
+  void on_step_end(std::uint64_t step, std::int64_t ticks, StepOutcome outcome) override;
+
+  void set_stream(cudaStream_t stream) noexcept;
+  void poll() noexcept;
+  void synchronize();
+  double mean(StageId id) const noexcept;
+  double sampled_mean(StageId id) const noexcept;
+
+  void boundary(StageId stage, int kind) noexcept;
+  void join(const detail::StepRecord& r, std::uint64_t step);
+  void unpaired(StageId id, std::uint64_t step);
+  void device_step(const DeviceStep& d);
+  cudaGraph_t instrumented_copy(cudaGraph_t graph) noexcept;
+  void calibrate();
+  void report(const char* what, cudaError_t e) noexcept;
+  void report(const char* what, const std::string& why) noexcept;
+
+  // What GraphCache sees of the timer (instrumentation.hpp): where the stamps go, which executable
+  // a step runs.
+  class Hook final : public GraphInstrumentation {
+   public:
+    explicit Hook(Impl* t) : timer_(t) {}
+    void capture_begins() noexcept override { timer_->capturing = true; }
+    void capture_ends() noexcept override { timer_->capturing = false; }
+    cudaGraph_t instrumented_copy(cudaGraph_t graph) noexcept override {
+      return timer_->instrumented_copy(graph);
+    }
+    bool instrumented_launch() const noexcept override { return !timer_->skip; }
+
+   private:
+    Impl* timer_;
+  };
+
+  // One step's place in the ring (step % ring), from its start to its join.
+  struct Slot {
+    bool stamped = false;        // the step is stamped
+    std::uint64_t published = 0;  // step + 1 of the publication enqueued
+    bool eager = false;           // its stamps ran on the stream
+    bool completed = false;       // the host's outcome
+    DeviceStep device;            // the pacer's times, until joined
+    bool have_device = false;
+  };
+  // A stage while join() walks a step's stamps in time order.
+  struct Open {
+    std::int64_t at = 0;  // its begin stamp's time
+    unsigned idx = 0;     // its begin stamp's entry
+    std::uint8_t state = 0;  // 0 closed, 1 open, 2 its end came first
+  };
+  // Sums of a stage's device seconds over the joined steps.
+  struct Sum {
+    double seconds = 0;
+    std::uint64_t count = 0;
+  };
+
+  StepProfiler& prof;
+  cudaStream_t stream;
+  int device_id;  // the current device when made: the stream's (bind_device)
+  DeviceStageTimerOptions options;
+  std::optional<StepPacer> pacer;  // made first: its listener runs before this one
+  Stream side;                     // publishes each step's record, off the step's path
+  Event step_done{cudaEventDisableTiming};
+  PinnedBuffer<detail::StepRecord> mirror;    // page-locked, mapped: the published records
+  detail::StepRecord* mirror_view = nullptr;  // mirror as the device sees it
+  DeviceBuffer<detail::StepRecord> records;   // where stamps are written
+  DeviceBuffer<unsigned> step_index;  // the step in progress, written by the stream at its start
+  detail::CaptureStamps capture;      // stamp nodes of the capture in progress
+  std::shared_ptr<Hook> hook;         // GraphCache's view of this timer, held weakly there
+  std::vector<Slot> slots;            // by step % ring
+  std::uint64_t ended = 0;            // steps ended on the host (the latest index + 1)
+  std::uint64_t next_read = 0;        // steps joined or passed over
+  bool began_eagerly = false;         // the step in progress has an eager begin stamp
+  bool skip = false;        // this step is not stamped (not sampled, or the ring was full)
+  bool capturing = false;   // GraphCache is capturing a step on the stream
+  double eager_stamp_ns = 0;  // what one eager stamp adds to a stage around it (calibrate())
+  std::vector<unsigned> order;  // scratch for join(): entries in time order
+  TimingsSnapshot latest;
+  TimingsSnapshot scratch;
+  std::vector<Sum> sums;        // by stage
+  Sum loop[2];                  // step, period of the unstamped steps (from the pacer)
+  std::vector<Open> open;       // by stage, scratch for join()
+  std::uint64_t prev_step = 0;
+  std::uint64_t prev_begin_ns = 0;
+  bool have_prev = false;
+  std::uint64_t joined = 0, dropped = 0, n_unpaired = 0;
+  bool reported = false;
+};
+
+}  // namespace simprof::cuda
