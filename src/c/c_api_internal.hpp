@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: MIT
+// Private to the C API's sources (src/c): the handles every room shares, and the wrapper that turns
+// what the library throws into a status and the thread's last message. No exception crosses the C
+// boundary: every call that can throw runs inside guarded().
+#pragma once
+
+#include "simprof/c/simprof.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "simprof/base/manual_clock.hpp"
+#include "simprof/profiler/step_profiler.hpp"
+#include "simprof/trace/session.hpp"
+#if SIMPROF_C_CUDA
+#include "simprof/cuda/runtime/error.hpp"
+#endif
+
+struct simprof_options {
+  simprof::ProfilingOptions options;
+};
+
+struct simprof_manual_clock {
+  simprof::ManualClock clock;
+};
+
+struct simprof_profiler {
+  simprof::StepProfiler prof;
+  std::vector<std::pair<std::string, double>> timings;  // the latest simprof_timings_count
+  simprof_profiler(const simprof::ProfilingOptions& o, std::int64_t n) : prof(o, n) {}
+  simprof_profiler(const simprof::ProfilingOptions& o, std::int64_t n, const simprof::Clock& c)
+      : prof(o, n, c) {}
+};
+
+struct simprof_trace {
+  simprof::TraceSession session;
+  std::vector<std::string> files;  // the latest simprof_trace_files_count
+  simprof_trace(simprof::StepProfiler& p, const simprof::TraceOptions& o) : session(p, o) {}
+};
+
+// Shared by the library's own sources only: nothing here is exported from libsimprof_c.so (the C
+// functions of simprof.h are its interface).
+#pragma GCC visibility push(hidden)
+namespace simprof::c_api {
+
+// Keeps `message` as the calling thread's last error (simprof_last_error) and returns `s`.
+simprof_status fail(simprof_status s, std::string message);
+
+// Runs `f`, mapping what it throws to a status (the library's message kept).
+template <class F>
+simprof_status guarded(F&& f) noexcept {
+  try {
+    f();
+    return SIMPROF_OK;
+  } catch (const std::invalid_argument& e) {
+    return fail(SIMPROF_INVALID_ARGUMENT, e.what());
+  } catch (const std::out_of_range& e) {
+    return fail(SIMPROF_INVALID_ARGUMENT, e.what());
+  } catch (const std::logic_error& e) {
+    return fail(SIMPROF_LOGIC_ERROR, e.what());
+#if SIMPROF_C_CUDA
+  } catch (const simprof::cuda::CudaError& e) {
+    return fail(SIMPROF_CUDA_ERROR, e.what());
+#endif
+  } catch (const std::bad_alloc&) {
+    return fail(SIMPROF_ERROR, "simprof: out of memory");
+  } catch (const std::exception& e) {
+    return fail(SIMPROF_ERROR, e.what());
+  } catch (...) {
+    return fail(SIMPROF_ERROR, "simprof: an unknown exception");
+  }
+}
+
+// A null handle or out pointer: named.
+template <class T>
+bool missing(const T* p, const char* what, simprof_status* s) {
+  if (p != nullptr) return false;
+  *s = fail(SIMPROF_INVALID_ARGUMENT, std::string("simprof: ") + what + " is NULL");
+  return true;
+}
+
+// A string into the caller's buffer (NUL-terminated, truncated) and the bytes it needs.
+void copy_out(const std::string& t, char* buf, size_t cap, size_t* needed);
+
+}  // namespace simprof::c_api
+#pragma GCC visibility pop
+
+#define SIMPROF_C_REQUIRE(p, what)                              \
+  do {                                                          \
+    simprof_status s_ = SIMPROF_OK;                             \
+    if (::simprof::c_api::missing((p), (what), &s_)) return s_; \
+  } while (0)

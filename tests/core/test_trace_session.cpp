@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: MIT
+// The trace session: the steps it records by its schedule, its sources, what it drops, the files it
+// writes and a session that ends early.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "simprof/base/manual_clock.hpp"
+#include "simprof/trace/chrome_json.hpp"
+#include "simprof/trace/schedule.hpp"
+#include "simprof/trace/session.hpp"
+#include "simprof/trace/span.hpp"
+#include "simprof/trace/time_base.hpp"
+#include "test_util.hpp"
+
+using namespace simprof;
+using json = nlohmann::json;
+
+using simprof::testing::quiet;
+using simprof::testing::slurp;
+
+namespace {
+// A source that logs its calls and contributes one event per active window.
+struct FakeSource : TraceSource {
+  std::vector<std::string> calls;
+  const TimeBase* bound = nullptr;
+  void bind(const TimeBase& tb) override {
+    calls.push_back("bind");
+    bound = &tb;
+  }
+  void start() override { calls.push_back("start"); }
+  void discard() override { calls.push_back("discard"); }
+  std::uint64_t stop_and_collect(std::vector<Span>& out) override {
+    calls.push_back("collect");
+    out.push_back(Span::kernel("gpu_kernel", 0, 1, 0, 7, 1));
+    return 2;  // it lost two
+  }
+};
+}  // namespace
+
+TEST(TraceSession, RecordsTheScheduledStepsOnly) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  TraceOptions o;
+  o.schedule = Schedule{1, 1, 2, 1, 0};  // step 0 wait, 1 warm-up, 2-3 active
+  o.wall_clock = false;                  // the manual clock's own nanoseconds
+  TraceSession session(prof, o);
+  FakeSource src;
+  auto joined = session.add_source(&src);
+  std::vector<Trace> traces;
+  session.on_trace_ready([&](const Trace& t, std::uint64_t w) {
+    EXPECT_EQ(w, traces.size());
+    traces.push_back(t);
+  });
+  for (int i = 0; i < 6; ++i) {
+    auto step = prof.step();
+    mc.advance_ns(1000);
+    {
+      auto s = prof.stage("physics");
+      mc.advance_ns(2000);
+    }
+    mc.advance_ns(500);
+  }
+  ASSERT_EQ(traces.size(), 1u);
+  EXPECT_EQ(session.windows(), 1u);
+  EXPECT_EQ(src.calls, (std::vector<std::string>{"bind", "start", "discard", "collect"}));
+  EXPECT_EQ(src.bound, &session.time_base());
+  std::vector<std::string> names;
+  for (const auto& e : traces[0].spans)
+    if (e.kind != SpanKind::kCounter) names.push_back(e.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"physics", "ProfilerStep#2", "physics",
+                                             "ProfilerStep#3", "gpu_kernel"}));
+  const Span& phys = traces[0].spans[0];
+  EXPECT_EQ(phys.kind, SpanKind::kCpuStage);
+  EXPECT_EQ(phys.begin_ns, 2 * 3500 + 1000);  // step 2 starts at 7 us; physics 1 us later
+  EXPECT_EQ(phys.duration_ns(), 2000);
+  EXPECT_EQ(phys.step, 2u);
+  EXPECT_EQ(phys.stage, prof.find_stage("physics"));
+  EXPECT_TRUE(traces[0].spans[1].is_step());
+  EXPECT_EQ(traces[0].dropped, 2u);
+  EXPECT_EQ(session.dropped(), 2u);
+}
+
+TEST(TraceSession, DropsBeyondCapacityAndSaysSo) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  TraceOptions o;
+  o.schedule = Schedule{0, 0, 1, 1, 0};
+  o.max_cpu_events = 3;
+  TraceSession session(prof, o);
+  Trace got;
+  session.on_trace_ready([&](const Trace& t, std::uint64_t) { got = t; });
+  {
+    auto step = prof.step();
+    for (int i = 0; i < 5; ++i) auto s = prof.stage("tick");
+  }
+  EXPECT_EQ(got.dropped, 3u);  // 5 stages + the step = 6 spans, 3 kept
+  EXPECT_NE(to_chrome_json(got).find("\"dropped_events\": \"3\""), std::string::npos);
+}
+
+TEST(TraceSession, DefaultHandlerWritesOneFilePerWindow) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  TraceOptions o;
+  o.schedule = Schedule{0, 0, 1, 2, 0};
+  o.dir = ::testing::TempDir();
+  o.prefix = "simprof_session_test";
+  TraceSession session(prof, o);
+  for (int i = 0; i < 3; ++i) {
+    auto step = prof.step();
+    auto s = prof.stage("physics");
+    mc.advance_ns(100);
+  }
+  ASSERT_EQ(session.files().size(), 2u);
+  EXPECT_EQ(session.files()[1], o.dir + "/simprof_session_test_1/rank0.json");
+  for (const auto& f : session.files()) {
+    const json j = json::parse(slurp(f));
+    EXPECT_EQ(j["traceEvents"][0]["ph"], "M");
+    std::filesystem::remove_all(std::filesystem::path(f).parent_path());
+  }
+}
+
+// A session destroyed inside its window says so, and writes what its active phase recorded as a
+// valid trace marked incomplete; one destroyed in the warm-up writes nothing.
+TEST(TraceSession, EndingEarlySaysSoAndWritesWhatItHas) {
+  simprof::testing::SimprofLog log;
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  TraceOptions o;
+  o.schedule = Schedule{1, 1, 3, 1, 0};  // step 0 wait, 1 warm-up, 2-4 active
+  o.dir = ::testing::TempDir() + "simprof_early_end";
+  o.wall_clock = false;
+  std::filesystem::remove_all(o.dir);
+  std::string path;
+  {
+    TraceSession session(prof, o);
+    path = session.path_of(0);
+    for (int i = 0; i < 4; ++i) {  // two of the three active steps
+      auto step = prof.step();
+      auto s = prof.stage("physics");
+      mc.advance_ns(1000);
+    }
+  }
+  EXPECT_NE(log.str().find("trace session ended in window 0's active phase after 2 of 3 steps"),
+            std::string::npos)
+      << log.str();
+  const json j = json::parse(slurp(path));
+  EXPECT_EQ(j["otherData"]["incomplete"], "true");
+  EXPECT_EQ(j["otherData"]["active_steps"], "2 of 3");
+  int steps = 0;
+  for (const auto& e : j["traceEvents"])
+    steps += e.value("name", "").rfind("ProfilerStep#", 0) == 0;
+  EXPECT_EQ(steps, 2);
+  std::filesystem::remove_all(o.dir);
+  log.clear();
+  {
+    TraceSession session(prof, o);  // ends in the warm-up: nothing to write
+    for (int i = 0; i < 2; ++i) auto step = prof.step();
+  }
+  EXPECT_NE(log.str().find("trace session ended in window 0's warm-up"), std::string::npos)
+      << log.str();
+  EXPECT_FALSE(std::filesystem::exists(o.dir + "/simprof_trace_0"));
+  log.clear();
+  { TraceSession quiet_session(prof, o); }  // never started a window: nothing said
+  EXPECT_EQ(log.str(), "");
+}
