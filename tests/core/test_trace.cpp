@@ -79,8 +79,8 @@ TEST(ChromeTrace, EscapesEverythingJsonNeeds) {
 TEST(ChromeTrace, FieldsOrderingAndExactMicroseconds) {
   Trace t;
   Span k = Span::kernel("axpb", 2'001'234, 2'006'912, /*device=*/0, /*stream=*/13, 42);
-  k.grid = Dim3{4, 1, 1};
-  k.block = Dim3{256, 1, 1};
+  k.get<KernelPayload>().grid = Dim3{4, 1, 1};
+  k.get<KernelPayload>().block = Dim3{256, 1, 1};
   t.spans.push_back(k);
   t.spans.push_back(Span::cpu_stage("physics", 2, 0, 1'000'000, 4'000'001, 100, 101));
   t.spans.push_back(Span::flow(42, 1'500'000, 100, 101, 2'001'234, 0, 13));
@@ -155,24 +155,22 @@ TEST(ChromeTrace, FieldsOrderingAndExactMicroseconds) {
 TEST(ChromeTrace, EachKindWritesItsTypedFields) {
   Trace t;
   Span g = Span::kernel("graph 7", 0, 100, 1, 5, 9);  // graph-launch mode: kernels merged
-  g.graph_id = 7;
-  g.kernels = 16;
+  g.get<KernelPayload>().graph_id = 7;
+  g.get<KernelPayload>().kernels = 16;
   t.spans.push_back(g);
   Span n = Span::kernel("node", 200, 300, 1, 5, 10);
-  n.grid = Dim3{2, 1, 1};
-  n.block = Dim3{32, 1, 1};
-  n.graph_id = 7;
-  n.graph_node_id = 3;
+  KernelPayload& np = n.get<KernelPayload>();
+  np.grid = Dim3{2, 1, 1};
+  np.block = Dim3{32, 1, 1};
+  np.graph_id = 7;
+  np.graph_node_id = 3;
   t.spans.push_back(n);
   t.spans.push_back(Span::memcpy(CopyKind::kDtoH, 4096, 400, 500, 1, 5, 11));
   t.spans.push_back(Span::memset(64, 600, 700, 1, 5, 12));
-  Span l = Span::launch("cudaGraphLaunch", 50, 60, 100, 101, 9);
-  l.cbid = 311;
-  t.spans.push_back(l);
+  t.spans.push_back(Span::launch("cudaGraphLaunch", 50, 60, 100, 101, 9, CallPayload{311}));
   t.spans.push_back(Span::synchronization(SyncKind::kStream, 800, 900, 1, 5, 13));
-  Span drv = Span::launch("cuLaunchKernelEx", 70, 80, 100, 101, 10);
-  drv.api = LaunchApi::kDriver;
-  t.spans.push_back(drv);
+  t.spans.push_back(Span::launch("cuLaunchKernelEx", 70, 80, 100, 101, 10,
+                                 CallPayload{0, LaunchApi::kDriver}));
   t.spans.push_back(Span::overhead("CUPTI overhead", 950, 960, 100, 0));
   const json ev = json::parse(to_chrome_json(t))["traceEvents"];
   auto find = [&](const char* name) {
@@ -305,9 +303,8 @@ TEST(TraceAnalysis, CommunicationTimeAndItsOverlapWithComputation) {
   t.spans.push_back(Span::cpu_stage("ProfilerStep#1", kStepStage, 1, 0, 100'000, 1, 1));
   t.spans.push_back(Span::launch("cudaLaunchKernel", 1000, 2000, 1, 1, 1));
   t.spans.push_back(Span::kernel("integrate", 10'000, 20'000, 0, 7, 1));
-  Span drv = Span::launch("cuLaunchKernelEx", 3000, 4000, 1, 1, 2);
-  drv.api = LaunchApi::kDriver;
-  t.spans.push_back(drv);
+  t.spans.push_back(
+      Span::launch("cuLaunchKernelEx", 3000, 4000, 1, 1, 2, CallPayload{0, LaunchApi::kDriver}));
   t.spans.push_back(Span::kernel("ncclDevKernel_AllReduce_Sum_f32", 15'000, 30'000, 0, 9, 2));
   const auto a = analyze(t);
   ASSERT_EQ(a.steps.size(), 1u);

@@ -79,8 +79,8 @@ TEST(TraceSession, RecordsTheScheduledStepsOnly) {
   EXPECT_EQ(phys.kind, SpanKind::kCpuStage);
   EXPECT_EQ(phys.begin_ns, 2 * 3500 + 1000);  // step 2 starts at 7 us; physics 1 us later
   EXPECT_EQ(phys.duration_ns(), 2000);
-  EXPECT_EQ(phys.step, 2u);
-  EXPECT_EQ(phys.stage, prof.find_stage("physics"));
+  EXPECT_EQ(phys.step(), 2u);
+  EXPECT_EQ(phys.stage(), prof.find_stage("physics"));
   EXPECT_TRUE(traces[0].spans[1].is_step());
   EXPECT_EQ(traces[0].dropped, 2u);
   EXPECT_EQ(session.dropped(), 2u);

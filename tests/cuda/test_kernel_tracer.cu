@@ -65,8 +65,8 @@ TEST_F(GpuTest, EveryKernelLaunchedIsTracedEagerAndReplayed) {
   ASSERT_EQ(replayed.size(), 5u);
   std::set<std::int64_t> nodes;
   for (const auto* k : replayed) {
-    EXPECT_GT(k->graph_id, 0u) << "a replayed kernel carries its graph id";
-    nodes.insert(k->graph_node_id);
+    EXPECT_GT(k->get<KernelPayload>().graph_id, 0u) << "a replayed kernel carries its graph id";
+    nodes.insert(k->get<KernelPayload>().graph_node_id);
   }
   EXPECT_EQ(nodes.size(), 5u);
   EXPECT_EQ(traces[0].dropped + traces[1].dropped, 0u);
@@ -154,7 +154,7 @@ TEST_F(GpuTest, GraphLaunchModeWritesOneEventPerLaunch) {
   const auto graphs = of_kind(trace, SpanKind::kKernel);
   ASSERT_EQ(graphs.size(), 3u);
   for (const auto* g : graphs) {
-    EXPECT_EQ(g->kernels, 6u);
+    EXPECT_EQ(g->get<KernelPayload>().kernels, 6u);
     EXPECT_EQ(g->name.rfind("graph ", 0), 0u);
   }
   const auto a = analyze(trace);

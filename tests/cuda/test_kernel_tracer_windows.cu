@@ -64,7 +64,7 @@ TEST_F(GpuTest, BackgroundWindowEndsAtItsLastLaunchWhileTheLoopGoesOn) {
   const auto kernels = of_kind(traces[0], SpanKind::kKernel);
   EXPECT_EQ(kernels.size(), 2u * (5 + 3)) << "the window's kernels, none launched after it";
   std::size_t replayed = 0;
-  for (const auto* k : kernels) replayed += k->graph_id > 0;
+  for (const auto* k : kernels) replayed += k->get<KernelPayload>().graph_id > 0;
   EXPECT_EQ(replayed, 2u * 5);
   EXPECT_EQ(traces[0].dropped, 0u);
   EXPECT_EQ(session.files().size(), 0u);  // the handler took it
@@ -131,7 +131,7 @@ TEST_P(WindowEndsWithWorkInFlight, HoldsExactlyTheWindowsKernelsAsTheyRan) {
   std::set<std::uint64_t> correlations;
   for (const auto* k : kernels) {
     EXPECT_EQ(k->name, "simprof::cuda::gputest::spin_kernel(unsigned long long)");
-    EXPECT_EQ(k->graph_id > 0, c.replayed);
+    EXPECT_EQ(k->get<KernelPayload>().graph_id > 0, c.replayed);
     correlations.insert(k->correlation);
     EXPECT_GE(k->duration_ns(), static_cast<std::int64_t>(kSpinNs) * 95 / 100)
         << "a kernel spins that long";
@@ -147,7 +147,7 @@ TEST_P(WindowEndsWithWorkInFlight, HoldsExactlyTheWindowsKernelsAsTheyRan) {
     for (const auto* y : of_kind(traces[0], SpanKind::kSync))
       for (const auto* l : of_kind(traces[0], SpanKind::kLaunch))
         if (l->correlation == y->correlation)
-          ADD_FAILURE() << "sync " << to_string(y->sync) << " stream " << y->stream << " by "
+          ADD_FAILURE() << "sync " << to_string(y->get<SyncPayload>().sync) << " stream " << y->stream << " by "
                         << l->name;
   ASSERT_EQ(physics.tracks.size(), 1u);
   EXPECT_EQ(physics.tracks[0].overlaps, 0u);
