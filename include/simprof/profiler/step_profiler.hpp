@@ -175,8 +175,7 @@ class StepProfiler {
   StageId stage_parent(StageId id) const;
   std::size_t num_stages() const noexcept { return slots_.size(); }
 
-  // --- steps and stages, RAII
-  // ---------------------------------------------------------------------
+  // --- steps and stages, RAII ---------------------------------------------------------------
   [[nodiscard]] StepScope step() { return StepScope(*this); }
   [[nodiscard]] StageScope stage(StageId id) { return StageScope(*this, id); }
   /// Looks `name` up in a hash map (no allocation once registered); prefer a StageId in hot loops.
@@ -184,8 +183,7 @@ class StepProfiler {
     return StageScope(*this, stage_id(name));
   }
 
-  // --- steps and stages, manual (for engines whose stages do not nest lexically)
-  // ------------------
+  // --- steps and stages, manual (for engines whose stages do not nest lexically) ------------
   /// Starts a step; throws std::logic_error inside a step. Returns false when vetoed.
   bool begin_step();
   /// Ends the step and publishes its timings; throws std::logic_error outside a step or while a
@@ -218,8 +216,7 @@ class StepProfiler {
   /// Called at every step start, in order, inside the step's time; returning false vetoes the step.
   void add_pre_step_callback(std::function<bool()> callback);
 
-  // --- results
-  // ------------------------------------------------------------------------------------
+  // --- results ------------------------------------------------------------------------------
   const StageTimings& timings() const noexcept { return timings_; }
   /// Latency statistics of a stage over the latest options().stats_window steps that ran it (and
   /// were published). Throws std::invalid_argument for an unknown stage or when stats_window is 0.
@@ -245,8 +242,7 @@ class StepProfiler {
   }
   const Clock& clock() const noexcept { return clock_; }
 
-  // --- FPS
-  // ----------------------------------------------------------------------------------------
+  // --- FPS ----------------------------------------------------------------------------------
   FpsTracker& fps() noexcept { return fps_; }
   const FpsTracker& fps() const noexcept { return fps_; }
   /// Safe from any thread; takes effect at the next sample.

@@ -3,7 +3,7 @@
 //
 /* clang-format off */
 //   simprof::Schedule s{/*wait=*/80, /*warmup=*/3, /*active=*/1, /*repeat=*/1};
-//   s.action(step)   // kNone, kWarmup, kRecord, kRecordAndSave
+//   s.action(/*step=*/83);   // kNone, kWarmup, kRecord, kRecordAndSave: here kRecordAndSave
 /* clang-format on */
 //
 // After skip_first steps, cycles of wait + warmup + active steps repeat `repeat` times (0:

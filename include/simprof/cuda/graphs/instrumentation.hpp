@@ -11,9 +11,9 @@
 // there is nothing; a sampled step pays for the tool's nodes.
 //
 /* clang-format off */
-//   auto tool = std::make_shared<MyStamps>();               // implements GraphInstrumentation
+//   std::shared_ptr<simprof::cuda::GraphInstrumentation> tool = make_my_stamps();  // yours
 //   simprof::cuda::register_graph_instrumentation(stream, tool);
-//   ...                                                      // GraphCache(stream) finds it
+//   /* ... */                                                // GraphCache(stream) finds it
 //   simprof::cuda::unregister_graph_instrumentation(stream, tool.get());
 /* clang-format on */
 #pragma once
