@@ -28,6 +28,7 @@
 
 namespace simprof {
 
+/// What a span is: which track it goes on and which fields it uses.
 enum class SpanKind : std::uint8_t {
   kCpuStage,  ///< a profiler stage scope on the loop's thread, or the whole step (kStepStage)
   kLaunch,    ///< a CUDA runtime or driver call on a host thread: launches, copies, syncs
@@ -39,6 +40,7 @@ enum class SpanKind : std::uint8_t {
   kFlow,      ///< an arrow from a launch (begin, on the host track) to its device work (end)
   kCounter,   ///< a sampled value at begin_ns (the FPS line)
 };
+/// The enumerator's name without the k.
 std::string_view to_string(SpanKind kind) noexcept;
 
 /// Direction of a copy (CUPTI's copy kinds: H host, D device, A array, P peer).
@@ -70,39 +72,62 @@ enum class LaunchApi : std::uint8_t { kRuntime, kDriver };
 
 /// A collective's arguments as Kineto writes them on the NCCL kernel (and on the host scope).
 struct CollectiveArgs {
+  /// The collective's operation.
   CollectiveOp op = CollectiveOp::kAllReduce;
+  /// The element type.
   DType dtype = DType::kFloat;
+  ///@{
+  /// Elements in and out, as Kineto's "In msg nelems" / "Out msg nelems".
   std::int64_t in_nelems = 0, out_nelems = 0;
+  ///@}
+  /// The ranks taking part.
   ProcessGroup group;
   int rank = 0;  ///< the rank that ran it
 };
 
+/// A CUDA grid or block shape.
 struct Dim3 {
+  ///@{
+  /// Extent along x, y and z.
   std::int32_t x = 0, y = 0, z = 0;
+  ///@}
   friend bool operator==(const Dim3& a, const Dim3& b) noexcept {
     return a.x == b.x && a.y == b.y && a.z == b.z;
   }
 };
 
+/// One event of a trace: a CPU stage, a launch, a kernel, a copy, a sync, a flow or a counter.
 struct Span {
+  /// Which kind of event, hence which fields below are meaningful.
   SpanKind kind = SpanKind::kCpuStage;
+  /// Stage, API call or kernel name.
   std::string name;
+  /// Start, nanoseconds in the trace's timebase.
   std::int64_t begin_ns = 0;
   std::int64_t end_ns = 0;  ///< == begin_ns for counters
   // The host track (CPU stages, launches, syncs, overhead, counters; where a flow starts).
+  /// Host track: process id.
   std::int64_t pid = 0;
+  /// Host track: thread id.
   std::int64_t tid = 0;
   // The device track (kernels, copies, memsets; where a flow ends). -1: none.
+  /// Device track: CUDA device ordinal.
   std::int32_t device = -1;
+  /// Device track: stream id.
   std::int64_t stream = -1;
   std::uint64_t correlation = 0;    ///< links a launch, its device work and their flow; 0: none
   std::uint64_t graph_id = 0;       ///< kernels of a replayed graph; 0: not in a graph
   std::uint64_t graph_node_id = 0;  ///< the kernel's node in that graph
   std::uint64_t kernels = 0;        ///< graph-launch mode: kernels merged into this span
   std::uint64_t bytes = 0;          ///< copies and memsets
+  /// Copies: the direction.
   CopyKind copy = CopyKind::kUnknown;
+  /// Synchronisations: what was waited for.
   SyncKind sync = SyncKind::kUnknown;
-  Dim3 grid, block;                     ///< kernels (zero in graph-launch mode)
+  ///@{
+  /// Kernels: grid and block shape (zero in graph-launch mode).
+  Dim3 grid, block;  ///< kernels (zero in graph-launch mode)
+  ///@}
   std::uint32_t cbid = 0;               ///< launches: CUPTI's callback id of the call
   LaunchApi api = LaunchApi::kRuntime;  ///< launches: runtime or driver API
   std::uint32_t context = 0;            ///< device spans: CUDA context id (0: unknown)
@@ -114,7 +139,9 @@ struct Span {
   std::uint64_t step = 0;    ///< CPU stages: the step's index in the trace session
   double value = 0;          ///< counters
 
+  /// end_ns - begin_ns.
   std::int64_t duration_ns() const noexcept { return end_ns - begin_ns; }
+  /// True for the span of a whole step (a CPU stage with kStepStage).
   bool is_step() const noexcept { return kind == SpanKind::kCpuStage && stage == kStepStage; }
   /// A communication kernel: named "nccl..." (NCCL's kernels), as Holistic Trace Analysis classes
   /// kernels.
@@ -122,41 +149,62 @@ struct Span {
     return kind == SpanKind::kKernel && name.rfind("nccl", 0) == 0;
   }
 
+  /// A profiler stage (or, with kStepStage, the step) on a host thread.
   static Span cpu_stage(std::string name, StageId stage, std::uint64_t step, std::int64_t begin_ns,
                         std::int64_t end_ns, std::int64_t pid, std::int64_t tid);
+  /// A CUDA API call on a host thread; `correlation` ties it to its device work.
   static Span launch(std::string name, std::int64_t begin_ns, std::int64_t end_ns, std::int64_t pid,
                      std::int64_t tid, std::uint64_t correlation);
+  /// A kernel on (device, stream).
   static Span kernel(std::string name, std::int64_t begin_ns, std::int64_t end_ns,
                      std::int32_t device, std::int64_t stream, std::uint64_t correlation);
+  /// A copy of `bytes` on (device, stream).
   static Span memcpy(CopyKind copy, std::uint64_t bytes, std::int64_t begin_ns, std::int64_t end_ns,
                      std::int32_t device, std::int64_t stream, std::uint64_t correlation);
+  /// A memset of `bytes` on (device, stream).
   static Span memset(std::uint64_t bytes, std::int64_t begin_ns, std::int64_t end_ns,
                      std::int32_t device, std::int64_t stream, std::uint64_t correlation);
   /// On the device track (pid = device, tid = stream; -1 for a context synchronisation).
   static Span synchronization(SyncKind sync, std::int64_t begin_ns, std::int64_t end_ns,
                               std::int32_t device, std::int64_t stream, std::uint64_t correlation);
+  /// Time the tracer itself took on a host thread.
   static Span overhead(std::string name, std::int64_t begin_ns, std::int64_t end_ns,
                        std::int64_t pid, std::int64_t tid);
   /// From (pid, tid) at `from_ns` to (device, stream) at `to_ns`.
   static Span flow(std::uint64_t correlation, std::int64_t from_ns, std::int64_t pid,
                    std::int64_t tid, std::int64_t to_ns, std::int32_t device, std::int64_t stream);
+  /// A sampled value at `ts_ns` on process `pid`'s counter track `name`.
   static Span counter(std::string name, std::int64_t ts_ns, std::int64_t pid, double value);
 };
 
 /// A GPU as Kineto's "deviceProperties" lists it.
 struct DeviceProperties {
+  /// CUDA device ordinal.
   int id = 0;
+  /// The device's name (cudaDeviceProp::name).
   std::string name;
+  /// Global memory, bytes.
   std::uint64_t total_global_mem = 0;
+  ///@{
+  /// Compute capability, major and minor.
   int compute_major = 0, compute_minor = 0;
+  ///@}
+  ///@{
+  /// Thread limits per block and per multiprocessor.
   int max_threads_per_block = 0, max_threads_per_multiprocessor = 0;
+  ///@}
+  ///@{
+  /// Registers per block, threads per warp, multiprocessors.
   int regs_per_block = 0, warp_size = 0, num_sms = 0;
+  ///@}
+  /// Shared memory per block, bytes.
   std::uint64_t shared_mem_per_block = 0;
 };
 
 /// One trace window: spans of every source in one timebase, and the header Kineto's readers
 /// (Holistic Trace Analysis, Perfetto, TensorBoard) expect before the events.
 struct Trace {
+  /// Every source's spans, in no particular order.
   std::vector<Span> spans;
   std::map<std::string, std::string> metadata;  ///< written under "otherData"
   std::uint64_t dropped = 0;                    ///< spans lost by any source (also in otherData)
