@@ -154,10 +154,13 @@ class StepScope {
 
 class StepProfiler {
  public:
+  /// Stage scopes that can be open at once (nesting depth).
   static constexpr std::size_t kMaxDepth = 32;
 
   /// Validates `options` (std::invalid_argument) and n_envs >= 0 (0: no batch dimension).
   explicit StepProfiler(ProfilingOptions options = {}, std::int64_t n_envs = 0);
+  /// As above, reading `clock` instead of the one options.clock selects (a ManualClock's, in
+  /// tests).
   StepProfiler(ProfilingOptions options, std::int64_t n_envs, Clock clock);
   StepProfiler(const StepProfiler&) = delete;
   StepProfiler& operator=(const StepProfiler&) = delete;
@@ -170,13 +173,17 @@ class StepProfiler {
   StageId stage_id(std::string_view name);
   /// The id of a registered name, or kNoStage.
   StageId find_stage(std::string_view name) const noexcept;
+  /// The name a stage was registered with; throws std::out_of_range for an unknown id.
   std::string_view stage_name(StageId id) const;
   /// Parent of a stage ("sensors" for "sensors/Imu"), or kNoStage.
   StageId stage_parent(StageId id) const;
+  /// Stages registered so far, the built-in "step" and "period" included.
   std::size_t num_stages() const noexcept { return slots_.size(); }
 
   // --- steps and stages, RAII ---------------------------------------------------------------
+  /// Begins a step that ends when the returned scope leaves; the scope is false when vetoed.
   [[nodiscard]] StepScope step() { return StepScope(*this); }
+  /// Begins stage `id`, ended when the returned scope leaves.
   [[nodiscard]] StageScope stage(StageId id) { return StageScope(*this, id); }
   /// Looks `name` up in a hash map (no allocation once registered); prefer a StageId in hot loops.
   [[nodiscard]] StageScope stage(std::string_view name) {
@@ -191,9 +198,13 @@ class StepProfiler {
   bool end_step();
   /// Marks the current step as vetoed; throws std::logic_error outside a step.
   void veto_step();
+  /// True between begin_step() and end_step().
   bool in_step() const noexcept { return in_step_; }
+  /// True when the current step was vetoed.
   bool step_vetoed() const noexcept { return vetoed_; }
 
+  /// Opens stage `id` in the current step; throws std::logic_error outside a step, for an unknown
+  /// or already-open stage, or past kMaxDepth.
   SIMPROF_FORCE_INLINE void begin_stage(StageId id) {
     if (SIMPROF_UNLIKELY(!in_step_ || id >= slots_.size() || id < kFirstUserStage ||
                          depth_ == kMaxDepth || slots_[id].open))
@@ -217,6 +228,7 @@ class StepProfiler {
   void add_pre_step_callback(std::function<bool()> callback);
 
   // --- results ------------------------------------------------------------------------------
+  /// The latest published step's breakdown, in seconds by stage.
   const StageTimings& timings() const noexcept { return timings_; }
   /// Latency statistics of a stage over the latest options().stats_window steps that ran it (and
   /// were published). Throws std::invalid_argument for an unknown stage or when stats_window is 0.
@@ -225,12 +237,14 @@ class StepProfiler {
   void reset_stats() noexcept;
   /// The samples behind stats(), oldest first, in seconds.
   std::vector<double> history(std::string_view stage) const;
+  /// A text histogram of `stage`'s samples behind stats() (text_histogram()).
   std::string histogram(std::string_view stage, const HistogramOptions& options = {}) const;
 
   /// Steps that ended and were published (vetoed and aborted ones are not counted).
   std::uint64_t steps() const noexcept { return published_; }
   /// Steps begun, vetoed or not: the index the next step will have.
   std::uint64_t step_index() const noexcept { return serial_; }
+  /// The batch size the FPS line divides by (0: no batch dimension).
   std::int64_t n_envs() const noexcept { return n_envs_; }
   /// Unique among the profilers of the process (they are numbered as they are made, from 1).
   std::uint32_t instance_id() const noexcept { return instance_; }
@@ -240,10 +254,13 @@ class StepProfiler {
     o.show_fps = fps_.show();
     return o;
   }
+  /// The clock every stage and step time is read from.
   const Clock& clock() const noexcept { return clock_; }
 
   // --- FPS ----------------------------------------------------------------------------------
+  /// The FPS tracker ticked at every step start.
   FpsTracker& fps() noexcept { return fps_; }
+  /// The FPS tracker ticked at every step start.
   const FpsTracker& fps() const noexcept { return fps_; }
   /// Safe from any thread; takes effect at the next sample.
   void set_show_fps(bool show) noexcept { fps_.set_show(show); }
@@ -251,7 +268,9 @@ class StepProfiler {
   // --- plumbing ------------------------------------------------------------------------------
   /// Listeners are not owned and must outlive the profiler or be removed first.
   void add_listener(StepListener* listener);
+  /// Detaches `listener`; a listener not attached is ignored.
   void remove_listener(StepListener* listener) noexcept;
+  /// The attached listeners, in the order they are called.
   const std::vector<StepListener*>& listeners() const noexcept { return listeners_; }
   /// Where misuse detected in a destructor goes (it cannot throw there). Default: the simprof
   /// logger at error level.
