@@ -3,12 +3,10 @@
 // folder:
 //   cuda/runtime/    owners of CUDA handles (streams, events, buffers) and checked errors
 //   cuda/graphs/     the shape-keyed graph cache and StepGraph, capture diagnosis, device-side
-//   while
-//                    loops, the two-stream frame pipeline, and how a measuring tool instruments a
-//                    graph
-//   cuda/timing/     the step pacer, device stage times, the stopwatch, per-env timer buffers and
-//   the
-//                    device clock they read
+//                    while loops, the two-stream frame pipeline, and how a measuring tool
+//                    instruments a graph
+//   cuda/timing/     the step pacer, device stage times, the stopwatch, per-env timer buffers
+//                    and the device clock they read
 //   cuda/trace/      the CUPTI kernel tracer and NVTX ranges
 //   cuda/memory/     device allocations on the trace's memory counter
 //   cuda/precision/  the device-side precision comparer

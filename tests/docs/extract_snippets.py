@@ -14,7 +14,14 @@ function; its leading #include lines move to file scope; the prelude declares th
 docs take from the reader's engine (engine, prof, stream, n_envs, ...). A #line directive makes a
 compile error point at the markdown file and line.
 
-usage: extract_snippets.py OUT_DIR ROOT FILE.md...   writes OUT_DIR/<id>.cpp|.cu and
+A public header's usage example is compiled the same way: the `//`-commented lines between
+`/* clang-format off */` and `/* clang-format on */` in the comment at the top of the header, with
+tests/docs/prelude_header.hpp (the stand-ins the headers' examples name) and the header itself
+included. Compiled with nvcc when it launches or defines a kernel (`<<<`, `__global__`) or the
+header is a .cuh (its example is then the body of a __device__ function); at file scope when the
+comment line before `/* clang-format off */` is `// example: file`.
+
+usage: extract_snippets.py OUT_DIR ROOT FILE.md|HEADER...   writes OUT_DIR/<id>.cpp|.cu and
 OUT_DIR/snippets.cmake (one simprof_doc_snippet(id source nvcc backend markdown line) call each;
 backend: the snippet uses the CUDA backend's API, so it needs it built).
 """
@@ -50,11 +57,79 @@ def snippets(path):
         i = j + 1
 
 
+HEADER_MARK = re.compile(r"^//\s*example:\s*(.*?)\s*$")
+
+
+def header_example(path):
+    """The usage example of a header: (first line, body lines, mark words), or None."""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    for i, line in enumerate(lines):
+        if not line.startswith("//") and not line.startswith("/*"):
+            return None  # past the header's top comment: no example
+        if line.strip() != "/* clang-format off */":
+            continue
+        words = []
+        mark = HEADER_MARK.match(lines[i - 1].strip()) if i > 0 else None
+        if mark:
+            words = mark.group(1).split()
+        j = i + 1
+        while j < len(lines) and lines[j].strip() != "/* clang-format on */":
+            if not lines[j].startswith("//"):
+                sys.exit(f"{path}:{j + 1}: a header example's line must be a // comment")
+            j += 1
+        if j == len(lines):
+            sys.exit(f"{path}:{i + 1}: clang-format off without clang-format on")
+        body = [l[2:] for l in lines[i + 1:j]]
+        indent = min((len(l) - len(l.lstrip()) for l in body if l.strip()), default=0)
+        return i + 2, [l[indent:] for l in body], words
+    return None
+
+
+def header_snippet(out, root, path, calls):
+    rel = os.path.relpath(path, root)
+    found = header_example(path)
+    if not found:
+        return
+    first, body, words = found
+    unknown = [w for w in words if w != "file"]
+    if unknown:
+        sys.exit(f"{rel}: unknown example mark {' '.join(unknown)}")
+    device = path.endswith(".cuh")
+    text = "\n".join(body)
+    cuda = device or "<<<" in text or "__global__" in text
+    ident = re.sub(r"[^A-Za-z0-9]", "_", rel) + f"_{first}"
+    includes = []
+    while body and (body[0].startswith("#include") or not body[0].strip()):
+        if body[0].strip():
+            includes.append(body[0])
+        body = body[1:]
+        first += 1
+    header = os.path.relpath(path, os.path.join(root, "include"))
+    src = [f"// Generated from {rel}:{first} by tests/docs/extract_snippets.py.",
+           '#include "prelude_header.hpp"', f'#include "{header}"'] + includes
+    src.append(f'#line {first} "{rel}"')
+    if "file" in words:
+        src += body
+    else:
+        src += [f"{'__device__ ' if device else ''}void {ident}() {{"] + body + ["}"]
+    source = os.path.join(out, ident + (".cu" if cuda else ".cpp"))
+    new = "\n".join(src) + "\n"
+    if not os.path.exists(source) or open(source, encoding="utf-8").read() != new:
+        open(source, "w", encoding="utf-8").write(new)
+    backend = cuda or header.startswith("simprof/cuda") or "simprof::cuda" in text or \
+        re.search(r"\bcuda[A-Z]", text) is not None
+    calls.append(f'simprof_doc_snippet({ident} "{source}" {"ON" if cuda else "OFF"} '
+                 f'{"ON" if backend else "OFF"} "{rel}" {found[0]})')
+
+
 def main():
     out, root, docs = sys.argv[1], sys.argv[2], sys.argv[3:]
     os.makedirs(out, exist_ok=True)
     calls = []
     for doc in docs:
+        if not doc.endswith(".md"):
+            header_snippet(out, root, doc, calls)
+            continue
         rel = os.path.relpath(doc, root)
         for first, body, words, cuda_fence in snippets(doc):
             unknown = [w for w in words if w not in ("fragment", "file", "body", "cuda")

@@ -17,6 +17,7 @@
 struct DocEngine {
   void physics();
   void step();
+  void step(simprof::TimerView timers);  // an engine whose loops time blocks
 #if defined(SIMPROF_DOC_CUDA_BACKEND)
   void enqueue_step(cudaStream_t stream);
 #endif

@@ -34,6 +34,7 @@ namespace simprof {
 /// not stop in idle states), else the steady clock.
 enum class ClockSource { kAuto, kSteady, kTsc };
 
+/// The enumerator's name without the k ("auto", "steady", "tsc").
 std::string_view to_string(ClockSource source) noexcept;
 
 namespace detail {
@@ -62,8 +63,10 @@ double tsc_frequency_hz();
 /// Reading it is a switch on the tag and an inlined counter read; no virtual call.
 class Clock {
  public:
+  /// A custom clock's counter read: ticks now, given the context passed to custom().
   using NowFn = std::int64_t (*)(const void* context) noexcept;
 
+  /// std::chrono::steady_clock, in nanoseconds.
   static Clock steady() noexcept { return Clock(Kind::kSteady, nullptr, nullptr, 1e9); }
   /// The TSC; throws std::runtime_error naming the reason where it is not usable.
   static Clock tsc();
@@ -73,6 +76,7 @@ class Clock {
   /// Throws std::invalid_argument for a null function or a non-positive, non-finite rate.
   static Clock custom(NowFn now, const void* context, double ticks_per_second);
 
+  /// The counter now, in ticks of this clock.
   SIMPROF_FORCE_INLINE std::int64_t now() const noexcept {
     switch (kind_) {
       case Kind::kTsc:
@@ -84,12 +88,15 @@ class Clock {
     }
   }
 
+  /// This clock's rate: ticks in one second.
   double ticks_per_second() const noexcept { return ticks_per_second_; }
+  /// `ticks` of this clock in seconds.
   double seconds(std::int64_t ticks) const noexcept {
     return static_cast<double>(ticks) * seconds_per_tick_;
   }
   /// Ticks in `s` seconds, rounded to nearest.
   std::int64_t ticks(double s) const noexcept;
+  /// The counter this clock reads (kSteady or kTsc; custom clocks report kSteady).
   ClockSource source() const noexcept;
 
  private:

@@ -4,6 +4,7 @@
 // habit: register your own logger under that name before the first message to redirect everything.
 //
 /* clang-format off */
+//   #include <spdlog/sinks/basic_file_sink.h>
 //   auto mine = spdlog::basic_logger_mt("simprof", "sim.log");  // before simprof logs anything
 //   simprof::default_logger()->info("hello");                    // goes to sim.log
 /* clang-format on */

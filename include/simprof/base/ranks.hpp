@@ -23,6 +23,7 @@
 
 namespace simprof {
 
+/// Which process of a multi-process run this is: its rank, local rank and the world size.
 struct RankInfo {
   int rank = 0;        ///< this process, in [0, world_size)
   int local_rank = 0;  ///< this process on its host (the GPU it normally takes)
@@ -34,6 +35,7 @@ struct RankInfo {
   /// Throws std::invalid_argument naming the field when world_size < 1, rank outside
   /// [0, world_size) or local_rank < 0.
   void validate() const;
+  /// True when the run has more than one process.
   bool distributed() const noexcept { return world_size > 1; }
 
   /// Rank, local rank and world size given by the program (validated).

@@ -21,6 +21,7 @@
 
 namespace simprof {
 
+/// The mean of the latest N values (window mode) or an exponential moving average (EMA mode).
 class RunningMean {
  public:
   /// Window mode over the latest `window` values; throws std::invalid_argument if window == 0.
@@ -36,9 +37,13 @@ class RunningMean {
   double partial_value() const noexcept;
   /// Values received since construction or the last reset().
   std::uint64_t count() const noexcept { return count_; }
+  /// True in EMA mode (made by ema()).
   bool is_ema() const noexcept { return window_ == 0; }
+  /// The window length; 0 in EMA mode.
   std::size_t window() const noexcept { return window_; }
+  /// The EMA's momentum (EMA mode only).
   double alpha() const noexcept { return alpha_; }
+  /// Forgets every value: value() is NaN again and count() 0.
   void reset() noexcept;
 
  private:

@@ -15,10 +15,18 @@
 
 namespace simprof {
 
+/// Summary statistics of a set of latencies (seconds, or whatever unit the values were in).
 struct LatencyStats {
+  /// Number of values summarized.
   std::size_t count = 0;
+  ///@{
+  /// Mean, population standard deviation, smallest and largest value (NaN when count is 0).
   double mean = 0, stddev = 0, min = 0, max = 0;
+  ///@}
+  ///@{
+  /// Percentiles, interpolated linearly between closest ranks (NaN when count is 0).
   double p50 = 0, p95 = 0, p99 = 0;
+  ///@}
 };
 
 /// Summary of `values` (any order). stddev is the population standard deviation; percentiles
@@ -30,10 +38,12 @@ LatencyStats summarize(std::vector<double> values);
 /// ranks. Throws std::invalid_argument for q outside [0, 1] or an empty input.
 double percentile_sorted(const std::vector<double>& sorted, double q);
 
+/// How text_histogram() bins and draws.
 struct HistogramOptions {
   std::size_t bins = 20;   ///< >= 1
   std::size_t width = 50;  ///< characters of the longest bar, >= 1
   double scale = 1e6;      ///< values are multiplied by this for the labels (1e6: seconds -> us)
+  /// The unit printed after the labels.
   const char* unit = "us";
 };
 

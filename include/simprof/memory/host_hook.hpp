@@ -5,12 +5,14 @@
 // replaces them itself: a program that has its own replacement calls note_alloc()/note_free() from
 // it instead.
 //
+// example: file
 /* clang-format off */
 //   // main.cpp
 //   #include "simprof/memory/host_hook.hpp"
-//   SIMPROF_COUNT_HOST_ALLOCATIONS()
-//   ...
-//   simprof::MemoryTracker mem(prof, &device_allocs, &simprof::host_allocations());
+//   SIMPROF_COUNT_HOST_ALLOCATIONS();
+//   int main() {
+//     simprof::MemoryTracker mem(prof, /*device=*/nullptr, &simprof::host_allocations());
+//   }
 /* clang-format on */
 //
 // Put it in a .cpp, not a .cu: nvcc compiles a .cu's operator new for the device too, where it

@@ -9,8 +9,8 @@
 /* clang-format off */
 //   simprof::cuda::DeviceAllocations dev;               // CUPTI callbacks on the CUDA alloc calls
 //   simprof::MemoryTracker mem(prof, &dev, &simprof::host_allocations());
-//   trace.add_source(&mem);                             // optional: counters in the trace
-//   for (...) { auto step = prof.step(); ... }
+//   session.add_source(&mem);                           // optional: counters in its trace
+//   for (int i = 0; i < n; ++i) { auto step = prof.step(); engine.step(); }
 //   fmt::print("{}", simprof::stage_table(prof, mem));  // + allocations and bytes per stage
 /* clang-format on */
 //

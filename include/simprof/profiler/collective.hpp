@@ -11,7 +11,7 @@
 //   {
 //     auto c = simprof::collective(prof, simprof::CollectiveOp::kAllReduce, n_envs,
 //                                  simprof::DType::kFloat, world);
-//     ncclAllReduce(buf, buf, n_envs, ncclFloat, ncclSum, comm, stream);
+//     all_reduce(buf, n_envs);   // ncclAllReduce(buf, buf, n_envs, ncclFloat, ncclSum, comm, s)
 //   }
 /* clang-format on */
 //

@@ -2,6 +2,7 @@
 // FpsTracker: the live step rate, an EMA over samples of at least `interval` (50 ms by default).
 //
 /* clang-format off */
+//   const simprof::Clock clock = simprof::Clock::steady();
 //   simprof::FpsTracker fps(0.95, std::chrono::milliseconds(50), /*n_envs=*/30000, clock);
 //   for (;;) { fps.tick(clock.now()); engine.step(); }
 //   // logs "Running at 43,000,000.00 FPS (1,433.33 FPS per env, 30000 envs)." once per sample

@@ -28,9 +28,13 @@ enum class StepOutcome { kCompleted, kVetoed, kAborted };
 class StepListener {
  public:
   virtual ~StepListener() = default;
+  /// A step began at `ticks` of the profiler's clock; `step` is its index.
   virtual void on_step_begin(std::uint64_t /*step*/, std::int64_t /*ticks*/) {}
+  /// Stage `id` began at `ticks`.
   virtual void on_stage_begin(StageId /*id*/, std::int64_t /*ticks*/) {}
+  /// Stage `id` ended at `ticks`.
   virtual void on_stage_end(StageId /*id*/, std::int64_t /*ticks*/) {}
+  /// Step `step` ended at `ticks`; the outcome says whether it was published, vetoed or aborted.
   virtual void on_step_end(std::uint64_t /*step*/, std::int64_t /*ticks*/, StepOutcome) {}
   /// A collective scope (profiler/collective.hpp) ended, on the thread that ran it.
   virtual void on_collective(const Collective& /*c*/, std::int64_t /*begin_ticks*/,

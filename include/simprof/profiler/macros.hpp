@@ -3,6 +3,7 @@
 // that compile to nothing when SIMPROF_DISABLE is defined (in the manner of NVTX_DISABLE and
 // Tracy's zones).
 //
+// example: file
 /* clang-format off */
 //   #include <simprof/profiler/macros.hpp>
 //   void Engine::step() {                       // prof_: a StepProfiler*, null when not profiling

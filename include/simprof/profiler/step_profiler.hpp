@@ -58,36 +58,43 @@ namespace simprof {
 
 class StepProfiler {
  public:
+  /// Stage scopes that can be open at once (nesting depth).
   static constexpr std::size_t kMaxDepth = 32;
 
   /// Validates `options` (std::invalid_argument) and n_envs >= 0 (0: no batch dimension).
   explicit StepProfiler(ProfilingOptions options = {}, std::int64_t n_envs = 0);
+  /// As above, reading `clock` instead of the one options.clock selects (a ManualClock's, in
+  /// tests).
   StepProfiler(ProfilingOptions options, std::int64_t n_envs, Clock clock);
   StepProfiler(const StepProfiler&) = delete;
   StepProfiler& operator=(const StepProfiler&) = delete;
   ~StepProfiler();
 
-  // --- stages ---
+  // --- stages -------------------------------------------------------------------------------
   /// The id of `name`, registering it (and its parents: "a/b" registers "a") on first use. Names
   /// are non-empty, neither start nor end with '/', hold no empty component and are not "step" or
   /// "period"; anything else throws std::invalid_argument naming the name.
   StageId stage_id(std::string_view name);
   /// The id of a registered name, or kNoStage.
   StageId find_stage(std::string_view name) const noexcept;
+  /// The name a stage was registered with; throws std::out_of_range for an unknown id.
   std::string_view stage_name(StageId id) const;
   /// Parent of a stage ("sensors" for "sensors/Imu"), or kNoStage.
   StageId stage_parent(StageId id) const;
+  /// Stages registered so far, the built-in "step" and "period" included.
   std::size_t num_stages() const noexcept { return slots_.size(); }
 
-  // --- steps and stages, RAII ---
+  // --- steps and stages, RAII ---------------------------------------------------------------
+  /// Begins a step that ends when the returned scope leaves; the scope is false when vetoed.
   [[nodiscard]] StepScope step() { return StepScope(*this); }
+  /// Begins stage `id`, ended when the returned scope leaves.
   [[nodiscard]] StageScope stage(StageId id) { return StageScope(*this, id); }
   /// Looks `name` up in a hash map (no allocation once registered); prefer a StageId in hot loops.
   [[nodiscard]] StageScope stage(std::string_view name) {
     return StageScope(*this, stage_id(name));
   }
 
-  // --- steps and stages, manual (for engines whose stages do not nest lexically) ---
+  // --- steps and stages, manual (for engines whose stages do not nest lexically) ------------
   /// Starts a step; throws std::logic_error inside a step. Returns false when vetoed.
   bool begin_step();
   /// Ends the step and publishes its timings; throws std::logic_error outside a step or while a
@@ -95,9 +102,13 @@ class StepProfiler {
   bool end_step();
   /// Marks the current step as vetoed; throws std::logic_error outside a step.
   void veto_step();
+  /// True between begin_step() and end_step().
   bool in_step() const noexcept { return in_step_; }
+  /// True when the current step was vetoed.
   bool step_vetoed() const noexcept { return vetoed_; }
 
+  /// Opens stage `id` in the current step; throws std::logic_error outside a step, for an unknown
+  /// or already-open stage, or past kMaxDepth.
   SIMPROF_FORCE_INLINE void begin_stage(StageId id) {
     if (SIMPROF_UNLIKELY(!in_step_ || id >= slots_.size() || id < kFirstUserStage ||
                          depth_ == kMaxDepth || slots_[id].open))
@@ -120,7 +131,8 @@ class StepProfiler {
   /// Called at every step start, in order, inside the step's time; returning false vetoes the step.
   void add_pre_step_callback(std::function<bool()> callback);
 
-  // --- results ---
+  // --- results ------------------------------------------------------------------------------
+  /// The latest published step's breakdown, in seconds by stage.
   const StageTimings& timings() const noexcept { return timings_; }
   /// Latency statistics of a stage over the latest options().stats_window steps that ran it (and
   /// were published). Throws std::invalid_argument for an unknown stage or when stats_window is 0.
@@ -133,7 +145,7 @@ class StepProfiler {
   std::vector<double> history(StageId stage) const;
   /// history() by name.
   std::vector<double> history(std::string_view stage) const;
-  /// A text histogram of history().
+  /// A text histogram of `stage`'s samples behind stats() (text_histogram()).
   std::string histogram(StageId stage, const HistogramOptions& options = {}) const;
   /// histogram() by name.
   std::string histogram(std::string_view stage, const HistogramOptions& options = {}) const;
@@ -142,6 +154,7 @@ class StepProfiler {
   std::uint64_t steps() const noexcept { return published_; }
   /// Steps begun, vetoed or not: the index the next step will have.
   std::uint64_t step_index() const noexcept { return serial_; }
+  /// The batch size the FPS line divides by (0: no batch dimension).
   std::int64_t n_envs() const noexcept { return n_envs_; }
   /// Unique among the profilers of the process (they are numbered as they are made, from 1).
   std::uint32_t instance_id() const noexcept { return instance_; }
@@ -151,18 +164,23 @@ class StepProfiler {
     o.show_fps = fps_.show();
     return o;
   }
+  /// The clock every stage and step time is read from.
   const Clock& clock() const noexcept { return clock_; }
 
-  // --- FPS ---
+  // --- FPS ----------------------------------------------------------------------------------
+  /// The FPS tracker ticked at every step start.
   FpsTracker& fps() noexcept { return fps_; }
+  /// The FPS tracker ticked at every step start.
   const FpsTracker& fps() const noexcept { return fps_; }
   /// Safe from any thread; takes effect at the next sample.
   void set_show_fps(bool show) noexcept { fps_.set_show(show); }
 
-  // --- plumbing ---
+  // --- plumbing -----------------------------------------------------------------------------
   /// Listeners are not owned and must outlive the profiler or be removed first.
   void add_listener(StepListener* listener);
+  /// Detaches `listener`; a listener not attached is ignored.
   void remove_listener(StepListener* listener) noexcept;
+  /// The attached listeners, in the order they are called.
   const std::vector<StepListener*>& listeners() const noexcept { return listeners_; }
   /// Where misuse detected in a destructor goes (it cannot throw there). Default: the simprof
   /// logger at error level.

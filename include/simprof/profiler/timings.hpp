@@ -43,7 +43,9 @@ class TimingsView {
   std::optional<double> find(std::string_view stage) const noexcept {
     return self().find(detail::find_stage_of(self().profiler(), stage));
   }
+  /// True when `stage` has a time in this breakdown.
   bool contains(std::string_view stage) const noexcept { return find(stage).has_value(); }
+  /// True when stage `id` has a time in this breakdown.
   bool contains(StageId id) const noexcept { return self().find(id).has_value(); }
   /// Like find(), but throws std::out_of_range naming the stage and the stages that are present.
   double at(std::string_view stage) const {
@@ -99,7 +101,9 @@ class StageTimings : public TimingsView<StageTimings> {
   using TimingsView<StageTimings>::find;
   /// True until the first step ends, and after a vetoed step.
   bool empty() const noexcept;
+  /// Seconds of stage `id` in the latest step, or nullopt when it did not run.
   std::optional<double> find(StageId id) const noexcept;
+  /// The profiler these timings belong to (it names the stages).
   const StepProfiler& profiler() const noexcept { return *owner_; }
 
  private:
@@ -113,12 +117,16 @@ class StageTimings : public TimingsView<StageTimings> {
 class TimingsSnapshot : public TimingsView<TimingsSnapshot> {
  public:
   using TimingsView<TimingsSnapshot>::find;
+  /// An empty breakdown over the stages of `names`.
   explicit TimingsSnapshot(const StepProfiler& names) : names_(&names) {}
+  /// True when no stage has a time.
   bool empty() const noexcept { return count_ == 0; }
+  /// Seconds of stage `id`, or nullopt when none was set.
   std::optional<double> find(StageId id) const noexcept {
     if (id >= present_.size() || !present_[id]) return std::nullopt;
     return values_[id];
   }
+  /// The profiler whose stage ids and names this uses.
   const StepProfiler& profiler() const noexcept { return *names_; }
   /// The profiler step these values belong to (meaningful when not empty).
   std::uint64_t step() const noexcept { return step_; }
@@ -144,6 +152,7 @@ class TimingsSnapshot : public TimingsView<TimingsSnapshot> {
       ++count_;
     }
   }
+  /// Forgets every time.
   void clear() noexcept {
     for (auto& p : present_) p = 0;
     count_ = 0;

@@ -3,8 +3,9 @@
 // timer, one column per environment. The same header compiles with nvcc and with a plain C++
 // compiler: clock_counter() reads the SM's cycle counter on the device and the TSC on the host.
 //
+// example: file
 /* clang-format off */
-//   __global__ void solve(int n, simprof::TimerView timers, ...) {
+//   __global__ void solve(int n, simprof::TimerView timers) {
 //     const int e = blockIdx.x * blockDim.x + threadIdx.x;
 //     if (e >= n) return;
 //     simprof::TimerChain<> t(timers, e);   // one reading now

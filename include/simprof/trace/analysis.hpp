@@ -23,31 +23,49 @@
 
 namespace simprof {
 
+/// One kernel name's figures over a whole trace.
 struct KernelStat {
+  /// The kernel's name.
   std::string name;
+  /// Launches of it in the trace.
   std::uint64_t calls = 0;
+  ///@{
+  /// Its summed, mean, shortest and longest duration, microseconds.
   double total_us = 0, mean_us = 0, min_us = 0, max_us = 0;
+  ///@}
   double share = 0;  ///< of all kernel time in the trace
 };
 
+/// One traced step: its host span against its kernels' GPU time, gaps and launch latency.
 struct StepAnalysis {
+  /// The step's index in the trace session.
   std::uint64_t step = 0;
+  /// Kernels run in the step.
   std::size_t kernels = 0;
   double host_us = 0;      ///< the step's host span
   double gpu_span_us = 0;  ///< first kernel start to last kernel end
   double gpu_busy_us = 0;  ///< union of kernel intervals
   double idle_us = 0;      ///< gaps between kernels inside the span
+  /// The longest gap between two kernels inside the span.
   double max_gap_us = 0;
+  ///@{
+  /// API call start -> kernel start, median and 99th percentile.
   double launch_latency_p50_us = 0, launch_latency_p99_us = 0;  ///< API call start -> kernel start
+  ///@}
+  /// True when the GPU idled more than it computed inside the step: launches, not kernels, set the
+  /// pace.
   bool launch_bound = false;
   double predicted_graph_us = 0;  ///< busy + kernels x per-node cost, when launch-bound
   /// Communication kernels (names starting "nccl", as HTA classes them): their busy time, and the
   /// share of it that overlapped computation kernels (HTA's comp/comm overlap; NaN without any).
   double comm_us = 0;
+  /// The share of comm_us that overlapped computation kernels (NaN without communication).
   double comm_overlap = 0;
 };
 
+/// What analyze() finds in a trace: per-step figures, a kernel table and a launch-bound verdict.
 struct TraceAnalysis {
+  /// One entry per traced step, in order.
   std::vector<StepAnalysis> steps;
   std::vector<KernelStat> kernels;  ///< by total time, descending
   bool launch_bound = false;        ///< most traced steps are

@@ -36,7 +36,9 @@ namespace simprof {
 
 /// One device track's figures.
 struct DeviceTrackCheck {
+  /// The track's device.
   std::int32_t device = -1;
+  /// The track's stream.
   std::int64_t stream = -1;
   std::size_t spans = 0;       ///< kernels, copies and memsets
   std::int64_t busy_ns = 0;    ///< their summed time (a graph launch's kernels as their union)
@@ -44,11 +46,15 @@ struct DeviceTrackCheck {
   std::size_t overlaps = 0;    ///< blocks that began before the track's previous work ended
 };
 
+/// What check_physics() found: per-track figures and the rules a trace broke.
 struct PhysicsReport {
+  /// One entry per device track (device, stream) in the trace.
   std::vector<DeviceTrackCheck> tracks;
+  /// Violations found in all (violations lists only the first).
   std::size_t violation_count = 0;
   /// The first violations (at most 20), each "rule: what, where".
   std::vector<std::string> violations;
+  /// True when the trace broke no rule.
   bool ok() const noexcept { return violation_count == 0; }
   /// "ok: 200 device spans on 1 track" or "3 violations: overlap: ...; ...".
   std::string summary() const;

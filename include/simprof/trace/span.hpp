@@ -30,6 +30,7 @@
 
 namespace simprof {
 
+/// What a span is: which track it goes on and which fields it uses.
 enum class SpanKind : std::uint8_t {
   kCpuStage,  ///< a profiler stage scope on the loop's thread, or the whole step (kStepStage)
   kLaunch,    ///< a CUDA runtime or driver call on a host thread: launches, copies, syncs
@@ -76,7 +77,10 @@ struct CollectiveArgs;
 
 /// A grid or block shape.
 struct Dim3 {
+  ///@{
+  /// Extent along x, y and z.
   std::int32_t x = 0, y = 0, z = 0;
+  ///@}
   friend bool operator==(const Dim3& a, const Dim3& b) noexcept {
     return a.x == b.x && a.y == b.y && a.z == b.z;
   }
@@ -137,15 +141,20 @@ using SpanPayload = std::variant<std::monostate, StagePayload, CallPayload, Kern
 
 /// One interval of one kind on one track (see the header comment).
 struct Span {
+  /// Which kind of event, hence which fields below are meaningful.
   SpanKind kind = SpanKind::kCpuStage;
+  /// Stage, API call or kernel name.
   std::string name;
+  /// Start, nanoseconds in the trace's timebase.
   std::int64_t begin_ns = 0;
   std::int64_t end_ns = 0;  ///< == begin_ns for counters
   // The host track (CPU stages, launches, overhead, counters; where a flow starts).
   std::int64_t pid = 0;
+  /// Host track: thread id.
   std::int64_t tid = 0;
   // The device track (kernels, copies, memsets, syncs; where a flow ends). -1: none.
   std::int32_t device = -1;
+  /// Device track: stream id.
   std::int64_t stream = -1;
   std::uint64_t correlation = 0;  ///< links a launch, its device work and their flow; 0: none
   std::uint32_t context = 0;      ///< device spans: CUDA context id (0: unknown)
@@ -232,18 +241,32 @@ struct Span {
 
 /// A GPU as Kineto's "deviceProperties" lists it.
 struct DeviceProperties {
+  /// CUDA device ordinal.
   int id = 0;
+  /// The device's name (cudaDeviceProp::name).
   std::string name;
+  /// Global memory, bytes.
   std::uint64_t total_global_mem = 0;
+  ///@{
+  /// Compute capability, major and minor.
   int compute_major = 0, compute_minor = 0;
+  ///@}
+  ///@{
+  /// Thread limits per block and per multiprocessor.
   int max_threads_per_block = 0, max_threads_per_multiprocessor = 0;
+  ///@}
+  ///@{
+  /// Registers per block, threads per warp, multiprocessors.
   int regs_per_block = 0, warp_size = 0, num_sms = 0;
+  ///@}
+  /// Shared memory per block, bytes.
   std::uint64_t shared_mem_per_block = 0;
 };
 
 /// One trace window: spans of every source in one timebase, and the header Kineto's readers
 /// (Holistic Trace Analysis, Perfetto, TensorBoard) expect before the events.
 struct Trace {
+  /// Every source's spans, in no particular order.
   std::vector<Span> spans;
   std::map<std::string, std::string> metadata;  ///< written under "otherData"
   std::uint64_t dropped = 0;                    ///< spans lost by any source (also in otherData)

@@ -24,8 +24,11 @@
 
 namespace simprof {
 
+/// A trace's one timebase: a clock's ticks as nanoseconds from the clock's zero, shared by every
+/// source of the trace.
 class TimeBase {
  public:
+  /// The timebase of `clock`.
   explicit TimeBase(Clock clock = Clock::steady()) noexcept
       : clock_(clock), ns_per_tick_(1e9 / clock.ticks_per_second()) {}
 
@@ -44,6 +47,7 @@ class TimeBase {
   }
   /// Now, in nanoseconds of this timebase.
   std::int64_t now_ns() const noexcept { return to_ns(clock_.now()); }
+  /// The clock whose ticks this converts.
   const Clock& clock() const noexcept { return clock_; }
 
  private:

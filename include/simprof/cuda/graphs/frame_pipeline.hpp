@@ -4,7 +4,7 @@
 //
 /* clang-format off */
 //   simprof::cuda::FramePipeline pipe(
-//       [&](cudaStream_t s, int slot) { engine.enqueue_solver(s, nullptr);
+//       [&](cudaStream_t s, int slot) { engine.enqueue_step(s);
 //                                       publish_positions(s, snapshot[slot]); },
 //       [&](cudaStream_t s, int slot) { render_from(s, snapshot[slot]); });
 //   for (int k = 0; k < frames; ++k) pipe.submit();

@@ -11,7 +11,7 @@
 // run without the tool: its cost there is nothing; a sampled step pays for the tool's nodes.
 //
 /* clang-format off */
-//   auto tool = std::make_shared<MyStamps>();               // implements GraphInstrumentation
+//   std::shared_ptr<simprof::cuda::GraphInstrumentation> tool = make_my_stamps();  // yours
 //   simprof::cuda::GraphCache cache(stream, {}, tool);       // or cache.attach(tool)
 /* clang-format on */
 #pragma once

@@ -7,7 +7,7 @@
 //   simprof::cuda::WhileLoop loop;
 //   cache.run({n_envs}, [&](cudaStream_t s) {
 //     loop.enqueue(s, [&](cudaStream_t body, const simprof::cuda::LoopCondition& c) {
-//       iterate_kernel<<<blocks, 256, 0, body>>>(...);
+//       iterate_kernel<<<blocks, 256, 0, body>>>(x, residual);
 //       check_kernel<<<1, 1, 0, body>>>(residual, tol, c);  // set_condition(c, residual > tol)
 //     });
 //   });

@@ -5,8 +5,8 @@
 //
 /* clang-format off */
 //   simprof::cuda::DeviceComparer cmp;
-//   simprof::ErrorSums pos = cmp.sums(ref.px, var.px, simprof::cuda::Dtype::kF16, n, stream);
-//   pos += cmp.sums(ref.py, var.py, simprof::cuda::Dtype::kF16, n, stream);
+//   simprof::ErrorSums pos = cmp.sums(ref_x, var_x, simprof::cuda::Dtype::kF16, n, stream);
+//   pos += cmp.sums(ref_y, var_y, simprof::cuda::Dtype::kF16, n, stream);
 //   checker.record("positions", simprof::QuantityClass::kState, pos);
 /* clang-format on */
 //

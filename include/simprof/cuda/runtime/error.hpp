@@ -3,7 +3,7 @@
 //
 /* clang-format off */
 //   SIMPROF_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, stream));
-//   my_kernel<<<grid, block, 0, stream>>>(...);
+//   my_kernel<<<grid, block, 0, stream>>>();
 //   SIMPROF_CUDA_CHECK_LAUNCH("my_kernel");
 /* clang-format on */
 //

@@ -14,7 +14,7 @@
 /* clang-format off */
 //   simprof::cuda::Stopwatch watch(stream);          // CUDA events
 //   for (int i = 0; i < 1000; ++i) {
-//     cache.run(key, step);                          // queued: never inside a lap
+//     cache.run({n_envs}, body);                     // queued: never inside a lap
 //     if (i % 50 == 49) {
 //       auto lap = watch.lap();                      // start() here, stop() at the scope's end
 //       validate(stream);

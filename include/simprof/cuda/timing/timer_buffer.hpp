@@ -3,7 +3,7 @@
 //
 /* clang-format off */
 //   simprof::cuda::DeviceTimerBuffer timers({"solve", "contacts"}, n_envs);
-//   solver<<<grid, block, 0, stream>>>(..., timers.view());   // kernels call TimerChain::lap
+//   solver<<<grid, block, 0, stream>>>(n_envs, timers.view());   // kernels call TimerChain::lap
 //   timers.read_async(stream);                                // copy out, without waiting
 //   if (auto f = timers.latest()) stats.update(*f);           // the newest finished copy, if any
 /* clang-format on */
