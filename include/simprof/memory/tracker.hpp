@@ -9,7 +9,7 @@
 /* clang-format off */
 //   simprof::cuda::DeviceAllocations dev;               // CUPTI callbacks on the CUDA alloc calls
 //   simprof::MemoryTracker mem(prof, &dev, &simprof::host_allocations());
-//   session.add_source(&mem);                           // optional: counters in its trace
+//   auto joined = session.add_source(&mem);             // optional: counters in its trace
 //   for (int i = 0; i < n; ++i) { auto step = prof.step(); engine.step(); }
 //   fmt::print("{}", simprof::stage_table(prof, mem));  // + allocations and bytes per stage
 /* clang-format on */
