@@ -5,7 +5,7 @@
 /* clang-format off */
 //   simprof::TraceSession trace(prof, topt);           // see simprof/trace/session.hpp
 //   simprof::cuda::KernelTracer kernels(prof);
-//   auto joined = trace.add_source(&kernels);          // binds the tracer to the session's TimeBase
+//   auto joined = trace.add_source(&kernels);  // binds the tracer to the session's TimeBase
 //   trace.on_trace_ready([](const simprof::Trace& t, std::uint64_t) {
 //     simprof::write_chrome_trace(t, "step.json");
 //     std::fputs(simprof::analyze(t).report().c_str(), stdout);   // launch-bound or GPU-bound?
