@@ -29,6 +29,7 @@ extern float e_ref, e_half;
 extern std::vector<float> ref, var;
 extern const float *ref_x, *var_x, *ref_y, *var_y;
 extern float* buf;
+extern simprof::StageId physics;  // scopes.hpp's example: a stage id looked up once
 void all_reduce(float* buf, int n);
 
 // macros.hpp's example: an engine holding a profiler pointer.

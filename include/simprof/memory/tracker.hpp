@@ -9,7 +9,7 @@
 /* clang-format off */
 //   simprof::cuda::DeviceAllocations dev;               // CUPTI callbacks on the CUDA alloc calls
 //   simprof::MemoryTracker mem(prof, &dev, &simprof::host_allocations());
-//   session.add_source(&mem);                           // optional: counters in its trace
+//   auto joined = session.add_source(&mem);             // optional: counters in its trace
 //   for (int i = 0; i < n; ++i) { auto step = prof.step(); engine.step(); }
 //   fmt::print("{}", simprof::stage_table(prof, mem));  // + allocations and bytes per stage
 /* clang-format on */
@@ -36,11 +36,16 @@ class StepProfiler;
 
 /// Cumulative counts of one allocator: they only grow.
 struct AllocCounts {
+  /// Allocation calls.
   std::uint64_t allocs = 0;
+  /// Bytes those calls allocated.
   std::uint64_t alloc_bytes = 0;
+  /// Free calls.
   std::uint64_t frees = 0;
+  /// Bytes those calls freed (0 for a free that does not say).
   std::uint64_t free_bytes = 0;
 
+  /// Adds `o`'s counts, field by field.
   AllocCounts& operator+=(const AllocCounts& o) noexcept;
   friend AllocCounts operator-(AllocCounts a, const AllocCounts& b) noexcept;
   friend bool operator==(const AllocCounts& a, const AllocCounts& b) noexcept {
@@ -53,9 +58,11 @@ struct AllocCounts {
 class AllocSource {
  public:
   virtual ~AllocSource() = default;
+  /// The allocations and frees counted so far.
   virtual AllocCounts counts() const noexcept = 0;
-  /// Bytes allocated through this source and not yet freed (-1: unknown), and the most ever.
+  /// Bytes allocated through this source and not yet freed (-1: unknown).
   virtual std::int64_t in_use_bytes() const noexcept { return -1; }
+  /// The most bytes ever in use through this source (-1: unknown).
   virtual std::int64_t peak_bytes() const noexcept { return -1; }
 };
 
@@ -65,6 +72,7 @@ class AllocSource {
 /// the hook, the counts stay 0: nothing is ever replaced behind the user's back.
 class HostAllocations final : public AllocSource {
  public:
+  /// Counts one allocation of `bytes` (called by the hook's operator new).
   void note_alloc(std::size_t bytes) noexcept {
     allocs_.fetch_add(1, std::memory_order_relaxed);
     alloc_bytes_.fetch_add(bytes, std::memory_order_relaxed);
@@ -85,8 +93,10 @@ class HostAllocations final : public AllocSource {
 /// The process's host counter (what SIMPROF_COUNT_HOST_ALLOCATIONS() feeds).
 HostAllocations& host_allocations() noexcept;
 
+/// Which allocations a MemoryTracker figure is of: the device's or the host's.
 enum class MemorySide { kDevice, kHost };
 
+/// When a MemoryTracker warns, and how many counter samples it keeps per trace window.
 struct MemoryOptions {
   /// Steps after which a device allocation inside a step is warned about (once): the warm-up of a
   /// graph cache (3 steps and a capture by default) allocates legitimately.
@@ -99,12 +109,19 @@ struct MemoryOptions {
 /// The steady-state device allocation warned about: the first step after the warm-up that
 /// allocated, the innermost stage that did ("" outside any stage) and what it allocated.
 struct SteadyAllocation {
+  /// The step's number.
   std::uint64_t step = 0;
+  /// The innermost stage that allocated ("": outside any stage).
   std::string stage;
+  /// Device allocations of that stage in the step (the whole step's outside any stage).
   std::uint64_t allocs = 0;
+  /// Bytes those allocations asked for.
   std::uint64_t bytes = 0;
 };
 
+/// Allocations and bytes per step and per stage, device and host, device memory in use and its
+/// peak, and one warning for a step that allocates on the device after the warm-up (see the
+/// header comment).
 class MemoryTracker final : public StepListener, public TraceSource {
  public:
   /// Either source may be null (not counted). Registers with `prof`; unregisters when destroyed.
@@ -137,11 +154,14 @@ class MemoryTracker final : public StepListener, public TraceSource {
   }
   /// Completed steps after the warm-up that allocated on the device, and the first of them.
   std::uint64_t steady_allocating_steps() const noexcept { return steady_steps_; }
+  /// The first of those steps (all zero and "" when there was none).
   const SteadyAllocation& first_steady_allocation() const noexcept { return first_steady_; }
-  /// Device bytes in use at the last step end, and the most seen (at step ends, or the source's
-  /// own peak when it keeps one); -1 when the device source does not know.
+  /// Device bytes in use at the last step end; -1 when the device source does not know.
   std::int64_t device_in_use_bytes() const noexcept { return in_use_; }
+  /// The most device bytes in use seen (at step ends, or the source's own peak when it keeps
+  /// one); -1 when the device source does not know.
   std::int64_t device_peak_bytes() const noexcept;
+  /// The options the tracker was made with.
   const MemoryOptions& options() const noexcept { return options_; }
   /// Whether a source is attached for `side`.
   bool counts(MemorySide side) const noexcept {

@@ -26,8 +26,11 @@ struct ErrorSums {
   std::size_t bad_reference = 0;  ///< non-finite reference values: the comparison is refused
   std::size_t first_bad_reference = static_cast<std::size_t>(-1);  ///< index of the first one
 
+  /// Adds `o`'s sums, as if its values followed this one's (max_abs: the larger of the two).
   ErrorSums& operator+=(const ErrorSums& o) noexcept;
 };
+/// \var ErrorSums::nan
+/// Non-finite variant values: NaN (and `inf`, infinite ones).
 
 /// The sums of `n` host values (null pointers with n > 0: std::invalid_argument).
 ErrorSums error_sums(const float* reference, const float* variant, std::size_t n);

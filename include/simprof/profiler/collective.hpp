@@ -28,6 +28,7 @@
 
 namespace simprof {
 
+/// Which collective operation a scope times (torch.distributed's operations).
 enum class CollectiveOp : std::uint8_t {
   kAllReduce,
   kAllGather,
@@ -44,12 +45,16 @@ std::string_view to_string(CollectiveOp op) noexcept;
 
 /// Element types, named as torch names them in Kineto's "dtype" ("Float", "Half", ...).
 enum class DType : std::uint8_t { kFloat, kDouble, kHalf, kBFloat16, kInt, kLong, kByte, kBool };
+/// torch's name of the element type, as Kineto writes it: "Float", "Half", ...
 std::string_view to_string(DType dtype) noexcept;
 
 /// A process group: its name and description as torch.distributed gives them, and its ranks.
 struct ProcessGroup {
+  /// The group's name (torch.distributed numbers them: "0" is the default group).
   std::string name = "0";
+  /// The group's description, e.g. "default_pg".
   std::string desc = "default_pg";
+  /// The global ranks in the group.
   std::vector<int> ranks;
   /// The default group of a run of `world_size` processes: ranks 0 .. world_size - 1.
   static ProcessGroup world(int world_size);
@@ -57,16 +62,23 @@ struct ProcessGroup {
 
 /// What listeners receive when a collective scope ends (the group is the caller's).
 struct Collective {
+  /// The operation.
   CollectiveOp op = CollectiveOp::kAllReduce;
+  /// The element type.
   DType dtype = DType::kFloat;
+  /// Elements of the input (this rank's).
   std::int64_t in_nelems = 0;
+  /// Elements of the output (this rank's).
   std::int64_t out_nelems = 0;
+  /// The process group it runs in (not owned; null: none given).
   const ProcessGroup* group = nullptr;
 };
 
 /// RAII: notifies the profiler's listeners (StepListener::on_collective) when it ends.
 class CollectiveScope {
  public:
+  /// Starts timing collective `c` on `prof`'s clock (`c` is copied; its group must outlive the
+  /// scope).
   CollectiveScope(StepProfiler& prof, const Collective& c)
       : prof_(prof), c_(c), begin_(prof.clock().now()) {}
   ~CollectiveScope() {

@@ -21,6 +21,7 @@ namespace simprof {
 
 /// One step as the device saw it.
 struct DeviceStep {
+  /// A time not measured (NaN).
   static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
   std::uint64_t step = 0;  ///< the profiler's step index
   bool completed = false;  ///< false: vetoed or aborted on the host, so not counted
@@ -33,6 +34,8 @@ struct DeviceStep {
   std::int64_t end_ns = 0;
 };
 
+/// The device times of a profiler's steps, added in step order by a device timer (the CUDA
+/// backend's StepPacer), with their means; optionally the source of the profiler's FPS line.
 class DeviceSteps {
  public:
   /// `feed_fps`: switch `prof`'s FPS line to the device clock and tick it here (until this object
@@ -50,15 +53,21 @@ class DeviceSteps {
   /// Completes the FPS sample in progress (the end of a run), when the line is fed from here.
   void flush();
 
+  /// The step added last.
   const DeviceStep& latest() const noexcept { return latest_; }
+  /// Steps added so far.
   std::uint64_t steps() const noexcept { return added_; }
+  /// Step indices skipped between the steps added: steps that left no device time.
   std::uint64_t missed() const noexcept { return missed_; }
+  /// Steps added that completed on the host (neither vetoed nor aborted).
   std::uint64_t completed() const noexcept { return completed_; }
-  /// Means over the completed steps whose span was timed (step) and over the periods taken
-  /// (period); NaN when none.
+  /// Mean over the completed steps whose span was timed; NaN when none.
   double mean_step_s() const noexcept;
+  /// Mean over the periods taken (DeviceStep::period_s); NaN when none.
   double mean_period_s() const noexcept;
+  /// Periods taken (steps whose period_s is a number).
   std::uint64_t periods() const noexcept { return periods_; }
+  /// Whether the profiler's FPS line is fed from here (the device clock).
   bool feeds_fps() const noexcept { return feed_fps_; }
 
  private:

@@ -58,6 +58,7 @@ struct FpsSample {
   double fps_per_env = 0;         ///< the EMA
   double total_fps = 0;           ///< the EMA times n_envs (equal to fps_per_env without a batch)
   std::int64_t n_envs = 0;        ///< 0: the scene has no batch dimension
+  /// The clock the sample's steps were timed on.
   FpsClock clock = FpsClock::kHost;
 };
 
@@ -70,8 +71,11 @@ std::string format_fps_line(double fps_per_env, std::int64_t n_envs,
 /// `value` with two decimals and thousands separators: 43000000 -> "43,000,000.00".
 std::string format_thousands(double value, int decimals = 2);
 
+/// Steps per second, sampled over fixed intervals and smoothed by an exponential moving average,
+/// optionally logged as an FPS line per sample.
 class FpsTracker {
  public:
+  /// Called with each completed sample.
   using Callback = std::function<void(const FpsSample&)>;
 
   /// Throws std::invalid_argument for alpha outside [0, 1] or not finite, interval <= 0, n_envs <
@@ -109,16 +113,22 @@ class FpsTracker {
   /// From now on ticks are device nanoseconds, given by a GPU backend; drops the sample in
   /// progress. use_host_clock() goes back to the clock given at construction.
   void use_device_clock();
+  /// Back to the host clock given at construction; drops the sample in progress.
   void use_host_clock();
+  /// Which clock ticks are on now.
   FpsClock clock_kind() const noexcept { return clock_kind_; }
 
   /// Smoothed steps per second of the whole batch (NaN before the first sample).
   double total_fps() const noexcept;
   /// Smoothed steps per second of one environment (NaN before the first sample).
   double fps_per_env() const noexcept { return ema_; }
+  /// Environments per step (0: no batch dimension).
   std::int64_t n_envs() const noexcept { return n_envs_; }
+  /// Samples completed since construction or reset().
   std::uint64_t num_samples() const noexcept { return samples_; }
+  /// The last completed sample (all zero before the first).
   const FpsSample& last_sample() const noexcept { return last_; }
+  /// The EMA's momentum, in [0, 1]: larger reacts slower and reads steadier.
   double alpha() const noexcept { return alpha_; }
   /// Validated like the constructor; takes effect at the next sample.
   void set_alpha(double alpha);
@@ -126,6 +136,7 @@ class FpsTracker {
   /// Whether a line is emitted per sample; safe to flip from another thread; takes effect at the
   /// next sample. The rate is computed either way.
   void set_show(bool show) noexcept { show_.store(show, std::memory_order_relaxed); }
+  /// Whether a line is emitted per sample.
   bool show() const noexcept { return show_.load(std::memory_order_relaxed); }
   /// Where lines go: by default the spdlog logger named "simprof" (created on first use).
   void set_logger(std::shared_ptr<spdlog::logger> logger);

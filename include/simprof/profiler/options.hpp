@@ -18,6 +18,8 @@
 
 namespace simprof {
 
+/// How a StepProfiler measures and reports: the FPS line, the timings and statistics windows,
+/// and the clock.
 struct ProfilingOptions {
   /// Print the smoothed step rate, one line per sample. Can be switched on a running profiler
   /// (StepProfiler::set_show_fps); the rate is computed either way.
@@ -42,6 +44,7 @@ struct ProfilingOptions {
   ///   SIMPROF_SHOW_FPS (0/1/true/false/on/off), SIMPROF_FPS_ALPHA, SIMPROF_FPS_INTERVAL_MS,
   ///   SIMPROF_TIMINGS_WINDOW, SIMPROF_STATS_WINDOW, SIMPROF_CLOCK (auto/steady/tsc).
   static ProfilingOptions from_env(ProfilingOptions base);
+  /// The defaults with the environment variables applied (from_env(ProfilingOptions{})).
   static ProfilingOptions from_env() { return from_env(ProfilingOptions{}); }
 
   /// One line for logs: "show_fps=true fps_tracker_alpha=0.95 ...".

@@ -39,7 +39,9 @@ std::string stage_label(const StepProfiler& prof, StageId id, int depth);
 
 /// One row of stage_table(), for writers of other formats (JSON, CSV).
 struct StageRow {
+  /// The stage's id (kStepStage / kPeriodStage for "step" and "period").
   StageId id = kNoStage;
+  /// The stage's name.
   std::string name;
   int depth = 0;         ///< nesting level: 0 for top-level stages, "step" and "period"
   LatencyStats stats;    ///< of the stage's totals per step, over the stats window (seconds)

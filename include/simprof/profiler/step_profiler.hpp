@@ -56,6 +56,8 @@
 
 namespace simprof {
 
+/// The live step rate and the per-step breakdown of a simulation loop: steps and named stages timed
+/// on one clock, their latest times, statistics and listeners (see the header comment).
 class StepProfiler {
  public:
   /// Stage scopes that can be open at once (nesting depth).

@@ -53,6 +53,8 @@ class TimingsView {
     if (const auto v = self().find(id)) return *v;
     detail::throw_missing_stage(stage, present(), id != kNoStage);
   }
+  /// Seconds of stage `id`; throws std::out_of_range naming it (or "(unknown id)") and the stages
+  /// that are present.
   double at(StageId id) const {
     if (const auto v = self().find(id)) return *v;
     const bool known = id < detail::stage_count_of(self().profiler());

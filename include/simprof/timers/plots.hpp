@@ -13,6 +13,7 @@
 
 namespace simprof {
 
+/// The size and characters of a terminal_plot().
 struct PlotOptions {
   int width = 0;        ///< characters; 0: the terminal's width (COLUMNS, the tty, else 120)
   int height = 8;       ///< rows of each panel

@@ -25,10 +25,15 @@ enum class TimerUnit { kCycles, kNanoseconds };
 /// range, throws std::invalid_argument / std::out_of_range naming it.
 class TimerLabels {
  public:
+  /// `names[i]` labels row i.
   explicit TimerLabels(std::vector<std::string> names);
+  /// How many rows (labels) there are.
   int rows() const noexcept { return static_cast<int>(names_.size()); }
+  /// The label of `row`.
   const std::string& name(int row) const;
+  /// The row labelled `name`.
   int row(std::string_view name) const;
+  /// Every label, in row order.
   const std::vector<std::string>& names() const noexcept { return names_; }
 
  private:
@@ -37,14 +42,20 @@ class TimerLabels {
 
 /// A read-only (rows, n_envs) frame of ticks with what converts them to seconds.
 struct TimerFrame {
+  /// The rows' labels (the buffer's; not owned).
   const TimerLabels* labels = nullptr;
+  /// rows x n_envs ticks, row-major: row r, env e at r * n_envs + e (not owned).
   const std::uint64_t* data = nullptr;
+  /// Rows (timers) in the frame.
   int rows = 0;
+  /// Environments (columns) in the frame.
   int n_envs = 0;
+  /// What the ticks count.
   TimerUnit unit = TimerUnit::kCycles;
   double ticks_per_second = 1e9;  ///< for cycles: the clock frequency used to convert (approximate)
 
   std::uint64_t ticks(int row, int env) const;  ///< range-checked
+  /// ticks(row, env) converted to seconds.
   double seconds(int row, int env) const {
     return static_cast<double>(ticks(row, env)) / ticks_per_second;
   }
@@ -55,9 +66,13 @@ struct TimerFrame {
 /// answer these questions the same way.
 class TimerLayout {
  public:
+  /// The rows' labels.
   const TimerLabels& labels() const noexcept { return labels_; }
+  /// Rows (timers): one per label.
   int rows() const noexcept { return labels_.rows(); }
+  /// Environments (columns).
   int n_envs() const noexcept { return n_envs_; }
+  /// What the ticks count.
   TimerUnit unit() const noexcept { return unit_; }
   /// Ticks per second used for conversion: 1e9 for nanoseconds; for cycles the counter's frequency
   /// (the host's calibrated TSC, the device's nominal SM clock).
@@ -74,9 +89,11 @@ class TimerLayout {
   void set_cycles_per_second(double hz) noexcept {
     if (unit_ == TimerUnit::kCycles) ticks_per_second_ = hz;
   }
+  /// The writable view of a buffer of this layout at `data`.
   TimerView view_of(std::uint64_t* data) const noexcept {
     return TimerView{data, labels_.rows(), n_envs_};
   }
+  /// The read-only frame of a buffer of this layout at `data`.
   TimerFrame frame_of(const std::uint64_t* data) const noexcept {
     return TimerFrame{&labels_, data, labels_.rows(), n_envs_, unit_, ticks_per_second_};
   }
@@ -95,7 +112,9 @@ class TimerBuffer : public TimerLayout {
  public:
   /// Throws std::invalid_argument for no labels or n_envs < 1.
   TimerBuffer(std::vector<std::string> labels, int n_envs, TimerUnit unit = TimerUnit::kCycles);
+  /// The view the engine's loops stamp through.
   TimerView view() noexcept { return view_of(data_.data()); }
+  /// Zeroes every reading.
   void reset() noexcept;
   /// The readings as they are now.
   TimerFrame read() const noexcept { return frame_of(data_.data()); }

@@ -18,26 +18,38 @@ namespace simprof {
 
 /// Percentiles of one row across envs, in seconds.
 struct AcrossEnvs {
+  ///@{
+  /// The fastest env, the median, the 95th and 99th percentiles, the slowest env, and the mean.
   double min = 0, p50 = 0, p95 = 0, p99 = 0, max = 0, mean = 0;
+  ///@}
 };
 
 /// Statistics of a timer buffer over steps: the latest frame, and a running mean per env (the mean
 /// of every frame since reset(), or an EMA when constructed with alpha).
 class TimerStats {
  public:
+  /// For frames of `labels` rows and `n_envs` envs; the running mean is that of every frame.
   explicit TimerStats(TimerLabels labels, int n_envs);
+  /// The same, with the running mean an EMA of momentum `ema_alpha` in [0, 1] (the old mean's
+  /// weight).
   TimerStats(TimerLabels labels, int n_envs, double ema_alpha);
 
   /// Adds a frame (same shape; std::invalid_argument otherwise). Allocates nothing.
   void update(const TimerFrame& frame);
+  /// Forgets every frame added.
   void reset() noexcept;
 
+  /// Frames added since construction or reset().
   std::uint64_t frames() const noexcept { return frames_; }
+  /// Rows (timers).
   int rows() const noexcept { return labels_.rows(); }
+  /// Environments per frame.
   int n_envs() const noexcept { return n_envs_; }
+  /// The rows' labels.
   const TimerLabels& labels() const noexcept { return labels_; }
-  /// Seconds per env in env order: the latest frame, and the running mean.
+  /// Seconds per env in env order: the latest frame.
   std::vector<double> last(int row) const;
+  /// Seconds per env in env order: the running mean.
   std::vector<double> mean(int row) const;
   /// The running means, ascending.
   std::vector<double> sorted_mean(int row) const;

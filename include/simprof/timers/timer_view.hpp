@@ -77,11 +77,15 @@ SIMPROF_HOST_DEVICE SIMPROF_FORCE_INLINE std::uint64_t global_timer_ns() {
 #endif
 }
 
-/// Which counter a chain reads.
+/// Which counter a chain reads: the SM's cycle counter on the device, the TSC on the host.
 struct CycleCounter {
+  /// The counter's value now (clock_counter()).
   SIMPROF_HOST_DEVICE SIMPROF_FORCE_INLINE static std::uint64_t now() { return clock_counter(); }
 };
+/// Which counter a chain reads: the device's global timer in nanoseconds, the steady clock on the
+/// host.
 struct GlobalTimerNs {
+  /// The counter's value now (global_timer_ns()).
   SIMPROF_HOST_DEVICE SIMPROF_FORCE_INLINE static std::uint64_t now() { return global_timer_ns(); }
 };
 
@@ -89,10 +93,14 @@ struct GlobalTimerNs {
 /// data[row * n_envs + env], so the threads of a warp (consecutive envs) store to consecutive
 /// addresses. Pass it to kernels by value.
 struct TimerView {
+  /// The buffer's first element (not owned).
   std::uint64_t* data = nullptr;
+  /// Rows (timers).
   int rows = 0;
+  /// Environments (columns).
   int n_envs = 0;
 
+  /// The element (row, env); bounds-checked when SIMPROF_TIMER_CHECKS is on.
   SIMPROF_HOST_DEVICE SIMPROF_FORCE_INLINE std::uint64_t& at(int row, int env) const {
 #if SIMPROF_TIMER_CHECKS
     if (row < 0 || row >= rows) detail::timer_bounds_failed("row", row, rows);
@@ -115,11 +123,16 @@ struct TimerView {
 /// and starts the next block, so n blocks cost n + 1 counter reads.
 template <class Counter = CycleCounter>
 struct TimerChain {
+  /// Where laps are recorded.
   TimerView view;
+  /// The env (column) laps are recorded for.
   int env;
+  /// The reading when the chain began.
   std::uint64_t start;
+  /// The latest reading: where the block in progress began.
   std::uint64_t last;
 
+  /// Starts the chain for env `e` of `v`: reads the counter once.
   SIMPROF_HOST_DEVICE SIMPROF_FORCE_INLINE TimerChain(TimerView v, int e)
       : view(v), env(e), start(Counter::now()), last(start) {}
   /// Records the block that just ended into `row` (overwriting) and starts the next one.

@@ -54,6 +54,7 @@ class TraceSource {
   TraceSource() = default;
   /// A copy belongs to no session.
   TraceSource(const TraceSource&) noexcept {}
+  /// Assigning keeps this source's own session membership (the other's is not copied).
   TraceSource& operator=(const TraceSource&) noexcept { return *this; }
   /// Leaves its session if a SourceRegistration has not (a source destroyed before its
   /// registration: safe unless a background window is being handed over at that moment).
@@ -95,9 +96,11 @@ class [[nodiscard]] SourceRegistration {
   SourceRegistration() = default;
   /// Leaves the session (reset()).
   ~SourceRegistration() { reset(); }
+  /// Takes over `other`'s membership; `other` is left empty.
   SourceRegistration(SourceRegistration&& other) noexcept : source_(other.source_) {
     other.source_ = nullptr;
   }
+  /// Leaves the session of the membership held (reset()), then takes over `other`'s.
   SourceRegistration& operator=(SourceRegistration&& other) noexcept {
     if (this != &other) {
       reset();
@@ -128,10 +131,13 @@ class [[nodiscard]] SourceRegistration {
 /// double keeps nanoseconds for years.
 inline constexpr std::int64_t kTraceBaseTimeNs = 1'767'225'600'000'000'000;
 
+/// How a TraceSession records: its schedule of windows, where the files go, and its limits.
 struct TraceOptions {
-  Schedule schedule;
-  std::string dir = ".";
-  std::string prefix = "simprof_trace";  ///< window w goes to dir/<prefix>_<w>/rank<R>.json
+  Schedule schedule;      ///< Which steps are skipped, warm up, or are traced (the windows).
+  std::string dir = ".";  ///< The directory the default handler writes windows under.
+  /// Window w goes to `dir/<prefix>_<w>/rank<R>.json`.
+  std::string prefix = "simprof_trace";
+  /// CPU spans kept per window; beyond, dropped (and counted).
   std::size_t max_cpu_events = std::size_t{1} << 16;
   /// This process's rank; none: RankInfo::from_env() when the session is made.
   std::optional<RankInfo> ranks = std::nullopt;
@@ -153,8 +159,12 @@ struct TraceOptions {
   bool check_physics = true;
 };
 
+/// Records traces of a StepProfiler's steps in the windows of a Schedule: the CPU spans of its
+/// stages and collectives, plus the spans of each TraceSource added, handed to a ready handler
+/// (by default written as one Chrome/Kineto JSON file per window and rank).
 class TraceSession : public StepListener {
  public:
+  /// Called with each window's finished trace and the window's index.
   using ReadyFn = std::function<void(const Trace& trace, std::uint64_t window)>;
 
   /// Attaches to `prof` (validates the schedule).
@@ -176,11 +186,13 @@ class TraceSession : public StepListener {
   /// once without TraceOptions::background. Call it from the loop's thread.
   void wait();
   /// Replaces the default handler, which writes path_of(window):
-  /// dir/<prefix>_<window>/rank<R>.json.
+  /// `dir/<prefix>_<window>/rank<R>.json`.
   void on_trace_ready(ReadyFn fn) { ready_ = std::move(fn); }
 
   // Results: safe to read from another thread while the loop runs.
+  /// How many windows were handed over (written, or given to the handler) so far.
   std::uint64_t windows() const noexcept { return windows_.load(std::memory_order_acquire); }
+  /// How many spans were lost so far, over every window (limits reached, sources' losses).
   std::uint64_t dropped() const noexcept { return dropped_total_.load(std::memory_order_relaxed); }
   /// The files written so far (a copy).
   std::vector<std::string> files() const {
@@ -200,8 +212,9 @@ class TraceSession : public StepListener {
   void on_step_end(std::uint64_t step, std::int64_t ticks, StepOutcome outcome) override;
   void on_collective(const Collective& c, std::int64_t begin, std::int64_t end) override;
 
+  /// This process's rank and world size, as written in the traces' distributedInfo.
   const RankInfo& ranks() const noexcept { return ranks_; }
-  /// Where window `w` is written by the default handler: dir/<prefix>_<w>/rank<R>.json.
+  /// Where window `w` is written by the default handler: `dir/<prefix>_<w>/rank<R>.json`.
   std::string path_of(std::uint64_t window) const;
   /// What the default handler does, for a handler of one's own that also wants the file: writes
   /// `trace` to path_of(window) (directories made), lists it in files() and returns the path.

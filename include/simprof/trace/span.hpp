@@ -109,7 +109,10 @@ struct KernelPayload {
   std::uint64_t graph_id = 0;       ///< kernels of a replayed graph; 0: not in a graph
   std::uint64_t graph_node_id = 0;  ///< the kernel's node in that graph
   std::uint64_t kernels = 0;        ///< graph-launch mode: kernels merged into this span
-  Dim3 grid, block;                 ///< zero in graph-launch mode
+  ///@{
+  /// The launch's grid and block shape; zero in graph-launch mode.
+  Dim3 grid, block;
+  ///@}
   std::uint32_t registers = 0;      ///< registers per thread
   std::uint32_t shared_memory = 0;  ///< static + dynamic shared memory, bytes
   /// A communication kernel (NCCL's: named "nccl...", as Holistic Trace Analysis classes
@@ -122,17 +125,17 @@ struct KernelPayload {
 /// kMemcpy and kMemset: how much moved.
 struct TransferPayload {
   CopyKind copy = CopyKind::kUnknown;  ///< copies: the direction
-  std::uint64_t bytes = 0;
+  std::uint64_t bytes = 0;             ///< bytes copied or set
 };
 
 /// kSync: what was waited for.
 struct SyncPayload {
-  SyncKind sync = SyncKind::kUnknown;
+  SyncKind sync = SyncKind::kUnknown;  ///< an event, a stream waiting on one, a stream or a context
 };
 
 /// kCounter: the sampled value.
 struct CounterPayload {
-  double value = 0;
+  double value = 0;  ///< the counter's value at begin_ns
 };
 
 /// The fields of a span's kind (kOverhead and kFlow have none: std::monostate).
@@ -148,11 +151,11 @@ struct Span {
   /// Start, nanoseconds in the trace's timebase.
   std::int64_t begin_ns = 0;
   std::int64_t end_ns = 0;  ///< == begin_ns for counters
-  // The host track (CPU stages, launches, overhead, counters; where a flow starts).
+  /// Host track: process id (CPU stages, launches, overhead, counters; where a flow starts).
   std::int64_t pid = 0;
   /// Host track: thread id.
   std::int64_t tid = 0;
-  // The device track (kernels, copies, memsets, syncs; where a flow ends). -1: none.
+  /// Device track: device index (kernels, copies, memsets, syncs; where a flow ends). -1: none.
   std::int32_t device = -1;
   /// Device track: stream id.
   std::int64_t stream = -1;
@@ -189,6 +192,7 @@ struct Span {
     return std::get<P>(payload);
   }
 
+  /// end_ns - begin_ns: the span's length in nanoseconds (0 for counters).
   std::int64_t duration_ns() const noexcept { return end_ns - begin_ns; }
   /// A CPU stage's id (kNoStage for other kinds).
   StageId stage() const noexcept {

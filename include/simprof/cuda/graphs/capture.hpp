@@ -19,7 +19,9 @@
 
 namespace simprof::cuda {
 
+/// Why a capture failed: the CUDA rule the captured body broke.
 enum class CapturePitfall {
+  /// The capture did not fail.
   kNone,
   kSynchronization,  ///< cudaStreamSynchronize / cudaDeviceSynchronize / cudaEventSynchronize
   kSynchronousCopy,  ///< cudaMemcpy/cudaMemset without Async, or work on the legacy stream
@@ -28,20 +30,28 @@ enum class CapturePitfall {
   kInvalidated,      ///< an earlier error invalidated the capture
   kUnsupported,      ///< an operation not permitted during capture, call unknown
   kException,        ///< the body threw something that is not a CUDA error
+  /// Any other CUDA error during capture.
   kOther,
 };
+/// The pitfall in words, e.g. "allocation during capture".
 std::string_view to_string(CapturePitfall p) noexcept;
 
+/// What went wrong in a failed capture, named for the user.
 struct CaptureDiagnosis {
+  /// The rule broken.
   CapturePitfall pitfall = CapturePitfall::kNone;
+  /// The CUDA error the capture ended with.
   cudaError_t code = cudaSuccess;
   std::string call;     ///< the failing call's text when the body used SIMPROF_CUDA_CHECK
   std::string message;  ///< one readable paragraph: what happened and what to do
 };
 
+/// Thrown by a GraphCache without eager fallback when a capture fails; what() is the message.
 class CaptureError : public std::runtime_error {
  public:
+  /// Carries `d`; what() is its message.
   explicit CaptureError(CaptureDiagnosis d);
+  /// What went wrong.
   const CaptureDiagnosis& diagnosis() const noexcept { return d_; }
 
  private:

@@ -38,6 +38,7 @@
 
 namespace simprof::cuda {
 
+/// How a FramePipeline runs its two stages and how many latencies it keeps.
 struct FramePipelineOptions {
   bool overlap = true;  ///< two streams joined by events; false: one stream, in order
   /// The producer's stream gets the device's highest priority, the consumer's the lowest. Without
@@ -49,8 +50,12 @@ struct FramePipelineOptions {
   std::size_t max_latency_samples = 1 << 20;  ///< kept; later samples are counted as dropped
 };
 
+/// A producer graph and a consumer graph on two streams, frame k's consumer overlapping frame
+/// k + 1's producer, each frame's latency timed (see the header comment).
 class FramePipeline {
  public:
+  /// One stage of a frame: enqueues its work on the stream given, using double-buffer slot `slot`
+  /// (0 or 1) for what the producer publishes and the consumer reads.
   using Stage = std::function<void(cudaStream_t, int slot)>;
 
   /// Throws std::invalid_argument for an empty stage, in_flight < 2 or warmup < 0.
@@ -65,19 +70,26 @@ class FramePipeline {
   /// Waits for every submitted frame and collects the pending latencies.
   void drain();
 
+  /// Frames submitted so far.
   std::uint64_t frames() const noexcept { return frames_; }
   /// Seconds per completed frame, in frame order (allocated up front: no allocation per frame).
   const std::vector<double>& latencies() const noexcept { return latencies_; }
   /// Latency samples beyond max_latency_samples, not kept.
   std::uint64_t dropped_latencies() const noexcept { return dropped_; }
+  /// Forgets the latencies collected so far (pending frames are still collected).
   void clear_latencies() noexcept { latencies_.clear(); }
 
+  /// Whether the stages run on two streams (FramePipelineOptions::overlap).
   bool overlapped() const noexcept { return options_.overlap; }
+  /// The stream the producer runs on.
   cudaStream_t producer_stream() const noexcept { return producer_stream_.get(); }
+  /// The stream the consumer runs on (the producer's when not overlapped).
   cudaStream_t consumer_stream() const noexcept {
     return consumer_stream_ ? consumer_stream_->get() : producer_stream_.get();
   }
+  /// The producer's graphs, one per slot (counters, diagnosis).
   const GraphCache& producer_graphs() const noexcept { return producer_cache_; }
+  /// The consumer's graphs, one per slot (counters, diagnosis).
   const GraphCache& consumer_graphs() const noexcept { return consumer_cache_; }
 
  private:

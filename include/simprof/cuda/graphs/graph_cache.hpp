@@ -63,33 +63,47 @@ namespace simprof::cuda {
 
 /// What a step is keyed by: its batch size and any user value (e.g. a hash of other shapes).
 struct GraphKey {
+  /// The step's batch size (environments).
   std::int64_t n_envs = 0;
+  /// Any other value the step's graph depends on; 0: none.
   std::uint64_t user = 0;
   friend bool operator==(const GraphKey& a, const GraphKey& b) noexcept {
     return a.n_envs == b.n_envs && a.user == b.user;
   }
 };
 
+/// How a GraphCache warms up, how many executables it keeps, and how it captures.
 struct GraphCacheOptions {
   int warmup = 3;              ///< eager runs of a new key before it is captured (>= 0)
   std::size_t capacity = 8;    ///< executables kept (>= 1)
   bool eager_fallback = true;  ///< false: a failed capture throws CaptureError instead
+  /// The capture mode of cudaStreamBeginCapture (thread-local: other threads' calls are not
+  /// checked against the capture).
   cudaStreamCaptureMode mode = cudaStreamCaptureModeThreadLocal;
 };
 
+/// What a GraphCache did so far, summed over every key (GraphCache::counters()).
 struct GraphCacheCounters {
+  /// Eager runs of new keys before their capture.
   std::uint64_t warmup_runs = 0;
   std::uint64_t captures = 0;  ///< successful captures
+  /// Captures that failed (the key then runs eagerly).
   std::uint64_t failed_captures = 0;
+  /// Executables made by cudaGraphInstantiate.
   std::uint64_t instantiations = 0;
   std::uint64_t updates = 0;          ///< executables reused through cudaGraphExecUpdate
   std::uint64_t update_refusals = 0;  ///< updates the driver refused (then instantiated)
+  /// Launches of a captured executable.
   std::uint64_t replays = 0;
   std::uint64_t eager_runs = 0;  ///< runs of keys that fell back to eager
+  /// Executables taken over or dropped for a new key (capacity).
   std::uint64_t evictions = 0;
   std::uint64_t instrumented_replays = 0;  ///< launches of an instrumented executable (included
                                            ///< in replays)
-  double capture_s = 0, instantiate_s = 0, update_s = 0;  ///< totals, host wall time
+  ///@{
+  /// Seconds spent capturing, instantiating and updating: totals, host wall time.
+  double capture_s = 0, instantiate_s = 0, update_s = 0;
+  ///@}
   /// Graph-allocation memory (a graph's memory nodes) given back by executables evicted, refused
   /// or cleared, in bytes (the driver's cudaGraphMemAttrUsedMemCurrent, before and after).
   std::uint64_t graph_memory_released = 0;
@@ -101,11 +115,15 @@ struct ColdStart {
   double instantiate_s = 0;               ///< 0 when updated
   double update_s = 0;                    ///< 0 when instantiated (or the refused attempt's time)
   double instrumented_instantiate_s = 0;  ///< the instrumented executable (0: none)
+  /// An executable was updated (cudaGraphExecUpdate), not instantiated.
   bool updated = false;
 };
 
+/// Runs a step's body eagerly, then captured into a CUDA graph and replayed, one executable per
+/// GraphKey, at most `capacity` of them (see the header comment).
 class GraphCache {
  public:
+  /// A step's work: enqueues its kernels and copies on the stream given.
   using Body = std::function<void(cudaStream_t)>;
 
   /// `stream` must be a non-blocking stream of the current device that outlives the cache;
@@ -137,16 +155,21 @@ class GraphCache {
   bool captured(const GraphKey& key) const noexcept;
   /// Whether `key` fell back to eager execution.
   bool fell_back(const GraphKey& key) const noexcept;
+  /// Why `key`'s capture failed, or nothing when it did not (or was never tried).
   std::optional<CaptureDiagnosis> diagnosis(const GraphKey& key) const;
+  /// What `key`'s first captured run cost, or nothing when it was not captured yet.
   std::optional<ColdStart> cold_start(const GraphKey& key) const;
   /// Executables held.
   std::size_t size() const noexcept;
+  /// What the cache did so far, summed over every key.
   const GraphCacheCounters& counters() const noexcept { return counters_; }
   /// Device memory the executables hold in graph allocations (memory nodes: cudaMallocAsync
   /// captured into the step), all of them or one key's: what the driver's count of graph memory
   /// grew by when the executable was made and first launched. 0 for a graph without memory nodes.
   std::int64_t graph_memory() const noexcept;
+  /// The graph-allocation memory of `key`'s executable (0: none, or not captured).
   std::int64_t graph_memory(const GraphKey& key) const noexcept;
+  /// The stream every step runs on (given at construction).
   cudaStream_t stream() const noexcept { return stream_; }
   /// The device the cache belongs to.
   int device() const noexcept { return device_; }

@@ -24,11 +24,14 @@ namespace simprof::cuda {
 
 /// Where a capture on a stream stands: what a tool adding nodes to it needs.
 struct CaptureInfo {
+  /// Capturing, or not.
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   unsigned long long id = 0;              ///< unique per capture
   cudaGraph_t graph = nullptr;            ///< the graph being captured into
   const cudaGraphNode_t* deps = nullptr;  ///< what the next captured work will depend on
+  /// The edge data of those dependencies (may be null).
   const cudaGraphEdgeData* edges = nullptr;
+  /// How many dependencies `deps` holds.
   std::size_t n_deps = 0;
 };
 
@@ -40,8 +43,9 @@ cudaError_t capture_info(cudaStream_t stream, CaptureInfo& out) noexcept;
 class GraphInstrumentation {
  public:
   virtual ~GraphInstrumentation() = default;
-  /// GraphCache begins / ended a capture of a step on its stream.
+  /// GraphCache begins a capture of a step on its stream.
   virtual void capture_begins() noexcept {}
+  /// GraphCache ended a capture of a step on its stream.
   virtual void capture_ends() noexcept {}
   /// A capture on the tool's stream just ended with `graph` (which must stay as it is): a new
   /// graph, owned by the caller, with the tool's nodes added; null when the tool has none for

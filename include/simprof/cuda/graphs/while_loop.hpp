@@ -45,6 +45,7 @@ bool conditional_nodes_supported() noexcept;
 struct LoopCondition {
   unsigned long long handle = 0;  ///< cudaGraphConditionalHandle, when in_graph
   unsigned* flag = nullptr;       ///< device memory: the value last set (the host-driven path)
+  /// Nonzero: the loop is a captured while node (the handle is set).
   int in_graph = 0;
 };
 
@@ -59,14 +60,19 @@ __device__ inline void set_condition(const LoopCondition& c, bool again) {
 }
 #endif
 
+/// How a WhileLoop's loops ran so far (WhileLoop::counters()).
 struct WhileLoopCounters {
   std::uint64_t captured = 0;         ///< loops recorded as conditional while nodes
   std::uint64_t host_driven = 0;      ///< loops run eagerly, decided by the host
   std::uint64_t host_iterations = 0;  ///< iterations of the host-driven loops
 };
 
+/// `do { body } while (condition)` decided on the GPU: a conditional while node when captured,
+/// a host-driven loop otherwise (see the header comment).
 class WhileLoop {
  public:
+  /// One iteration: enqueues the body's kernels on the stream given; its last kernel calls
+  /// set_condition() with the condition.
   using Body = std::function<void(cudaStream_t, const LoopCondition&)>;
 
   /// `max_host_iterations` bounds the host-driven path (std::runtime_error past it, naming the
@@ -81,6 +87,7 @@ class WhileLoop {
   /// conditional nodes are not supported, CudaError for a failing CUDA call.
   int enqueue(cudaStream_t stream, const Body& body);
 
+  /// How the loops enqueued so far ran.
   const WhileLoopCounters& counters() const noexcept { return counters_; }
 
  private:

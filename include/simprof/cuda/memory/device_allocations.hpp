@@ -25,14 +25,19 @@
 
 namespace simprof::cuda {
 
+/// Counts CUDA device allocations and frees (runtime and driver) through CUPTI callbacks: the
+/// device side of a MemoryTracker (see the header comment). One per process.
 class DeviceAllocations final : public AllocSource {
  public:
+  /// Subscribes to CUPTI; when it cannot, the counts stay 0 and enabled() is false.
   DeviceAllocations();
   ~DeviceAllocations() override;
   DeviceAllocations(const DeviceAllocations&) = delete;
   DeviceAllocations& operator=(const DeviceAllocations&) = delete;
 
+  /// Whether allocations are being counted (CUPTI could be subscribed to).
   bool enabled() const noexcept;
+  /// Why counting is off (empty when enabled()).
   const std::string& disabled_reason() const noexcept;
 
   AllocCounts counts() const noexcept override;

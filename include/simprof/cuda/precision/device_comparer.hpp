@@ -26,6 +26,8 @@ namespace simprof::cuda {
 /// Element type of a variant buffer.
 enum class Dtype { kF32, kF16, kBF16 };
 
+/// Computes PrecisionChecker's error sums on the GPU, where the reference and the variant
+/// buffers live, copying back one small struct.
 class DeviceComparer {
  public:
   DeviceComparer();   ///< allocates the device accumulator and a pinned copy

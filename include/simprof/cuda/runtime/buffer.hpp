@@ -25,6 +25,7 @@
 
 namespace simprof::cuda {
 
+/// Throws std::invalid_argument: a copy of `asked` elements into or out of a buffer of `size`.
 [[noreturn]] void throw_buffer_size(std::size_t asked, std::size_t size);
 
 namespace detail {
@@ -59,20 +60,27 @@ class OwnedArray {
 
 }  // namespace detail
 
+/// `n` elements of `T` in device memory (cudaMalloc), freed with the object; movable, not
+/// copyable. data(), size() and bytes() give the pointer and the extent.
 template <class T>
 class DeviceBuffer : public detail::OwnedArray<T, &cudaFree> {
  public:
   DeviceBuffer() = default;
+  /// `n` uninitialised elements (none for 0).
   explicit DeviceBuffer(std::size_t n) {
     if (n) SIMPROF_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&this->p_), n * sizeof(T)));
     this->n_ = n;
   }
 
+  /// Enqueues a copy of the first `n` elements from `src` on `stream` (asynchronous); throws
+  /// when `n` exceeds the size.
   void copy_from_host(const T* src, std::size_t n, cudaStream_t stream) {
     check_size(n);
     SIMPROF_CUDA_CHECK(
         cudaMemcpyAsync(this->p_, src, n * sizeof(T), cudaMemcpyHostToDevice, stream));
   }
+  /// Enqueues a copy of the first `n` elements to `dst` on `stream` (asynchronous); throws when
+  /// `n` exceeds the size.
   void copy_to_host(T* dst, std::size_t n, cudaStream_t stream) const {
     check_size(n);
     SIMPROF_CUDA_CHECK(
@@ -85,6 +93,7 @@ class DeviceBuffer : public detail::OwnedArray<T, &cudaFree> {
     SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream));
     return out;
   }
+  /// Enqueues zeroing every byte on `stream` (cudaMemsetAsync).
   void fill_zero(cudaStream_t stream) {
     if (this->n_) SIMPROF_CUDA_CHECK(cudaMemsetAsync(this->p_, 0, this->bytes(), stream));
   }
@@ -113,6 +122,7 @@ class PinnedBuffer : public detail::OwnedArray<T, &cudaFreeHost> {
     this->n_ = n;
   }
 
+  /// Element `i`, on the host (unchecked).
   T& operator[](std::size_t i) const noexcept { return this->p_[i]; }
   /// The address kernels use for mapped memory (cudaHostAllocMapped); throws CudaError otherwise.
   T* device_pointer() const {

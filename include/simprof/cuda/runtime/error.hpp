@@ -71,7 +71,9 @@ class CudaError : public std::runtime_error {
   CudaCall kind() const noexcept { return kind_; }
   /// The failing call's source text, e.g. "cudaStreamSynchronize(stream)".
   const std::string& call() const noexcept { return call_; }
+  /// The source file of the check that failed (SIMPROF_CUDA_CHECK's __FILE__).
   const char* file() const noexcept { return file_; }
+  /// The line of the check that failed.
   int line() const noexcept { return line_; }
 
  private:

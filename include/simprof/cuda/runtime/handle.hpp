@@ -18,21 +18,28 @@
 
 namespace simprof::cuda {
 
+/// Sole ownership of a CUDA handle of type `T` (a graph, an executable, a stream, an event) that
+/// `Destroy` releases when it goes; movable, not copyable.
 template <class T, cudaError_t (*Destroy)(T)>
 class UniqueHandle {
  public:
   UniqueHandle() noexcept = default;
+  /// Takes ownership of `handle`.
   explicit UniqueHandle(T handle) noexcept : h_(handle) {}
   ~UniqueHandle() { reset(); }
   UniqueHandle(const UniqueHandle&) = delete;
   UniqueHandle& operator=(const UniqueHandle&) = delete;
+  /// Takes `o`'s handle; `o` is left empty.
   UniqueHandle(UniqueHandle&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+  /// Destroys the handle held, then takes `o`'s; `o` is left empty.
   UniqueHandle& operator=(UniqueHandle&& o) noexcept {
     if (this != &o) reset(std::exchange(o.h_, nullptr));
     return *this;
   }
 
+  /// The handle held (null: none); still owned.
   T get() const noexcept { return h_; }
+  /// Whether a handle is held.
   explicit operator bool() const noexcept { return h_ != nullptr; }
   /// Destroys the handle held (if any) and returns where a create call writes the new one.
   T* out() noexcept {
@@ -51,9 +58,13 @@ class UniqueHandle {
   T h_ = nullptr;
 };
 
+/// An owned CUDA graph (cudaGraphDestroy).
 using GraphHandle = UniqueHandle<cudaGraph_t, &cudaGraphDestroy>;
+/// An owned executable graph (cudaGraphExecDestroy).
 using GraphExecHandle = UniqueHandle<cudaGraphExec_t, &cudaGraphExecDestroy>;
+/// An owned stream (cudaStreamDestroy).
 using StreamHandle = UniqueHandle<cudaStream_t, &cudaStreamDestroy>;
+/// An owned event (cudaEventDestroy).
 using EventHandle = UniqueHandle<cudaEvent_t, &cudaEventDestroy>;
 
 }  // namespace simprof::cuda

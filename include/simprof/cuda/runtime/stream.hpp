@@ -16,6 +16,7 @@
 
 namespace simprof::cuda {
 
+/// An owned CUDA stream, destroyed with the object; converts to cudaStream_t.
 class Stream {
  public:
   /// A non-blocking stream (never synchronises with the legacy NULL stream), as capture requires.
@@ -25,22 +26,31 @@ class Stream {
   explicit Stream(unsigned flags, int priority = 0) {
     SIMPROF_CUDA_CHECK(cudaStreamCreateWithPriority(s_.out(), flags, priority));
   }
+  /// The stream (still owned).
   cudaStream_t get() const noexcept { return s_.get(); }
+  /// The stream, for CUDA calls and kernel launches (still owned).
   operator cudaStream_t() const noexcept { return s_.get(); }
+  /// Waits until the stream's work is done; throws CudaError on failure.
   void synchronize() const { SIMPROF_CUDA_CHECK(cudaStreamSynchronize(s_.get())); }
 
  private:
   StreamHandle s_;
 };
 
+/// An owned CUDA event, destroyed with the object; converts to cudaEvent_t.
 class Event {
  public:
+  /// An event with `flags` (cudaEventDefault: timing; cudaEventDisableTiming: ordering only).
   explicit Event(unsigned flags = cudaEventDefault) {
     SIMPROF_CUDA_CHECK(cudaEventCreateWithFlags(e_.out(), flags));
   }
+  /// The event (still owned).
   cudaEvent_t get() const noexcept { return e_.get(); }
+  /// The event, for CUDA calls (still owned).
   operator cudaEvent_t() const noexcept { return e_.get(); }
+  /// Records the event on stream `s` (cudaEventRecord).
   void record(cudaStream_t s) { SIMPROF_CUDA_CHECK(cudaEventRecord(e_.get(), s)); }
+  /// Waits until the work before the event's last record is done.
   void synchronize() const { SIMPROF_CUDA_CHECK(cudaEventSynchronize(e_.get())); }
   /// Milliseconds from `start` to this event (both recorded and complete).
   float elapsed_ms_since(const Event& start) const {

@@ -119,13 +119,19 @@ class DeviceStageTimer {
 
 /// One row of device_stage_table(): a stage the device timed.
 struct DeviceStageRow {
+  /// The stage's id in the profiler.
   StageId id = kNoStage;
+  /// The stage's name.
   std::string name;
+  /// Nesting depth: 0 for a top-level stage, 1 for a stage inside it, ...
   int depth = 0;
   double host_mean_s = std::numeric_limits<double>::quiet_NaN();  ///< NaN: no host statistics
+  /// Mean seconds of the stage on the device over the sampled steps.
   double device_mean_s = 0;
   double device_share = 0;  ///< percent of the mean sampled step (sampled_mean("step"))
 };
+/// The stages `dev` timed, in the profiler's stage order, with the host means where the profiler
+/// keeps statistics: the rows of device_stage_table().
 std::vector<DeviceStageRow> device_stage_rows(const StepProfiler& prof,
                                               const DeviceStageTimer& dev);
 

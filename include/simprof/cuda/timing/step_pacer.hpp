@@ -39,6 +39,7 @@
 
 namespace simprof::cuda {
 
+/// How many steps a StepPacer lets run ahead, and which steps get events.
 struct StepPacerOptions {
   /// Steps enqueued and not finished on the GPU, the one being enqueued included (>= 1). 2: the
   /// GPU runs one step while the host enqueues the next, so it never waits for the host in steady
@@ -56,6 +57,7 @@ struct StepPacerOptions {
   int span_every = 8;
 };
 
+/// What a StepPacer did so far (StepPacer::counters()).
 struct StepPacerCounters {
   std::uint64_t steps = 0;           ///< steps recorded
   std::uint64_t waits = 0;           ///< steps whose start waited for the GPU
@@ -63,6 +65,8 @@ struct StepPacerCounters {
   std::uint64_t most_in_flight = 0;  ///< most steps in flight seen (with the one beginning)
 };
 
+/// Bounds the steps in flight on the GPU and times each step on the device with events, feeding
+/// a DeviceSteps and, by default, the profiler's FPS line (see the header comment).
 class StepPacer : public StepListener {
  public:
   /// Attaches to `prof`; `stream` is the one the engine's steps end on, on the current device (the
@@ -78,12 +82,17 @@ class StepPacer : public StepListener {
   void finish();
   /// The device times of the steps taken in so far (in step order).
   const DeviceSteps& device_steps() const noexcept { return steps_; }
+  /// Steps recorded and waits so far.
   const StepPacerCounters& counters() const noexcept { return counters_; }
+  /// The options the pacer was made with.
   const StepPacerOptions& options() const noexcept { return options_; }
+  /// The device the pacer belongs to: its stream's, current when it was made.
   int device() const noexcept { return device_; }
   /// Called with each step's device times when they are taken in, in step order (for tools that
   /// join other device readings to the step: DeviceStageTimer).
   void set_on_step(std::function<void(const DeviceStep&)> f) { on_step_ = std::move(f); }
+  /// The stream the pacer's events are recorded on from now on (the one the engine's steps end
+  /// on, of the pacer's device).
   void set_stream(cudaStream_t stream) noexcept { stream_ = stream; }
 
   void on_step_begin(std::uint64_t step, std::int64_t ticks) override;

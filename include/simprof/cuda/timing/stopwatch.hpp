@@ -34,6 +34,7 @@
 
 namespace simprof::cuda {
 
+/// Which clock a Stopwatch times its laps with.
 enum class StopwatchClock {
   kDevice,       ///< CUDA events on the stream: the GPU's time for the section
   kHostDrained,  ///< the host's steady clock, the stream drained at start() and stop()
@@ -42,6 +43,8 @@ enum class StopwatchClock {
 /// "CUDA events" or "host clock, stream drained": what a printed figure says about its clock.
 const char* to_string(StopwatchClock clock) noexcept;
 
+/// Times sections of the work on a stream, lap by lap, on the device's clock (CUDA events) or the
+/// host's (the stream drained at each end).
 class Stopwatch {
  public:
   /// Times sections of the work on `stream`. Device laps are read lazily: up to `pending` laps may
@@ -61,18 +64,21 @@ class Stopwatch {
   /// start() now, stop() when it goes out of scope (an exception included).
   class Lap {
    public:
+    /// Starts a lap of `w` (w.start()).
     explicit Lap(Stopwatch& w) : w_(&w) { w_->start(); }
     ~Lap() {
       if (w_) w_->stop_noexcept();
     }
     Lap(const Lap&) = delete;
     Lap& operator=(const Lap&) = delete;
+    /// Takes over `o`'s running lap; `o` then stops nothing.
     Lap(Lap&& o) noexcept : w_(o.w_) { o.w_ = nullptr; }
     Lap& operator=(Lap&&) = delete;
 
    private:
     Stopwatch* w_;
   };
+  /// A lap that runs until the returned object goes out of scope.
   [[nodiscard]] Lap lap() { return Lap(*this); }
 
   /// Runs `section` as one lap and returns its seconds (waits for it on the device clock).
@@ -96,8 +102,11 @@ class Stopwatch {
   /// std::logic_error when a lap is running.
   void reset();
 
+  /// The clock laps are timed with.
   StopwatchClock clock() const noexcept { return clock_; }
+  /// The clock in words, for printed figures (to_string(clock())).
   const char* clock_label() const noexcept { return to_string(clock_); }
+  /// The stream whose work is timed.
   cudaStream_t stream() const noexcept { return stream_; }
 
  private:

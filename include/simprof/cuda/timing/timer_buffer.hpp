@@ -30,6 +30,8 @@ namespace simprof::cuda {
 /// SM clock idles far lower and boosts up to it under load.
 double clock_freq_hz(int device = -1);
 
+/// A timer table (rows of labels by environments) in device memory that kernels stamp through a
+/// TimerView, read back to the host without stalling the stream.
 class DeviceTimerBuffer : public TimerLayout {
  public:
   /// Throws std::invalid_argument for no labels or n_envs < 1, CudaError when allocation fails.

@@ -5,7 +5,7 @@
 /* clang-format off */
 //   simprof::TraceSession trace(prof, topt);           // see simprof/trace/session.hpp
 //   simprof::cuda::KernelTracer kernels(prof);
-//   trace.add_source(&kernels);                        // binds the tracer to the session's TimeBase
+//   auto joined = trace.add_source(&kernels);  // binds the tracer to the session's TimeBase
 //   trace.on_trace_ready([](const simprof::Trace& t, std::uint64_t) {
 //     simprof::write_chrome_trace(t, "step.json");
 //     std::fputs(simprof::analyze(t).report().c_str(), stdout);   // launch-bound or GPU-bound?
@@ -37,9 +37,13 @@
 
 namespace simprof::cuda {
 
+/// How a KernelTracer records a replayed graph: each of its kernels (kPerKernel), or one span per
+/// graph launch with its kernels merged (kGraphLaunch).
 enum class TraceMode { kPerKernel, kGraphLaunch };
 
+/// What a KernelTracer records, and its CUPTI buffer pool.
 struct KernelTracerOptions {
+  /// One span per kernel, or per graph launch.
   TraceMode mode = TraceMode::kPerKernel;
   bool runtime_api = true;  ///< runtime calls (launches, graph launches, copies, syncs): flows
   /// Driver calls that launch device work ("cuda_driver": NCCL launches through cuLaunchKernelEx;
@@ -53,10 +57,13 @@ struct KernelTracerOptions {
   /// Register CUPTI's timestamp callback with the profiler's clock (one timebase for CPU stages and
   /// kernels). Off: CUPTI's own clock, and CPU stages are placed by an offset measured at start().
   bool align_clock = true;
+  /// Bytes of each activity buffer handed to CUPTI.
   std::size_t buffer_bytes = std::size_t{4} << 20;
   std::size_t max_buffers = 64;  ///< the pool's bound; beyond it CUPTI drops (and counts) records
 };
 
+/// The device side of a trace: kernels, copies, memsets, runtime calls and synchronisations
+/// recorded through CUPTI's activity API, as spans on the session's timebase.
 class KernelTracer : public TraceSource {
  public:
   /// Timestamps on a TimeBase of `prof`'s clock until a session binds its own. One tracer per
@@ -69,6 +76,7 @@ class KernelTracer : public TraceSource {
 
   /// False when CUPTI could not be used; disabled_reason() says why (also logged once).
   bool enabled() const noexcept;
+  /// Why CUPTI could not be used (empty when enabled()).
   const std::string& disabled_reason() const noexcept;
   /// Records lost so far (CUPTI's dropped-record counts and pool exhaustion).
   std::uint64_t dropped() const noexcept;

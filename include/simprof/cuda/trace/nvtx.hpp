@@ -24,8 +24,11 @@
 
 namespace simprof::cuda {
 
+/// The profiler's steps and stages as NVTX push/pop ranges in a domain of their own, for Nsight
+/// Systems and Nsight Compute (an empty no-op with SIMPROF_NVTX_DISABLED).
 class NvtxRanges : public StepListener {
  public:
+  /// Attaches to `prof`; ranges go to the NVTX domain named `domain`.
   explicit NvtxRanges(StepProfiler& prof, const char* domain = "simprof");
   ~NvtxRanges() override;
   NvtxRanges(const NvtxRanges&) = delete;
