@@ -60,9 +60,7 @@ MemoryTracker::MemoryTracker(StepProfiler& prof, const AllocSource* device, cons
   prof_.add_listener(this);  // last: nothing below throws
 }
 
-MemoryTracker::~MemoryTracker() {
-  prof_.remove_listener(this);
-}
+MemoryTracker::~MemoryTracker() { prof_.remove_listener(this); }
 
 void MemoryTracker::grow(StageId id) {
   const std::size_t n = std::max<std::size_t>(id + 1, kPeriodStage + 1);

@@ -88,8 +88,8 @@ Span Span::kernel(std::string name, std::int64_t begin_ns, std::int64_t end_ns, 
                   std::int64_t stream, std::uint64_t correlation) {
   KernelPayload k;
   k.communication = name.rfind("nccl", 0) == 0;  // NCCL's kernels, by the name CUPTI gives them
-  Span s = on_device(SpanKind::kKernel, std::move(name), begin_ns, end_ns, device, stream,
-                     correlation);
+  Span s =
+      on_device(SpanKind::kKernel, std::move(name), begin_ns, end_ns, device, stream, correlation);
   s.payload = std::move(k);
   return s;
 }

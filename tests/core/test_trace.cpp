@@ -169,8 +169,8 @@ TEST(ChromeTrace, EachKindWritesItsTypedFields) {
   t.spans.push_back(Span::memset(64, 600, 700, 1, 5, 12));
   t.spans.push_back(Span::launch("cudaGraphLaunch", 50, 60, 100, 101, 9, CallPayload{311}));
   t.spans.push_back(Span::synchronization(SyncKind::kStream, 800, 900, 1, 5, 13));
-  t.spans.push_back(Span::launch("cuLaunchKernelEx", 70, 80, 100, 101, 10,
-                                 CallPayload{0, LaunchApi::kDriver}));
+  t.spans.push_back(
+      Span::launch("cuLaunchKernelEx", 70, 80, 100, 101, 10, CallPayload{0, LaunchApi::kDriver}));
   t.spans.push_back(Span::overhead("CUPTI overhead", 950, 960, 100, 0));
   const json ev = json::parse(to_chrome_json(t))["traceEvents"];
   auto find = [&](const char* name) {

@@ -75,8 +75,9 @@ struct FakeCuda : TraceSource {
     const auto corr = next_correlation++;
     const auto pid = static_cast<std::int64_t>(::getpid());
     const auto tid = static_cast<std::int64_t>(::syscall(SYS_gettid));
-    window.push_back(Span::launch(api == LaunchApi::kDriver ? "cuLaunchKernelEx" : "cudaLaunchKernel",
-                                  now, now + 2000, pid, tid, corr, CallPayload{0, api, false}));
+    window.push_back(
+        Span::launch(api == LaunchApi::kDriver ? "cuLaunchKernelEx" : "cudaLaunchKernel", now,
+                     now + 2000, pid, tid, corr, CallPayload{0, api, false}));
     // NCCL's kernels run on a stream of their own, beside the compute stream.
     const std::int64_t stream = api == LaunchApi::kDriver ? 9 : 7;
     window.push_back(Span::kernel(kernel, now + 5000, now + 15000, device, stream, corr));

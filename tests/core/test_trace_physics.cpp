@@ -165,7 +165,8 @@ TEST(TracePhysics, DeviceWorkEndingAfterASyncThatWaitedForItIsCaught) {
   t.spans[4].get<SyncPayload>().sync = SyncKind::kContext;  // a context sync waits for every stream
   t.spans[4].stream = -1;
   EXPECT_EQ(count_rule(check_physics(t), "sync"), 1u);
-  t.spans[4].get<SyncPayload>().sync = SyncKind::kEvent;  // which event, the record does not say: not a rule
+  t.spans[4].get<SyncPayload>().sync =
+      SyncKind::kEvent;  // which event, the record does not say: not a rule
   EXPECT_TRUE(check_physics(t).ok());
   t.spans[4].get<SyncPayload>().sync = SyncKind::kStream;
   t.spans[4].stream = 7;

@@ -147,8 +147,8 @@ TEST_P(WindowEndsWithWorkInFlight, HoldsExactlyTheWindowsKernelsAsTheyRan) {
     for (const auto* y : of_kind(traces[0], SpanKind::kSync))
       for (const auto* l : of_kind(traces[0], SpanKind::kLaunch))
         if (l->correlation == y->correlation)
-          ADD_FAILURE() << "sync " << to_string(y->get<SyncPayload>().sync) << " stream " << y->stream << " by "
-                        << l->name;
+          ADD_FAILURE() << "sync " << to_string(y->get<SyncPayload>().sync) << " stream "
+                        << y->stream << " by " << l->name;
   ASSERT_EQ(physics.tracks.size(), 1u);
   EXPECT_EQ(physics.tracks[0].overlaps, 0u);
   EXPECT_LE(physics.tracks[0].busy_ns, physics.tracks[0].extent_ns);

@@ -6,8 +6,9 @@
 // more. Their members are defined in step_profiler.hpp, which includes this header.
 //
 /* clang-format off */
-//   auto step = prof.step();                                   // a StepScope
-//   simprof::OptionalStageScope s(engine.profiler(), physics);  // nothing when it is null
+//   auto step = prof.step();                                 // a StepScope
+//   simprof::StepProfiler* attached = nullptr;                // an engine run without a profiler
+//   simprof::OptionalStageScope s(attached, physics);         // does nothing: it is null
 /* clang-format on */
 #pragma once
 

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "simprof/cuda/graphs/instrumentation.hpp"
 
-
 namespace simprof::cuda {
 
 cudaError_t capture_info(cudaStream_t stream, CaptureInfo& out) noexcept {

@@ -188,9 +188,7 @@ double DeviceStageTimer::sampled_mean(std::string_view stage) const noexcept {
 std::uint64_t DeviceStageTimer::joined() const noexcept { return impl_->joined; }
 std::uint64_t DeviceStageTimer::dropped() const noexcept { return impl_->dropped; }
 std::uint64_t DeviceStageTimer::unpaired() const noexcept { return impl_->n_unpaired; }
-const DeviceStageTimerOptions& DeviceStageTimer::options() const noexcept {
-  return impl_->options;
-}
+const DeviceStageTimerOptions& DeviceStageTimer::options() const noexcept { return impl_->options; }
 int DeviceStageTimer::device() const noexcept { return impl_->device_id; }
 const StepPacer* DeviceStageTimer::pacer() const noexcept {
   return impl_->pacer ? &*impl_->pacer : nullptr;

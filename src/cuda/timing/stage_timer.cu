@@ -346,8 +346,8 @@ void DeviceStageTimer::Impl::on_step_end(std::uint64_t step, std::int64_t, StepO
   cudaError_t e = cudaEventRecord(step_done.get(), stream);
   if (e == cudaSuccess) e = cudaStreamWaitEvent(side.get(), step_done.get(), 0);
   if (e != cudaSuccess) return report("cudaStreamWaitEvent", e);
-  publish_kernel<<<1, kPublishThreads, 0, side.get()>>>(
-      records.data(), mirror_view, static_cast<unsigned>(options.ring), step);
+  publish_kernel<<<1, kPublishThreads, 0, side.get()>>>(records.data(), mirror_view,
+                                                        static_cast<unsigned>(options.ring), step);
   if ((e = cudaGetLastError()) != cudaSuccess) return report("the publish launch", e);
   slots[slot].published = step + 1;
   poll();

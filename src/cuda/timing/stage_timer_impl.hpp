@@ -112,7 +112,7 @@ struct DeviceStageTimer::Impl final : StepListener {
 
   // One step's place in the ring (step % ring), from its start to its join.
   struct Slot {
-    bool stamped = false;        // the step is stamped
+    bool stamped = false;         // the step is stamped
     std::uint64_t published = 0;  // step + 1 of the publication enqueued
     bool eager = false;           // its stamps ran on the stream
     bool completed = false;       // the host's outcome
@@ -121,8 +121,8 @@ struct DeviceStageTimer::Impl final : StepListener {
   };
   // A stage while join() walks a step's stamps in time order.
   struct Open {
-    std::int64_t at = 0;  // its begin stamp's time
-    unsigned idx = 0;     // its begin stamp's entry
+    std::int64_t at = 0;     // its begin stamp's time
+    unsigned idx = 0;        // its begin stamp's entry
     std::uint8_t state = 0;  // 0 closed, 1 open, 2 its end came first
   };
   // Sums of a stage's device seconds over the joined steps.
@@ -148,15 +148,15 @@ struct DeviceStageTimer::Impl final : StepListener {
   std::uint64_t ended = 0;            // steps ended on the host (the latest index + 1)
   std::uint64_t next_read = 0;        // steps joined or passed over
   bool began_eagerly = false;         // the step in progress has an eager begin stamp
-  bool skip = false;        // this step is not stamped (not sampled, or the ring was full)
-  bool capturing = false;   // GraphCache is capturing a step on the stream
-  double eager_stamp_ns = 0;  // what one eager stamp adds to a stage around it (calibrate())
+  bool skip = false;            // this step is not stamped (not sampled, or the ring was full)
+  bool capturing = false;       // GraphCache is capturing a step on the stream
+  double eager_stamp_ns = 0;    // what one eager stamp adds to a stage around it (calibrate())
   std::vector<unsigned> order;  // scratch for join(): entries in time order
   TimingsSnapshot latest;
   TimingsSnapshot scratch;
-  std::vector<Sum> sums;        // by stage
-  Sum loop[2];                  // step, period of the unstamped steps (from the pacer)
-  std::vector<Open> open;       // by stage, scratch for join()
+  std::vector<Sum> sums;   // by stage
+  Sum loop[2];             // step, period of the unstamped steps (from the pacer)
+  std::vector<Open> open;  // by stage, scratch for join()
   std::uint64_t prev_step = 0;
   std::uint64_t prev_begin_ns = 0;
   bool have_prev = false;

@@ -183,7 +183,7 @@ class GraphCache {
     GraphExecHandle instrumented;  // with a measuring tool's nodes (instrumentation.hpp)
     std::weak_ptr<GraphInstrumentation> tool;
     std::uint64_t epoch = 0;  // the cache's attach epoch its executables were made in
-    int runs = 0;  // runs so far (warm-up counting)
+    int runs = 0;             // runs so far (warm-up counting)
     std::uint64_t last_use = 0;
     bool fallback = false;
     std::optional<CaptureDiagnosis> diagnosis;

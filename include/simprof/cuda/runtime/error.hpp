@@ -42,13 +42,13 @@ constexpr CudaCall classify_call(std::string_view call) noexcept {
   constexpr std::string_view kSync[] = {"cudaStreamSynchronize", "cudaDeviceSynchronize",
                                         "cudaEventSynchronize", "cudaThreadSynchronize"};
   constexpr std::string_view kAlloc[] = {
-      "cudaMalloc",        "cudaFree",          "cudaMallocHost", "cudaFreeHost",
-      "cudaHostAlloc",     "cudaMallocManaged", "cudaMallocPitch", "cudaMalloc3D",
-      "cudaMallocArray",   "cudaFreeArray",     "cudaHostRegister", "cudaHostUnregister"};
+      "cudaMalloc",      "cudaFree",          "cudaMallocHost",   "cudaFreeHost",
+      "cudaHostAlloc",   "cudaMallocManaged", "cudaMallocPitch",  "cudaMalloc3D",
+      "cudaMallocArray", "cudaFreeArray",     "cudaHostRegister", "cudaHostUnregister"};
   constexpr std::string_view kCopy[] = {
-      "cudaMemcpy",           "cudaMemcpy2D",         "cudaMemcpy3D", "cudaMemcpyToSymbol",
-      "cudaMemcpyFromSymbol", "cudaMemcpyPeer",       "cudaMemset",   "cudaMemset2D",
-      "cudaMemset3D",         "cudaMemcpy2DToArray",  "cudaMemcpy2DFromArray"};
+      "cudaMemcpy",           "cudaMemcpy2D",        "cudaMemcpy3D",         "cudaMemcpyToSymbol",
+      "cudaMemcpyFromSymbol", "cudaMemcpyPeer",      "cudaMemset",           "cudaMemset2D",
+      "cudaMemset3D",         "cudaMemcpy2DToArray", "cudaMemcpy2DFromArray"};
   for (const std::string_view n : kSync)
     if (f == n) return CudaCall::kSynchronize;
   for (const std::string_view n : kAlloc)
@@ -108,15 +108,15 @@ bool device_available(std::string* why = nullptr) noexcept;
 
 }  // namespace simprof::cuda
 
-#define SIMPROF_CUDA_CHECK(call)                                                           \
-  do {                                                                                     \
-    const cudaError_t simprof_cuda_err_ = (call);                                          \
-    if (simprof_cuda_err_ != cudaSuccess) {                                                \
-      constexpr ::simprof::cuda::CudaCall simprof_cuda_kind_ =                             \
-          ::simprof::cuda::classify_call(#call);                                           \
-      ::simprof::cuda::throw_cuda_error(simprof_cuda_err_, #call, simprof_cuda_kind_,      \
-                                        __FILE__, __LINE__);                               \
-    }                                                                                      \
+#define SIMPROF_CUDA_CHECK(call)                                                                \
+  do {                                                                                          \
+    const cudaError_t simprof_cuda_err_ = (call);                                               \
+    if (simprof_cuda_err_ != cudaSuccess) {                                                     \
+      constexpr ::simprof::cuda::CudaCall simprof_cuda_kind_ =                                  \
+          ::simprof::cuda::classify_call(#call);                                                \
+      ::simprof::cuda::throw_cuda_error(simprof_cuda_err_, #call, simprof_cuda_kind_, __FILE__, \
+                                        __LINE__);                                              \
+    }                                                                                           \
   } while (0)
 
 /// After a kernel launch: reports launch errors (bad configuration, no device) under `what`.

@@ -6,10 +6,10 @@
 // stage boundary of one step in `sample_every` (16 by default), and of no other:
 //   * in a step being captured into a graph (GraphCache), each boundary becomes a one-thread stamp
 //     kernel added to the graph as a leaf: it depends on the work captured before the boundary, and
-//     nothing waits for it. Boundaries with no work between them share one stamp. GraphCache, given the
-//     timer's instrumentation(), keeps two executables (graphs/instrumentation.hpp): the stamped one, launched on sampled steps, and
-//     the graph without stamps, launched on every other step — which therefore runs exactly as it
-//     would without the timer;
+//     nothing waits for it. Boundaries with no work between them share one stamp. A GraphCache
+//     given the timer's instrumentation() keeps two executables (graphs/instrumentation.hpp): the
+//     stamped one, launched on sampled steps, and the graph without stamps, launched on every
+//     other step — which therefore runs exactly as it would without the timer;
 //   * in a sampled eager step, a stamp kernel is enqueued on the stream at each boundary.
 // A sampled step's readings are copied to page-locked host memory by a kernel on a stream of the
 // timer's own after the step ends, and joined to the host's step by its index.
