@@ -89,6 +89,15 @@ TEST(MemoryTracker, AttributesToTheStageThatAllocatedAndRollsUpLikeTimes) {
   EXPECT_EQ(mem.device_in_use_bytes(), 4 * 104);
   EXPECT_EQ(mem.device_peak_bytes(), 4 * 104 - 4 + 28) << "the source's own peak, mid-step";
   EXPECT_EQ(mem.total("no such stage", MemorySide::kDevice), AllocCounts{});
+  // The same totals by the StageId the hot path uses; the names are lookups.
+  const StageId physics = prof.find_stage("physics");
+  EXPECT_EQ(mem.total(physics, MemorySide::kDevice), mem.total("physics", MemorySide::kDevice));
+  EXPECT_EQ(mem.steps(physics), mem.steps("physics"));
+  EXPECT_EQ(mem.allocs_per_step(physics, MemorySide::kDevice),
+            mem.allocs_per_step("physics", MemorySide::kDevice));
+  EXPECT_EQ(mem.bytes_per_step(kStepStage, MemorySide::kDevice),
+            mem.bytes_per_step("step", MemorySide::kDevice));
+  EXPECT_EQ(mem.total(kNoStage, MemorySide::kDevice), AllocCounts{});
 
   const std::string table = stage_table(prof, mem);
   EXPECT_NE(table.find("dev allocs"), std::string::npos) << table;

@@ -201,6 +201,38 @@ TEST(StepProfiler, ListenersSeeEveryEvent) {
   EXPECT_EQ(rec.events, want);
 }
 
+// One scope per concept: the optional flavour takes a pointer and does nothing when it is null;
+// with a profiler it is the same scope as the reference flavour.
+TEST(StepProfiler, OptionalScopesDoNothingWithoutAProfiler) {
+  Loop l;
+  StepProfiler* none = nullptr;
+  {
+    simprof::OptionalStepScope step(none);
+    EXPECT_TRUE(step);
+    step.veto();  // nothing to veto
+    EXPECT_FALSE(step.vetoed());
+    simprof::OptionalStageScope s(none, simprof::StageId{5});
+  }
+  const simprof::StageId physics = l.prof.stage_id("physics");
+  {
+    simprof::OptionalStepScope step(&l.prof);
+    EXPECT_TRUE(step);
+    {
+      simprof::OptionalStageScope s(&l.prof, physics);
+      l.mc.advance(0.002);
+    }
+    step.veto();
+    EXPECT_TRUE(step.vetoed());
+  }
+  EXPECT_TRUE(l.prof.timings().empty()) << "the vetoed step published nothing";
+  {
+    simprof::StepScope step(l.prof);
+    simprof::StageScope s(l.prof, physics);
+    l.mc.advance(0.003);
+  }
+  EXPECT_NEAR(l.prof.timings().at("physics"), 0.003, 1e-12);
+}
+
 TEST(StepProfiler, RejectsBadConstruction) {
   ProfilingOptions o;
   o.fps_tracker_alpha = 2.0;

@@ -14,8 +14,11 @@
 #include "simprof/profiler/report.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 
+using simprof::kNoStage;
+using simprof::kStepStage;
 using simprof::ManualClock;
 using simprof::ProfilingOptions;
+using simprof::StageId;
 using simprof::StepProfiler;
 using simprof::testing::error_of;
 using simprof::testing::steps::Loop;
@@ -160,6 +163,27 @@ TEST(StepProfiler, StatsAndHistogramOverTheHistory) {
   const std::string h = l.prof.histogram("physics");
   EXPECT_NE(h.find("us |"), std::string::npos) << h;
   EXPECT_THROW(l.prof.stats("nope"), std::invalid_argument);
+}
+
+// One stage vocabulary: every query also takes the StageId the hot path uses, and the name
+// overloads are lookups that give the same answers.
+TEST(StepProfiler, QueriesTakeTheStageIdTheHotPathUses) {
+  ProfilingOptions o = quiet();
+  o.stats_window = 10;
+  Loop l(o);
+  for (int i = 1; i <= 12; ++i) l.step(1e-6 * i);
+  const StageId physics = l.prof.find_stage("physics");
+  ASSERT_NE(physics, kNoStage);
+  EXPECT_EQ(l.prof.stats(physics).count, 10u);
+  EXPECT_EQ(l.prof.stats(physics).mean, l.prof.stats("physics").mean);
+  EXPECT_EQ(l.prof.history(physics), l.prof.history("physics"));
+  EXPECT_EQ(l.prof.histogram(physics), l.prof.histogram("physics"));
+  EXPECT_EQ(l.prof.stats(kStepStage).count, 10u);
+  EXPECT_NEAR(l.prof.stats(kStepStage).mean, l.prof.stats("step").mean, 0.0);
+  const std::string bad =
+      error_of<std::invalid_argument>([&] { l.prof.stats(static_cast<StageId>(999)); });
+  EXPECT_NE(bad.find("StageId 999"), std::string::npos) << bad;
+  EXPECT_THROW(l.prof.history(kNoStage), std::invalid_argument);
 }
 
 TEST(StepProfiler, StatsOffWhenWindowIsZero) {

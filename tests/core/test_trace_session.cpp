@@ -169,3 +169,47 @@ TEST(TraceSession, EndingEarlySaysSoAndWritesWhatItHas) {
   { TraceSession quiet_session(prof, o); }  // never started a window: nothing said
   EXPECT_EQ(log.str(), "");
 }
+
+// A source's membership is the registration add_source() returns: moved, it stays; reset or gone,
+// the source is out of the session (and may join again); a session that goes first ends it.
+TEST(TraceSession, ARegistrationTakesItsSourceOutWhenItGoes) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  TraceOptions o;
+  o.schedule = Schedule{0, 0, 1, 3, 0};  // three one-step windows
+  o.wall_clock = false;
+  TraceSession session(prof, o);
+  std::vector<std::size_t> kernels;
+  session.on_trace_ready([&](const Trace& t, std::uint64_t) {
+    std::size_t n = 0;
+    for (const Span& s : t.spans) n += s.kind == SpanKind::kKernel;
+    kernels.push_back(n);
+  });
+  auto one_step = [&] {
+    auto st = prof.step();
+    mc.advance_ns(1000);
+  };
+  FakeSource src;
+  SourceRegistration joined = session.add_source(&src);
+  EXPECT_TRUE(joined.active());
+  one_step();
+  SourceRegistration moved = std::move(joined);
+  EXPECT_FALSE(joined.active());  // NOLINT(bugprone-use-after-move): a moved-from registration
+  EXPECT_TRUE(moved.active());
+  one_step();
+  moved.reset();
+  EXPECT_FALSE(moved.active());
+  one_step();
+  EXPECT_EQ(kernels, (std::vector<std::size_t>{1, 1, 0})) << "the source left before window 2";
+  SourceRegistration again = session.add_source(&src);  // out of the session: it may join again
+  EXPECT_TRUE(again.active());
+
+  FakeSource other;
+  SourceRegistration outlived;
+  {
+    TraceSession second(prof, o);
+    outlived = second.add_source(&other);
+    EXPECT_TRUE(outlived.active());
+  }
+  EXPECT_FALSE(outlived.active()) << "its session went first";
+}

@@ -10,11 +10,14 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "graph_memory.hpp"
 #include "simprof/base/config.hpp"
 #include "simprof/base/log.hpp"
 #include "simprof/cuda/runtime/error.hpp"
 
 namespace simprof::cuda {
+
+using detail::graph_memory_in_use;
 
 namespace {
 
@@ -108,59 +111,6 @@ std::optional<ColdStart> GraphCache::cold_start(const GraphKey& key) const {
 std::size_t GraphCache::size() const noexcept {
   return static_cast<std::size_t>(
       std::count_if(entries_.begin(), entries_.end(), [](const auto& e) { return bool(e->exec); }));
-}
-
-namespace {
-
-// Bytes of device memory the driver counts for graphs' allocation nodes on `device` now: in use
-// (cudaGraphMemAttrUsedMemCurrent) or reserved from the OS (ReservedMemCurrent); 0 when it cannot
-// say. A query of the driver's bookkeeping: no synchronisation.
-std::int64_t graph_memory_attr(int device, cudaGraphMemAttributeType attr) noexcept {
-  unsigned long long v = 0;
-  if (cudaDeviceGetGraphMemAttribute(device, attr, &v) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return static_cast<std::int64_t>(v);
-}
-
-std::int64_t graph_memory_in_use(int device) noexcept {
-  return graph_memory_attr(device, cudaGraphMemAttrUsedMemCurrent);
-}
-
-}  // namespace
-
-void GraphCache::release(Entry& e) {
-  if (!e.exec && !e.instrumented) return;
-  if (e.graph_memory == 0) {  // no memory nodes: nothing to give back, no driver query
-    e.exec.reset();
-    e.instrumented.reset();
-    return;
-  }
-  // A destroyed executable's graph memory goes back to the device's graph pool; trimming hands
-  // what no other graph uses back to the OS. Given back: what left the pool's reservation (or, if
-  // the driver keeps it reserved, what stopped being in use).
-  const std::int64_t used = graph_memory_in_use(device_);
-  const std::int64_t reserved = graph_memory_attr(device_, cudaGraphMemAttrReservedMemCurrent);
-  e.exec.reset();
-  e.instrumented.reset();
-  if (cudaDeviceGraphMemTrim(device_) != cudaSuccess) cudaGetLastError();
-  const std::int64_t freed =
-      std::max({std::int64_t{0}, used - graph_memory_in_use(device_),
-                reserved - graph_memory_attr(device_, cudaGraphMemAttrReservedMemCurrent)});
-  counters_.graph_memory_released += static_cast<std::uint64_t>(freed);
-  e.graph_memory = 0;
-}
-
-std::int64_t GraphCache::graph_memory() const noexcept {
-  std::int64_t sum = 0;
-  for (const auto& e : entries_) sum += e->graph_memory;
-  return sum;
-}
-
-std::int64_t GraphCache::graph_memory(const GraphKey& key) const noexcept {
-  const Entry* e = find(key);
-  return e ? e->graph_memory : 0;
 }
 
 void GraphCache::launch(Entry& e) {
