@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -241,10 +242,10 @@ TEST(Threads, BackgroundWindowIsWrittenBeforeTheNextStartsAndWhenTheSessionEnds)
   o.background = true;
   o.wall_clock = false;
   std::vector<std::uint64_t> handed;
-  std::optional<ThreadedSource> src(std::in_place);
+  auto src = std::make_unique<ThreadedSource>();  // outlives the session
   {
     TraceSession session(prof, o);
-    auto joined = session.add_source(&*src);
+    auto joined = session.add_source(src.get());
     session.on_trace_ready([&](const Trace& t, std::uint64_t w) {
       handed.push_back(w);  // on the writer thread, one window at a time
       EXPECT_EQ(t.spans.back().correlation, w + 1) << "the window's own collection";
