@@ -76,7 +76,6 @@ bool on_device_track(SpanKind k) {
          k == SpanKind::kSync;
 }
 
-// One Chrome event: a span, one end of a flow, or a metadata record.
 // Kineto's metadata records: which one decides the record's name and what its args hold.
 enum class Meta : std::uint8_t {
   kNone,  // not metadata: a span
@@ -105,6 +104,7 @@ std::string_view name_of(Meta m) noexcept {
   return {};
 }
 
+// One Chrome event: a span, one end of a flow, or a metadata record.
 struct Record {
   char ph;
   std::int64_t ts;

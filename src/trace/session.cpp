@@ -113,7 +113,37 @@ void TraceSession::wait() {
   if (writer_.joinable()) writer_.join();
 }
 
-TraceSource::~TraceSource() { leave_session(); }
+TraceSource::~TraceSource() {
+  if (registration_ != nullptr) registration_->source_ = nullptr;
+  leave_session();
+}
+
+SourceRegistration::SourceRegistration(TraceSource* source) noexcept : source_(source) {
+  source_->registration_ = this;
+}
+
+SourceRegistration::SourceRegistration(SourceRegistration&& other) noexcept
+    : source_(other.source_) {
+  other.source_ = nullptr;
+  if (source_ != nullptr) source_->registration_ = this;
+}
+
+SourceRegistration& SourceRegistration::operator=(SourceRegistration&& other) noexcept {
+  if (this != &other) {
+    reset();
+    source_ = other.source_;
+    other.source_ = nullptr;
+    if (source_ != nullptr) source_->registration_ = this;
+  }
+  return *this;
+}
+
+void SourceRegistration::reset() noexcept {
+  if (source_ == nullptr) return;
+  source_->registration_ = nullptr;
+  source_->leave_session();
+  source_ = nullptr;
+}
 
 void TraceSource::leave_session() noexcept {
   if (session_ == nullptr) return;

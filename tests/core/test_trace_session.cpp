@@ -212,4 +212,13 @@ TEST(TraceSession, ARegistrationTakesItsSourceOutWhenItGoes) {
     EXPECT_TRUE(outlived.active());
   }
   EXPECT_FALSE(outlived.active()) << "its session went first";
+
+  SourceRegistration orphan;
+  {
+    FakeSource gone;
+    orphan = session.add_source(&gone);
+    EXPECT_TRUE(orphan.active());
+  }  // the source goes before its registration: it leaves the session and ends the registration
+  EXPECT_FALSE(orphan.active());
+  orphan.reset();  // nothing left to read (ASan would see a read of the source that is gone)
 }

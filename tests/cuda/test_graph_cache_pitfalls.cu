@@ -169,6 +169,14 @@ TEST(CaptureDiagnosis, ClassifiesWithoutAGpu) {
             CapturePitfall::kUnsupported);
   EXPECT_EQ(diagnose(cudaErrorStreamCaptureUnsupported, "my_wrapper(cudaStreamSynchronize)"),
             CapturePitfall::kUnsupported);
+  EXPECT_EQ(diagnose(cudaErrorStreamCaptureUnsupported, "cudaMalloc<float>(&p, n)"),
+            CapturePitfall::kAllocation);
+  EXPECT_EQ(diagnose(cudaErrorStreamCaptureUnsupported, "(cudaStreamSynchronize(s))"),
+            CapturePitfall::kSynchronization);
+  EXPECT_EQ(diagnose(cudaErrorStreamCaptureUnsupported, "cudaMemcpyToArray(a, 0, 0, b, n, k)"),
+            CapturePitfall::kSynchronousCopy);
+  EXPECT_EQ(diagnose(cudaErrorStreamCaptureUnsupported, "cudaFreeAsync(p, s)"),
+            CapturePitfall::kUnsupported);
   // SIMPROF_CUDA_CHECK decides the identity at compile time; CudaError carries it.
   static_assert(classify_call("cudaDeviceSynchronize()") == CudaCall::kSynchronize);
   EXPECT_EQ(CudaError(cudaErrorInvalidValue, "cudaFree(p)", __FILE__, __LINE__).kind(),

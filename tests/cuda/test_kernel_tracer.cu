@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cupti_records.hpp"
 #include "gpu_test.hpp"
 #include "kernel_tracer_test.hpp"
 #include "kineto_contract.hpp"
@@ -211,6 +212,30 @@ TEST_F(GpuTest, BusyCuptiDegradesGracefully) {
 }
 
 // No GPU needed: the registration comes before CUPTI is asked for anything.
+// Which host calls the physics checker counts as waits for the device: decided where the span is
+// made, by CUPTI's callback id in its own API (the same number names another call in the other).
+TEST(KernelTracerCalls, WaitsForTheDeviceByCallbackId) {
+  using simprof::LaunchApi;
+  using simprof::cuda::detail::waits_for_device;
+  EXPECT_TRUE(
+      waits_for_device(LaunchApi::kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020));
+  EXPECT_TRUE(
+      waits_for_device(LaunchApi::kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020));
+  EXPECT_TRUE(waits_for_device(LaunchApi::kDriver, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize));
+  EXPECT_TRUE(waits_for_device(LaunchApi::kDriver, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize));
+  // CUPTI records a query as a synchronisation, and an event's waits for the event only.
+  EXPECT_FALSE(
+      waits_for_device(LaunchApi::kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020));
+  EXPECT_FALSE(
+      waits_for_device(LaunchApi::kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020));
+  EXPECT_FALSE(waits_for_device(LaunchApi::kDriver, CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize));
+  EXPECT_FALSE(
+      waits_for_device(LaunchApi::kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
+  // 17 is cuCtxSynchronize in the driver's numbering and cudaGetDevice in the runtime's.
+  static_assert(CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize == 17);
+  EXPECT_FALSE(waits_for_device(LaunchApi::kRuntime, 17));
+}
+
 TEST(KernelTracerRegistration, OnePerProcessAndFreedWithItsOwner) {
   StepProfiler prof(quiet(), 0);
   {

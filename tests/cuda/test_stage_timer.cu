@@ -206,35 +206,40 @@ TEST_P(StageTimerOrder, CacheAndTimerInEitherOrder) {
   o.warmup = 0;
   std::optional<GraphCache> cache;
   std::optional<DeviceStageTimer> dev;
+  Step step(prof);
+  auto run = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      auto s = prof.step();
+      cache->run({1}, [&](cudaStream_t st) { step.enqueue(st, false); });
+    }
+  };
   if (cache_first) {
     cache.emplace(stream, o);
+    run(2);  // captured and replayed before any timer exists
     dev.emplace(prof, stream, every_step());
     cache->attach(dev->instrumentation());
   } else {
     dev.emplace(prof, stream, every_step());
     cache.emplace(stream, o, dev->instrumentation());
   }
-  Step step(prof);
-  for (int i = 0; i < 4; ++i) {
-    auto s = prof.step();
-    cache->run({1}, [&](cudaStream_t st) { step.enqueue(st, false); });
-  }
+  run(4);
   dev->synchronize();
-  EXPECT_EQ(cache->counters().captures, 1u);
+  // Cache first: the key captured without the timer is captured again, once, with its stamps.
+  EXPECT_EQ(cache->counters().captures, cache_first ? 2u : 1u);
   EXPECT_EQ(cache->counters().instrumented_replays, 4u) << "every step sampled: stamped graph";
   EXPECT_EQ(dev->joined(), 4u);
   EXPECT_TRUE(dev->device_timings().contains("sensors/Cam"));
   if (cache_first) {
-    // The timer goes first: the cache runs the graph as captured from then on.
+    // The timer goes first, while a user still holds its instrumentation: the cache runs the
+    // graph as captured from then on, and nothing calls into the timer that is gone.
+    const auto kept = dev->instrumentation();
     dev.reset();
-    EXPECT_EQ(cache->instrumentation(), nullptr);
-    for (int i = 0; i < 2; ++i) {
-      auto s = prof.step();
-      cache->run({1}, [&](cudaStream_t st) { step.enqueue(st, false); });
-    }
+    EXPECT_EQ(cache->instrumentation(), kept);
+    run(2);
     stream.synchronize();
     EXPECT_EQ(cache->counters().instrumented_replays, 4u);
-    EXPECT_EQ(cache->counters().replays, 6u);
+    EXPECT_EQ(cache->counters().replays, 8u);
+    EXPECT_EQ(cache->counters().captures, 2u);
   } else {
     // The cache goes first: the timer times eager steps as before.
     cache.reset();
@@ -249,9 +254,8 @@ TEST_P(StageTimerOrder, CacheAndTimerInEitherOrder) {
 }
 
 INSTANTIATE_TEST_SUITE_P(GpuTest, StageTimerOrder, ::testing::Values(true, false),
-                         [](const auto& info) {
-                           return info.param ? std::string("CacheFirst")
-                                             : std::string("TimerFirst");
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? std::string("CacheFirst") : std::string("TimerFirst");
                          });
 
 TEST_F(GpuTest, DeviceMeansByStageIdAndName) {
@@ -268,6 +272,8 @@ TEST_F(GpuTest, DeviceMeansByStageIdAndName) {
   ASSERT_NE(busy, simprof::kNoStage);
   EXPECT_EQ(dev.mean(busy), dev.mean("busy"));
   EXPECT_EQ(dev.sampled_mean(simprof::kStepStage), dev.sampled_mean("step"));
+  EXPECT_EQ(dev.mean(simprof::kStepStage), dev.mean("step"));
+  EXPECT_EQ(dev.mean(simprof::kPeriodStage), dev.mean("period"));
   EXPECT_TRUE(std::isnan(dev.mean("no such stage")));
   EXPECT_TRUE(std::isnan(dev.mean(simprof::kNoStage)));
 }

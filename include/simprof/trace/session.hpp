@@ -47,6 +47,7 @@
 namespace simprof {
 
 class TraceSession;
+class SourceRegistration;
 
 /// A producer of typed spans for the active windows, e.g. the CUPTI kernel tracer.
 class TraceSource {
@@ -56,8 +57,10 @@ class TraceSource {
   TraceSource(const TraceSource&) noexcept {}
   /// Assigning keeps this source's own session membership (the other's is not copied).
   TraceSource& operator=(const TraceSource&) noexcept { return *this; }
-  /// Leaves its session if a SourceRegistration has not (a source destroyed before its
-  /// registration: safe unless a background window is being handed over at that moment).
+  /// Leaves its session if its SourceRegistration has not, and ends that registration. (Declare
+  /// the registration after the source, so that it goes first: with TraceOptions::background a
+  /// window may be read on the session's thread, and only the registration's wait comes before
+  /// the source's own members go.)
   virtual ~TraceSource();
   /// The session's timebase, handed over once by TraceSession::add_source() before any window:
   /// every span the source produces is in its nanoseconds.
@@ -84,6 +87,7 @@ class TraceSource {
   // leaves the session.
   void leave_session() noexcept;
   TraceSession* session_ = nullptr;
+  SourceRegistration* registration_ = nullptr;  // the registration holding this source, if any
 };
 
 /// What TraceSession::add_source() returns: the source's membership of the session, owned. Its
@@ -91,37 +95,27 @@ class TraceSource {
 /// the source) and takes the source out of the session, before the source itself goes: declared
 /// after the source, it leaves first, so no source, ours or a user's, needs a destructor of its own
 /// to be safe. A session that goes first lets its sources go; their registrations then do nothing.
-class [[nodiscard]] SourceRegistration {
+class SourceRegistration {
  public:
   SourceRegistration() = default;
   /// Leaves the session (reset()).
   ~SourceRegistration() { reset(); }
   /// Takes over `other`'s membership; `other` is left empty.
-  SourceRegistration(SourceRegistration&& other) noexcept : source_(other.source_) {
-    other.source_ = nullptr;
-  }
+  SourceRegistration(SourceRegistration&& other) noexcept;
   /// Leaves the session of the membership held (reset()), then takes over `other`'s.
-  SourceRegistration& operator=(SourceRegistration&& other) noexcept {
-    if (this != &other) {
-      reset();
-      source_ = other.source_;
-      other.source_ = nullptr;
-    }
-    return *this;
-  }
+  SourceRegistration& operator=(SourceRegistration&& other) noexcept;
   SourceRegistration(const SourceRegistration&) = delete;
   SourceRegistration& operator=(const SourceRegistration&) = delete;
-  /// Takes the source out of its session now (a no-op when it left already).
-  void reset() noexcept {
-    if (source_ != nullptr) source_->leave_session();
-    source_ = nullptr;
-  }
-  /// Whether the source is still in a session (false after reset(), or once the session is gone).
+  /// Takes the source out of its session now (a no-op when it left already, or is gone).
+  void reset() noexcept;
+  /// Whether the source is still in a session (false after reset(), once the session is gone, or
+  /// once the source is).
   bool active() const noexcept { return source_ != nullptr && source_->session_ != nullptr; }
 
  private:
   friend class TraceSession;
-  explicit SourceRegistration(TraceSource* source) noexcept : source_(source) {}
+  friend class TraceSource;  // a source that goes first ends its registration
+  explicit SourceRegistration(TraceSource* source) noexcept;
   TraceSource* source_ = nullptr;
 };
 
@@ -181,7 +175,7 @@ class TraceSession : public StepListener {
   /// Binds `source` to this session's timebase. Sources are not owned: the registration returned
   /// takes the source out of the session when it goes (keep it beside the source, declared after
   /// it). A source belongs to one session: a second add throws std::logic_error.
-  SourceRegistration add_source(TraceSource* source);
+  [[nodiscard]] SourceRegistration add_source(TraceSource* source);
   /// Returns once every window ended so far is handed over (written, or given to the handler). At
   /// once without TraceOptions::background. Call it from the loop's thread.
   void wait();

@@ -164,12 +164,13 @@ void GraphCache::run(const GraphKey& key, const Body& body) {
   e->last_use = ++tick_;
   last_ = e;
   if (e->exec && e->epoch != epoch_) {
-    // Made before the tool now attached (or with one since detached).
-    e->epoch = epoch_;
+    // Made before the tool now attached (or with one since detached). The recapture sets the
+    // epoch when it succeeds; one that throws is tried again at the key's next run.
     if (tool_.lock()) {
       capture_and_launch(*e, body, /*in_place=*/true);
       return;
     }
+    e->epoch = epoch_;
     e->instrumented.reset();
   }
   if (e->exec) {
@@ -191,6 +192,7 @@ void GraphCache::run(const GraphKey& key, const Body& body) {
 }
 
 void GraphCache::attach(const std::shared_ptr<GraphInstrumentation>& tool) {
+  if (tool && tool_.lock() == tool) return;  // attached already: nothing to capture again
   tool_ = tool;
   ++epoch_;
 }

@@ -173,6 +173,7 @@ void DeviceStageTimer::Impl::calibrate() {
 }
 
 DeviceStageTimer::Impl::~Impl() {
+  hook->detach();  // a cache (or a user) that still holds it launches the plain graph from now on
   prof.remove_listener(this);
   // Stamps and publications may still be in flight; errors are not thrown here.
   cudaStreamSynchronize(stream);

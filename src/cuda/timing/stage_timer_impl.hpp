@@ -95,16 +95,22 @@ struct DeviceStageTimer::Impl final : StepListener {
   void report(const char* what, const std::string& why) noexcept;
 
   // What GraphCache sees of the timer (instrumentation.hpp): where the stamps go, which executable
-  // a step runs.
+  // a step runs. A cache holds it weakly, but a user may keep it (instrumentation() hands out a
+  // shared_ptr): the timer's destructor detaches it, and a detached hook adds nothing.
   class Hook final : public GraphInstrumentation {
    public:
     explicit Hook(Impl* t) : timer_(t) {}
-    void capture_begins() noexcept override { timer_->capturing = true; }
-    void capture_ends() noexcept override { timer_->capturing = false; }
-    cudaGraph_t instrumented_copy(cudaGraph_t graph) noexcept override {
-      return timer_->instrumented_copy(graph);
+    void detach() noexcept { timer_ = nullptr; }
+    void capture_begins() noexcept override {
+      if (timer_) timer_->capturing = true;
     }
-    bool instrumented_launch() const noexcept override { return !timer_->skip; }
+    void capture_ends() noexcept override {
+      if (timer_) timer_->capturing = false;
+    }
+    cudaGraph_t instrumented_copy(cudaGraph_t graph) noexcept override {
+      return timer_ ? timer_->instrumented_copy(graph) : nullptr;
+    }
+    bool instrumented_launch() const noexcept override { return timer_ && !timer_->skip; }
 
    private:
     Impl* timer_;

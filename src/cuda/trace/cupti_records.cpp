@@ -14,6 +14,17 @@
 
 namespace simprof::cuda::detail {
 
+bool waits_for_device(LaunchApi api, std::uint32_t cbid) noexcept {
+  if (api == LaunchApi::kDriver)
+    return cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize ||
+           cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz ||
+           cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize;
+  return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020 ||
+         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000 ||
+         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020 ||
+         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020;
+}
+
 int ActivityRecords::intern(const char* mangled) {
   const std::string raw = mangled ? mangled : "?";
   const auto it = name_ids_.find(raw);
@@ -98,19 +109,6 @@ void ActivityRecords::clear() noexcept {
 namespace {
 
 // "cudaLaunchKernel_v7000" -> "cudaLaunchKernel"; "cuLaunchKernelEx" as it is.
-// The calls that block the host until a stream or the device is done, by CUPTI's callback id (an
-// event's synchronisation waits for less: not these).
-bool waits_for_device(LaunchApi api, std::uint32_t cbid) noexcept {
-  if (api == LaunchApi::kDriver)
-    return cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize ||
-           cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz ||
-           cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize;
-  return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020 ||
-         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000 ||
-         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020 ||
-         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020;
-}
-
 std::string call_name(LaunchApi api, std::uint32_t cbid) {
   const char* name = nullptr;
   const auto domain =

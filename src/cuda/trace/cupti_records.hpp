@@ -17,6 +17,11 @@
 
 namespace simprof::cuda::detail {
 
+/// Whether the host call CUPTI names by (api, cbid) blocks until a stream or the device is done:
+/// cudaStreamSynchronize, cudaDeviceSynchronize, cudaThreadSynchronize, cuStreamSynchronize,
+/// cuCtxSynchronize (and their per-thread forms); an event's synchronisation or a query is not one.
+bool waits_for_device(LaunchApi api, std::uint32_t cbid) noexcept;
+
 struct KernelRecord {
   std::uint64_t start, end;
   std::uint32_t device, context, stream, correlation, graph_id;

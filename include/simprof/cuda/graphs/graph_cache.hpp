@@ -147,7 +147,8 @@ class GraphCache {
   /// that is gone is never called). Replaces the one attached before; keys captured without this
   /// tool are captured again on their next run. The tool's stamps must go to this cache's stream.
   void attach(const std::shared_ptr<GraphInstrumentation>& tool);
-  /// Stops asking the attached tool; executables with its nodes are dropped.
+  /// Stops asking the attached tool: each key runs its graph as captured from its next run on
+  /// (its executable with the tool's nodes is dropped then).
   void detach() noexcept;
   /// The attached tool, or null (none, or it is gone).
   std::shared_ptr<GraphInstrumentation> instrumentation() const noexcept { return tool_.lock(); }

@@ -30,25 +30,48 @@ enum class CudaCall : std::uint8_t {
 };
 
 /// The identity of the call whose source text is `call` ("cudaMemcpy(a, b, n, k)"): the function
-/// named before the first '(' (namespace qualifiers and a leading "::" ignored), looked up by its
-/// whole name. constexpr: SIMPROF_CUDA_CHECK decides it at compile time.
+/// named before the first '(' or '<' (namespace qualifiers, a leading "::" or '(' ignored), looked
+/// up by its whole name. constexpr: SIMPROF_CUDA_CHECK decides it at compile time.
 constexpr CudaCall classify_call(std::string_view call) noexcept {
   std::size_t b = 0;
-  while (b < call.size() && (call[b] == ' ' || call[b] == ':')) ++b;
+  while (b < call.size() && (call[b] == ' ' || call[b] == ':' || call[b] == '(')) ++b;
   std::size_t e = b;
-  while (e < call.size() && call[e] != '(' && call[e] != ' ') ++e;
+  while (e < call.size() && call[e] != '(' && call[e] != ' ' && call[e] != '<') ++e;
   std::string_view f = call.substr(b, e - b);
   if (const std::size_t q = f.rfind("::"); q != std::string_view::npos) f = f.substr(q + 2);
   constexpr std::string_view kSync[] = {"cudaStreamSynchronize", "cudaDeviceSynchronize",
                                         "cudaEventSynchronize", "cudaThreadSynchronize"};
-  constexpr std::string_view kAlloc[] = {
-      "cudaMalloc",      "cudaFree",          "cudaMallocHost",   "cudaFreeHost",
-      "cudaHostAlloc",   "cudaMallocManaged", "cudaMallocPitch",  "cudaMalloc3D",
-      "cudaMallocArray", "cudaFreeArray",     "cudaHostRegister", "cudaHostUnregister"};
-  constexpr std::string_view kCopy[] = {
-      "cudaMemcpy",           "cudaMemcpy2D",        "cudaMemcpy3D",         "cudaMemcpyToSymbol",
-      "cudaMemcpyFromSymbol", "cudaMemcpyPeer",      "cudaMemset",           "cudaMemset2D",
-      "cudaMemset3D",         "cudaMemcpy2DToArray", "cudaMemcpy2DFromArray"};
+  constexpr std::string_view kAlloc[] = {"cudaMalloc",
+                                         "cudaFree",
+                                         "cudaMallocHost",
+                                         "cudaFreeHost",
+                                         "cudaHostAlloc",
+                                         "cudaMallocManaged",
+                                         "cudaMallocPitch",
+                                         "cudaMalloc3D",
+                                         "cudaMallocArray",
+                                         "cudaFreeArray",
+                                         "cudaMalloc3DArray",
+                                         "cudaHostRegister",
+                                         "cudaHostUnregister",
+                                         "cudaFreeMipmappedArray",
+                                         "cudaMallocMipmappedArray"};
+  constexpr std::string_view kCopy[] = {"cudaMemcpy",
+                                        "cudaMemcpy2D",
+                                        "cudaMemcpy3D",
+                                        "cudaMemcpy3DPeer",
+                                        "cudaMemcpyPeer",
+                                        "cudaMemcpyToSymbol",
+                                        "cudaMemcpyFromSymbol",
+                                        "cudaMemcpyToArray",
+                                        "cudaMemcpyFromArray",
+                                        "cudaMemcpyArrayToArray",
+                                        "cudaMemcpy2DToArray",
+                                        "cudaMemcpy2DFromArray",
+                                        "cudaMemcpy2DArrayToArray",
+                                        "cudaMemset",
+                                        "cudaMemset2D",
+                                        "cudaMemset3D"};
   for (const std::string_view n : kSync)
     if (f == n) return CudaCall::kSynchronize;
   for (const std::string_view n : kAlloc)
