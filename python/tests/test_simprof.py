@@ -286,3 +286,18 @@ def test_timer_stats_from_an_array():
         stats.across_envs("nope")
     with pytest.raises(simprof.InvalidArgument, match="ticks_per_second"):
         stats.update(frame, ticks_per_second=0)
+
+
+def test_a_failed_step_end_leaves_the_profiler_usable():
+    # end_step() with a stage still open raises, and the step is dropped like a vetoed one: the same
+    # profiler goes on (a notebook user who caught the error needs no new one).
+    prof = quiet()
+    prof.begin_step()
+    prof.begin_stage("a")
+    with pytest.raises(simprof.LogicError, match="'a' is still open.*dropped"):
+        prof.end_step()
+    assert prof.timings == {}
+    with prof.step():
+        with prof.stage("a"):
+            pass
+    assert "a" in prof.timings

@@ -211,10 +211,15 @@ void StepProfiler::drop_step(std::int64_t t, StepOutcome outcome) noexcept {
 
 bool StepProfiler::end_step() {
   if (!in_step_) throw std::logic_error("simprof: end_step() outside a step");
-  if (depth_ != 0)
-    throw std::logic_error(
-        fmt::format("simprof: unbalanced scopes: stage '{}' is still open at the end of step {}",
-                    names_[stack_[depth_ - 1]], serial_ - 1));
+  if (depth_ != 0) {
+    // The step is dropped like a vetoed one, so the profiler stays usable: the next step works.
+    std::string message = fmt::format(
+        "simprof: unbalanced scopes: stage '{}' is still open at the end of step {}; the step is "
+        "dropped",
+        names_[stack_[depth_ - 1]], serial_ - 1);
+    drop_step(clock_.now(), StepOutcome::kAborted);
+    throw std::logic_error(std::move(message));
+  }
   const std::int64_t t = clock_.now();
   if (vetoed_) {
     drop_step(t, StepOutcome::kVetoed);

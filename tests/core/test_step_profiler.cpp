@@ -123,13 +123,23 @@ TEST(StepProfiler, MisuseIsAClearError) {
   EXPECT_NE(unbalanced.find("unbalanced"), std::string::npos) << unbalanced;
   EXPECT_NE(unbalanced.find("'rendering'"), std::string::npos) << unbalanced;
   const std::string open = error_of<std::logic_error>([&] { prof.end_step(); });
-  EXPECT_NE(open.find("still open"), std::string::npos) << open;
-  prof.end_stage(render);
+  EXPECT_NE(open.find("'rendering' is still open"), std::string::npos) << open;
+  EXPECT_NE(open.find("dropped"), std::string::npos) << open;
+  // The failed step is dropped like a vetoed one: nothing published, and the profiler stays usable
+  // (a notebook user who caught the error goes on with the same profiler).
+  EXPECT_FALSE(prof.in_step());
+  EXPECT_TRUE(prof.timings().empty());
+  EXPECT_NE(error_of<std::logic_error>([&] { prof.end_stage(render); }).find("no open stage"),
+            std::string::npos);
+  prof.begin_step();
+  prof.begin_stage(physics);
+  mc.advance(0.002);
   prof.end_stage(physics);
   EXPECT_NE(error_of<std::logic_error>([&] { prof.end_stage(physics); }).find("no open stage"),
             std::string::npos);
   EXPECT_TRUE(prof.end_step());
-  EXPECT_TRUE(prof.timings().contains("physics"));
+  EXPECT_NEAR(prof.timings().at("physics"), 0.002, 1e-12);
+  EXPECT_FALSE(prof.timings().contains("period")) << "the step after a dropped one has no period";
 }
 
 TEST(StepProfiler, StageLeftOpenInAStepScopeIsReportedAndTheStepDropped) {

@@ -99,8 +99,9 @@ class StepProfiler {
   // --- steps and stages, manual (for engines whose stages do not nest lexically) ------------
   /// Starts a step; throws std::logic_error inside a step. Returns false when vetoed.
   bool begin_step();
-  /// Ends the step and publishes its timings; throws std::logic_error outside a step or while a
-  /// stage is open. Returns false when the step was vetoed (the timings are then cleared).
+  /// Ends the step and publishes its timings; throws std::logic_error outside a step, or while a
+  /// stage is open (the step is then dropped like a vetoed one, and the next step works). Returns
+  /// false when the step was vetoed (the timings are then cleared).
   bool end_step();
   /// Marks the current step as vetoed; throws std::logic_error outside a step.
   void veto_step();
