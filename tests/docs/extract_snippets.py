@@ -85,6 +85,30 @@ def header_example(path):
     return None
 
 
+def write_source(out, rel, ident, first, body, includes_first, file_scope, cuda, device=False):
+    """Writes a snippet's translation unit to `out` (only when its text changed): the leading
+    #include lines of `body` after `includes_first`, a #line back to `rel`, then the body at file
+    scope or inside a function named `ident`. Returns (path, the body's includes, the rest)."""
+    includes = []
+    while body and (body[0].startswith("#include") or not body[0].strip()):
+        if body[0].strip():
+            includes.append(body[0])
+        body = body[1:]
+        first += 1
+    src = [f"// Generated from {rel}:{first} by tests/docs/extract_snippets.py."]
+    src += [f'#include "{h}"' for h in includes_first] + includes
+    src.append(f'#line {first} "{rel}"')
+    if file_scope:
+        src += body
+    else:
+        src += [f"{'__device__ ' if device else ''}void {ident}() {{"] + body + ["}"]
+    source = os.path.join(out, ident + (".cu" if cuda else ".cpp"))
+    new = "\n".join(src) + "\n"
+    if not os.path.exists(source) or open(source, encoding="utf-8").read() != new:
+        open(source, "w", encoding="utf-8").write(new)
+    return source, includes, body
+
+
 def header_snippet(out, root, path, calls):
     rel = os.path.relpath(path, root)
     found = header_example(path)
@@ -98,24 +122,9 @@ def header_snippet(out, root, path, calls):
     text = "\n".join(body)
     cuda = device or "<<<" in text or "__global__" in text
     ident = re.sub(r"[^A-Za-z0-9]", "_", rel) + f"_{first}"
-    includes = []
-    while body and (body[0].startswith("#include") or not body[0].strip()):
-        if body[0].strip():
-            includes.append(body[0])
-        body = body[1:]
-        first += 1
     header = os.path.relpath(path, os.path.join(root, "include"))
-    src = [f"// Generated from {rel}:{first} by tests/docs/extract_snippets.py.",
-           '#include "prelude_header.hpp"', f'#include "{header}"'] + includes
-    src.append(f'#line {first} "{rel}"')
-    if "file" in words:
-        src += body
-    else:
-        src += [f"{'__device__ ' if device else ''}void {ident}() {{"] + body + ["}"]
-    source = os.path.join(out, ident + (".cu" if cuda else ".cpp"))
-    new = "\n".join(src) + "\n"
-    if not os.path.exists(source) or open(source, encoding="utf-8").read() != new:
-        open(source, "w", encoding="utf-8").write(new)
+    source, _, _ = write_source(out, rel, ident, first, body, ["prelude_header.hpp", header],
+                                "file" in words, cuda, device)
     backend = cuda or header.startswith("simprof/cuda") or "simprof::cuda" in text or \
         re.search(r"\bcuda[A-Z]", text) is not None
     calls.append(f'simprof_doc_snippet({ident} "{source}" {"ON" if cuda else "OFF"} '
@@ -145,23 +154,8 @@ def main():
                     prelude = f"prelude_{w[len('prelude='):]}.hpp"
             start = first  # the snippet's first line: its name
             ident = re.sub(r"[^A-Za-z0-9]", "_", rel) + f"_{start}"
-            includes = []
-            while body and (body[0].startswith("#include") or not body[0].strip()):
-                if body[0].strip():
-                    includes.append(body[0])
-                body = body[1:]
-                first += 1
-            text = [f"// Generated from {rel}:{first} by tests/docs/extract_snippets.py.",
-                    f'#include "{prelude}"'] + includes
-            text.append(f'#line {first} "{rel}"')
-            if "file" in words:
-                text += body
-            else:
-                text += [f"void {ident}() {{"] + body + ["}"]
-            source = os.path.join(out, ident + (".cu" if cuda else ".cpp"))
-            new = "\n".join(text) + "\n"
-            if not os.path.exists(source) or open(source, encoding="utf-8").read() != new:
-                open(source, "w", encoding="utf-8").write(new)
+            source, includes, body = write_source(out, rel, ident, first, body, [prelude],
+                                                  "file" in words, cuda)
             backend = cuda or any("simprof::cuda" in l or "simprof/cuda" in l
                                   for l in includes + body)
             calls.append(f'simprof_doc_snippet({ident} "{source}" {"ON" if cuda else "OFF"} '
