@@ -13,6 +13,7 @@
 #pragma once
 
 #include "simprof/cuda/graphs/capture.hpp"
+#include "simprof/cuda/graphs/foreign_graph.hpp"
 #include "simprof/cuda/graphs/frame_pipeline.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/graphs/step_graph.hpp"

@@ -8,8 +8,9 @@ build tree and cmake --install put it).
 """
 import ctypes
 import os
+import weakref
 
-from .errors import BY_STATUS, Error
+from .errors import BY_STATUS, Error, LogicError
 
 
 def _load() -> ctypes.CDLL:
@@ -73,6 +74,7 @@ for _n, _a in [
     ("simprof_fps", [vp, ctypes.POINTER(dbl), ctypes.POINTER(dbl)]),
     ("simprof_set_show_fps", [vp, cint]),
     ("simprof_fps_flush", [vp]),
+    ("simprof_fps_reset", [vp]),
     ("simprof_set_fps_callback", [vp, FPS_CALLBACK, vp]),
     ("simprof_running_mean_new_window", [size, ctypes.POINTER(vp)]),
     ("simprof_running_mean_new_ema", [dbl, ctypes.POINTER(vp)]),
@@ -89,13 +91,42 @@ for _n, _a in [
     ("simprof_trace_file", [vp, size, ctypes.POINTER(cstr)]),
     ("simprof_kernel_tracer_new", [vp, vp, cint, ctypes.POINTER(vp)]),
     ("simprof_nvtx_new", [vp, ctypes.POINTER(vp)]),
+    ("simprof_collective_begin", [vp, cstr, i64, i64, cstr, cstr, cstr, ctypes.POINTER(cint), size,
+                                  ctypes.POINTER(vp)]),
+    ("simprof_stream_check", [vp, ctypes.POINTER(cint)]),
+    ("simprof_step_pacer_new", [vp, vp, cint, cint, cint, cint, ctypes.POINTER(vp)]),
+    ("simprof_step_pacer_finish", [vp]),
+    ("simprof_step_pacer_counters", [vp, vp]),
+    ("simprof_step_pacer_device_steps", [vp, vp]),
+    ("simprof_stage_timer_new", [vp, vp, cint, cint, size, cint, ctypes.POINTER(vp)]),
+    ("simprof_stage_timer_set_stream", [vp, vp]),
+    ("simprof_stage_timer_poll", [vp]),
+    ("simprof_stage_timer_synchronize", [vp]),
+    ("simprof_stage_timer_timings_count", [vp, ctypes.POINTER(size)]),
+    ("simprof_stage_timer_timings_get", [vp, size, ctypes.POINTER(cstr), ctypes.POINTER(dbl)]),
+    ("simprof_stage_timer_mean", [vp, cstr, cint, ctypes.POINTER(dbl)]),
+    ("simprof_device_stage_table", [vp, vp, ctypes.c_char_p, size, ctypes.POINTER(size)]),
+    ("simprof_stage_timer_capture_begin", [vp, vp]),
+    ("simprof_stage_timer_capture_end", [vp]),
+    ("simprof_stamped_graph_new", [vp, vp, ctypes.POINTER(vp)]),
+    ("simprof_stamped_graph_launch", [vp, vp, ctypes.POINTER(cint)]),
+    ("simprof_stopwatch_new", [vp, cint, cint, ctypes.POINTER(vp)]),
+    ("simprof_stopwatch_start", [vp]),
+    ("simprof_stopwatch_stop", [vp]),
+    ("simprof_stopwatch_seconds", [vp, ctypes.POINTER(dbl), ctypes.POINTER(dbl),
+                                   ctypes.POINTER(dbl)]),
+    ("simprof_stopwatch_reset", [vp]),
+    ("simprof_memory_tracker_new", [vp, vp, u64, ctypes.POINTER(vp)]),
+    ("simprof_memory_tracker_total", [vp, cstr, vp]),
+    ("simprof_memory_tracker_state", [vp, vp]),
 ]:
     _sig(_n, cint, *_a)
 _sig("simprof_timer_stats_frames", u64, vp)
 for _n in ("simprof_options_free", "simprof_profiler_free", "simprof_manual_clock_free",
-           "simprof_running_mean_free",
-           "simprof_timer_stats_free",
-           "simprof_trace_free", "simprof_kernel_tracer_free", "simprof_nvtx_free"):
+           "simprof_running_mean_free", "simprof_timer_stats_free", "simprof_trace_free",
+           "simprof_kernel_tracer_free", "simprof_nvtx_free", "simprof_collective_end",
+           "simprof_step_pacer_free", "simprof_stage_timer_free", "simprof_stamped_graph_free",
+           "simprof_stopwatch_free", "simprof_memory_tracker_free"):
     _sig(_n, None, vp)
 _sig("simprof_steps", u64, vp)
 _sig("simprof_running_mean_value", dbl, vp)
@@ -105,6 +136,43 @@ _sig("simprof_trace_dropped", u64, vp)
 _sig("simprof_kernel_tracer_enabled", cint, vp)
 _sig("simprof_kernel_tracer_reason", cstr, vp)
 _sig("simprof_kernel_tracer_dropped", u64, vp)
+for _n in ("simprof_stage_timer_joined", "simprof_stage_timer_dropped",
+           "simprof_stage_timer_unpaired", "simprof_stamped_graph_launches",
+           "simprof_stopwatch_laps"):
+    _sig(_n, u64, vp)
+_sig("simprof_stamped_graph_instrumented", cint, vp)
+_sig("simprof_stopwatch_clock_label", cstr, vp)
+_sig("simprof_memory_tracker_enabled", cint, vp)
+_sig("simprof_memory_tracker_reason", cstr, vp)
+
+
+class PacerCounters(ctypes.Structure):
+    """simprof_pacer_counters."""
+    _fields_ = [("steps", u64), ("waits", u64), ("wait_s", dbl), ("most_in_flight", u64)]
+
+
+class DeviceStepsC(ctypes.Structure):
+    """simprof_device_steps."""
+    _fields_ = [("steps", u64), ("completed", u64), ("missed", u64), ("periods", u64),
+                ("mean_step_s", dbl), ("mean_period_s", dbl)]
+
+
+class AllocCountsC(ctypes.Structure):
+    """simprof_alloc_counts."""
+    _fields_ = [("allocs", u64), ("alloc_bytes", u64), ("frees", u64), ("free_bytes", u64),
+                ("steps", u64)]
+
+
+class MemoryStateC(ctypes.Structure):
+    """simprof_memory_state."""
+    _fields_ = [("in_use_bytes", i64), ("peak_bytes", i64), ("steady_allocating_steps", u64),
+                ("first_step", u64), ("first_allocs", u64), ("first_bytes", u64),
+                ("first_stage", cstr)]
+
+
+def fields(struct) -> dict:
+    """A ctypes.Structure as a dict of its fields."""
+    return {name: getattr(struct, name) for name, _ in struct._fields_}
 
 
 
@@ -132,17 +200,51 @@ def text(fn, *args) -> str:
 
 class Handle:
     """An owned C handle: close() (or the with block's end, or garbage collection) frees it once
-    with the subclass's _free."""
+    with the subclass's _free. A handle made on others (a tracer on its profiler and session) holds
+    them, so they outlive it, and is closed first when one of them is closed: the C library never
+    sees a handle whose parent is gone. Using a closed handle raises simprof.LogicError saying so."""
 
     _free = None
 
-    def __init__(self, handle: int):
-        self._h = handle
+    def __init__(self, handle: int, *parents: "Handle"):
+        self._ptr = handle
+        self._parents = parents  # kept alive as long as this handle
+        for p in parents:
+            p._children().add(self)
+
+    def _children(self) -> "weakref.WeakSet":
+        kids = self.__dict__.get("_kids")
+        if kids is None:
+            kids = self.__dict__["_kids"] = weakref.WeakSet()
+        return kids
+
+    @property
+    def _h(self) -> int:
+        h = self.__dict__.get("_ptr")
+        if not h:
+            raise LogicError("simprof: this %s is closed (close() was called or its with block "
+                             "ended, or an object it was made on was closed): make a new one"
+                             % type(self).__name__)
+        return h
+
+    @property
+    def closed(self) -> bool:
+        """Whether close() ran (directly, or through an object this one was made on)."""
+        return not self.__dict__.get("_ptr")
 
     def close(self) -> None:
-        if getattr(self, "_h", None):
-            type(self)._free(self._h)
-            self._h = None
+        """Frees the C handle, after closing what was made on this object; a second call does
+        nothing."""
+        for kid in list(self.__dict__.get("_kids") or ()):
+            kid.close()
+        h = self.__dict__.get("_ptr")
+        if h:
+            self._ptr = None
+            self._release(h)
+            self.__dict__.pop("_stream_obj", None)  # a stream object held while the handle used it
+
+    def _release(self, h: int) -> None:
+        type(self)._free(h)
 
     def __del__(self):
         try:
@@ -151,6 +253,7 @@ class Handle:
             pass
 
     def __enter__(self):
+        self._h  # a closed handle says so here
         return self
 
     def __exit__(self, *exc):

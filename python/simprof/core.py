@@ -6,7 +6,9 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
-from typing import Callable, Dict, Optional
+from typing import Any, Callable, Dict, Iterator, Optional, TypeVar, cast
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 from ._lib import FPS_CALLBACK, Handle, check, cint, cstr, dbl, i64, lib, new, size, text
 from .errors import Error, InvalidArgument
@@ -33,10 +35,12 @@ class ManualClock(Handle):
         self.advance_ns(round(seconds * 1e9))
 
     def advance_ns(self, ns: int) -> None:
+        """Moves the clock `ns` nanoseconds on (negative is refused)."""
         check(lib.simprof_manual_clock_advance_ns(self._h, int(ns)))
 
     @property
     def now_ns(self) -> int:
+        """The clock's time, nanoseconds since it was made."""
         out = i64()
         check(lib.simprof_manual_clock_now_ns(self._h, ctypes.byref(out)))
         return out.value
@@ -83,8 +87,7 @@ class StepProfiler(Handle):
                     raise InvalidArgument("simprof: clock = %r (expected a simprof.ManualClock)"
                                           % (clock,))
                 super().__init__(new(lib.simprof_profiler_new_with_clock, opts, int(n_envs),
-                                      clock._h))
-                self._clock = clock  # the profiler reads it: it lives as long
+                                      clock._h), clock)  # the profiler reads it: it lives as long
         finally:
             lib.simprof_options_free(opts)
         self._callback = None
@@ -93,6 +96,7 @@ class StepProfiler(Handle):
 
     # --- steps and stages -------------------------------------------------------------------------
     def begin_step(self) -> None:
+        """Starts a step (LogicError inside a step); end it with end_step()."""
         check(lib.simprof_step_begin(self._h))
 
     def end_step(self) -> bool:
@@ -106,13 +110,15 @@ class StepProfiler(Handle):
         check(lib.simprof_step_veto(self._h))
 
     def begin_stage(self, name: str) -> None:
+        """Opens stage `name` in the current step (LogicError outside a step)."""
         check(lib.simprof_stage_begin(self._h, name.encode()))
 
     def end_stage(self, name: str) -> None:
+        """Closes stage `name`, which must be the innermost open one."""
         check(lib.simprof_stage_end(self._h, name.encode()))
 
     @contextlib.contextmanager
-    def step(self):
+    def step(self) -> Iterator["StepProfiler"]:
         """with prof.step(): ... — an exception inside drops the step (nothing published)."""
         self.begin_step()
         try:
@@ -125,7 +131,7 @@ class StepProfiler(Handle):
         self.end_step()
 
     @contextlib.contextmanager
-    def stage(self, name: str):
+    def stage(self, name: str) -> Iterator[None]:
         """with prof.stage("physics"): ... ("sensors/Cam" rolls up into "sensors")."""
         self.begin_stage(name)
         try:
@@ -133,23 +139,23 @@ class StepProfiler(Handle):
         finally:
             self.end_stage(name)
 
-    def staged(self, name: str):
+    def staged(self, name: str) -> Callable[[F], F]:
         """A decorator: every call of the function is the stage `name`."""
-        def wrap(fn):
+        def wrap(fn: F) -> F:
             @functools.wraps(fn)
-            def inner(*args, **kwargs):
+            def inner(*args: Any, **kwargs: Any) -> Any:
                 with self.stage(name):
                     return fn(*args, **kwargs)
-            return inner
+            return cast(F, inner)
         return wrap
 
-    def stepped(self, fn):
+    def stepped(self, fn: F) -> F:
         """A decorator: every call of the function is one step."""
         @functools.wraps(fn)
-        def inner(*args, **kwargs):
+        def inner(*args: Any, **kwargs: Any) -> Any:
             with self.step():
                 return fn(*args, **kwargs)
-        return inner
+        return cast(F, inner)
 
     # --- what was measured ------------------------------------------------------------------------
     @property
@@ -177,6 +183,7 @@ class StepProfiler(Handle):
 
     @property
     def steps(self) -> int:
+        """Steps that ended and were published (vetoed and dropped ones are not counted)."""
         return int(lib.simprof_steps(self._h))
 
     @property
@@ -188,6 +195,7 @@ class StepProfiler(Handle):
 
     @property
     def fps_per_env(self) -> float:
+        """The FPS line's rate per env (NaN before the first sample)."""
         total, per_env = dbl(), dbl()
         check(lib.simprof_fps(self._h, ctypes.byref(total), ctypes.byref(per_env)))
         return per_env.value
@@ -196,11 +204,17 @@ class StepProfiler(Handle):
         """Completes the FPS sample in progress to the last step (a run shorter than a sample)."""
         check(lib.simprof_fps_flush(self._h))
 
+    def reset_fps(self) -> None:
+        """Starts the FPS line afresh (no sample, no average): the rate from now on, e.g. after
+        a warm-up or a graph capture."""
+        check(lib.simprof_fps_reset(self._h))
+
     def set_show_fps(self, show: bool) -> None:
         """Switches the FPS line at run time (from any thread)."""
         check(lib.simprof_set_show_fps(self._h, int(bool(show))))
 
     def set_fps_callback(self, fn: Optional[Callable[[float, float, int], None]]) -> None:
+        """fn(total_fps, fps_per_env, n_envs) at every FPS sample; None stops it."""
         if fn is None:
             self._callback = None
             check(lib.simprof_set_fps_callback(self._h, FPS_CALLBACK(), None))
@@ -226,13 +240,16 @@ class RunningMean(Handle):
             super().__init__(new(lib.simprof_running_mean_new_ema, float(alpha)))
 
     def update(self, x: float) -> float:
+        """Adds `x` (NaN is refused) and returns the mean."""
         check(lib.simprof_running_mean_update(self._h, float(x)))
         return self.value
 
     @property
     def value(self) -> float:
+        """The mean (NaN until the window is full, or before the first value of an EMA)."""
         return lib.simprof_running_mean_value(self._h)
 
     @property
     def count(self) -> int:
+        """Values added so far."""
         return int(lib.simprof_running_mean_count(self._h))

@@ -31,8 +31,7 @@ class TraceSession(Handle):
                  repeat: int = 1, skip_first: int = 0, dir: str = ".", background: bool = False):
         super().__init__(new(lib.simprof_trace_new, prof._h, int(wait), int(warmup),
                               int(active), int(repeat), int(skip_first), dir.encode(),
-                              1 if background else 0))
-        self._prof = prof  # outlives this session
+                              1 if background else 0), prof)
 
     def wait(self) -> None:
         """Returns once every window ended so far is written."""
@@ -40,14 +39,17 @@ class TraceSession(Handle):
 
     @property
     def windows(self) -> int:
+        """Trace windows written so far."""
         return int(lib.simprof_trace_windows(self._h))
 
     @property
     def dropped(self) -> int:
+        """Spans dropped over a window's limits: counted, never silent."""
         return int(lib.simprof_trace_dropped(self._h))
 
     @property
     def files(self) -> List[str]:
+        """The trace files written so far, one per window."""
         n = size()
         check(lib.simprof_trace_files_count(self._h, ctypes.byref(n)))
         out, path = [], cstr()
@@ -75,17 +77,19 @@ class KernelTracer(Handle):
         flags = ((1 if graph_launches else 0) | (2 if kernels_only else 0) |
                  (4 if cupti_clock else 0) | (0 if runtime else 8) | (0 if driver else 16) |
                  (0 if copies else 32) | (0 if syncs else 64) | (128 if overhead else 0))
-        super().__init__(new(lib.simprof_kernel_tracer_new, prof._h, trace._h, flags))
-        self._keep = (prof, trace)
+        super().__init__(new(lib.simprof_kernel_tracer_new, prof._h, trace._h, flags), prof, trace)
 
     @property
     def enabled(self) -> bool:
+        """Whether CUPTI could be had (False: another tool holds it; reason says which)."""
         return bool(lib.simprof_kernel_tracer_enabled(self._h))
 
     @property
     def reason(self) -> str:
+        """Why the tracer is off ("" when enabled)."""
         return lib.simprof_kernel_tracer_reason(self._h).decode()
 
     @property
     def dropped(self) -> int:
+        """CUPTI records lost (CUPTI's buffers full): counted, never silent."""
         return int(lib.simprof_kernel_tracer_dropped(self._h))

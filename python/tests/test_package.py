@@ -3,12 +3,13 @@
 package imports as simprof.<module> (the build tree and cmake --install copy every *.py)."""
 import glob
 import importlib
+import inspect
 import os
 
 import simprof
 
 # The modules of the package (python/simprof/*.py but __init__); a new one is added here.
-MODULES = {"_lib", "errors", "core", "timers", "trace", "cuda"}
+MODULES = {"_lib", "errors", "core", "timers", "trace", "memory", "distributed", "cuda"}
 
 
 def test_every_public_name_resolves_and_every_module_imports():
@@ -27,3 +28,36 @@ def test_every_public_name_resolves_and_every_module_imports():
         for public in getattr(module, "__all__", []):
             assert public in simprof.__all__, "simprof.%s.%s is not re-exported" % (name, public)
             assert getattr(simprof, public) is getattr(module, public)
+
+
+def test_every_public_name_has_type_hints_and_a_docstring():
+    # py.typed ships with the package (PEP 561): then every public signature must be annotated.
+    assert os.path.exists(os.path.join(os.path.dirname(simprof.__file__), "py.typed"))
+    missing = []
+    for name in simprof.__all__:
+        obj = getattr(simprof, name)
+        if inspect.isclass(obj):
+            if issubclass(obj, Exception):
+                assert obj.__doc__, name
+                continue
+            members = [(name + "." + n, m) for n, m in vars(obj).items()
+                       if (not n.startswith("_") or n == "__init__")
+                       and (inspect.isfunction(m) or isinstance(m, (property, staticmethod)))]
+        else:
+            members = [(name, obj)]
+        assert obj.__doc__, "%s has no docstring (help() shows nothing)" % name
+        for qualified, m in members:
+            if isinstance(m, property):
+                m = m.fget
+            if isinstance(m, staticmethod):
+                m = m.__func__
+            f = inspect.unwrap(m)
+            if not inspect.getdoc(f):
+                missing.append(qualified + " (no docstring)")
+            sig = inspect.signature(f)
+            for p in sig.parameters.values():
+                if p.name not in ("self", "cls") and p.annotation is inspect.Parameter.empty:
+                    missing.append("%s(%s)" % (qualified, p.name))
+            if f.__name__ != "__init__" and sig.return_annotation is inspect.Signature.empty:
+                missing.append(qualified + " -> ?")
+    assert not missing, "without type hints or a docstring: " + ", ".join(missing)

@@ -167,6 +167,24 @@ def test_fps_line_callback_and_switch(capfd):
     assert math.isnan(quiet().fps)
 
 
+def test_reset_fps_starts_the_line_afresh():
+    # A slow warm-up (10 ms steps) and then the steady rate (2 ms steps): without a reset the EMA
+    # (alpha 0.95) still remembers the warm-up; after reset_fps() the line is the steady rate alone.
+    clock = simprof.ManualClock()
+    prof = quiet(n_envs=1000, interval_ms=50, clock=clock)
+    for dt, steps in ((0.010, 20), (0.002, 100)):
+        for _ in range(steps):
+            with prof.step():
+                clock.advance(dt)
+        if dt == 0.010:
+            prof.flush_fps()
+            assert prof.fps == pytest.approx(1e5, rel=1e-12)
+            prof.reset_fps()
+            assert math.isnan(prof.fps)
+    prof.flush_fps()
+    assert prof.fps == pytest.approx(5e5, rel=1e-12)
+
+
 def test_running_mean():
     m = simprof.RunningMean(window=3)
     assert math.isnan(m.update(1.0))  # not full yet

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "simprof/base/manual_clock.hpp"
+#include "simprof/profiler/collective.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 #include "simprof/trace/session.hpp"
 #if SIMPROF_C_CUDA
@@ -32,6 +34,9 @@ struct simprof_manual_clock {
 struct simprof_profiler {
   simprof::StepProfiler prof;
   std::vector<std::pair<std::string, double>> timings;  // the latest simprof_timings_count
+  // The process groups collectives named, one of each: a trace session keeps a pointer to a
+  // collective's group until its window is written, so they live as long as the profiler.
+  std::deque<simprof::ProcessGroup> groups;
   simprof_profiler(const simprof::ProfilingOptions& o, std::int64_t n) : prof(o, n) {}
   simprof_profiler(const simprof::ProfilingOptions& o, std::int64_t n, const simprof::Clock& c)
       : prof(o, n, c) {}

@@ -1,17 +1,81 @@
 // SPDX-License-Identifier: MIT
-// The C API's CUDA room: the CUPTI kernel tracer as a trace session's source, and NVTX ranges for
-// the profiler's stages. Compiled only where the CUDA backend is built (src/c/CMakeLists.txt);
-// cuda_unavailable.cpp answers the same calls otherwise.
+// The C API's CUDA room: the CUPTI kernel tracer as a trace session's source, NVTX ranges for the
+// profiler's stages, the step pacer, the device stage timer (with stamped copies of graphs other
+// frameworks capture), the stopwatch and the device memory tracker. Compiled only where the CUDA
+// backend is built (src/c/CMakeLists.txt); cuda_unavailable.cpp answers the same calls otherwise.
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "c_api_internal.hpp"
+#include "simprof/cuda/graphs/foreign_graph.hpp"
+#include "simprof/cuda/memory/device_allocations.hpp"
+#include "simprof/cuda/runtime/error.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
+#include "simprof/cuda/timing/stage_timer.hpp"
+#include "simprof/cuda/timing/step_pacer.hpp"
+#include "simprof/cuda/timing/stopwatch.hpp"
 #include "simprof/cuda/trace/kernel_tracer.hpp"
 #include "simprof/cuda/trace/nvtx.hpp"
+#include "simprof/memory/tracker.hpp"
 
+using simprof::c_api::copy_out;
+using simprof::c_api::fail;
 using simprof::c_api::guarded;
+
+namespace {
+
+// A stream handle from C (or Python) that CUDA knows, of the current device. A handle CUDA refuses
+// is the caller's bad value (InvalidArgument), not a CUDA failure; no GPU at all is. CUDA cannot be
+// asked about a handle that was destroyed (cudaStreamGetDevice reads the freed stream: a crash on
+// the H200, driver 580): that one is the caller's to avoid, and the Python package holds the
+// stream objects it is given so that they live as long as the handle using them.
+cudaStream_t checked_stream(void* handle, const char* who, int* device = nullptr) {
+  const auto stream = static_cast<cudaStream_t>(handle);
+  int of_stream = 0;
+  const cudaError_t e = cudaStreamGetDevice(stream, &of_stream);
+  if (e == cudaErrorInvalidResourceHandle || e == cudaErrorInvalidValue ||
+      e == cudaErrorContextIsDestroyed) {
+    cudaGetLastError();  // not sticky: leave nothing pending for the caller's next check
+    throw std::invalid_argument(fmt::format(
+        "simprof: {}: stream {} is not a live CUDA stream of this process ({}; expected a stream "
+        "handle such as torch.cuda.current_stream().cuda_stream, or 0 for the default stream)",
+        who, handle, simprof::cuda::describe(e)));
+  }
+  if (e != cudaSuccess)
+    throw simprof::cuda::CudaError(e, "cudaStreamGetDevice", __FILE__, __LINE__);
+  const int current = simprof::cuda::current_device();
+  if (of_stream != current)
+    throw std::invalid_argument(
+        fmt::format("simprof: {}: stream {} is on device {} but device {} is current "
+                    "(torch.cuda.set_device({}) "
+                    "or cudaSetDevice({}) first)",
+                    who, handle, of_stream, current, of_stream, of_stream));
+  if (device) *device = of_stream;
+  return stream;
+}
+
+// One DeviceAllocations per process (it holds CUPTI's callbacks), shared by the trackers alive.
+std::shared_ptr<simprof::cuda::DeviceAllocations> shared_device_allocations() {
+  static std::mutex m;
+  static std::weak_ptr<simprof::cuda::DeviceAllocations> alive;
+  const std::lock_guard<std::mutex> lock(m);
+  auto p = alive.lock();
+  if (!p) {
+    p = std::make_shared<simprof::cuda::DeviceAllocations>();
+    alive = p;
+  }
+  return p;
+}
+
+}  // namespace
 
 struct simprof_kernel_tracer {
   simprof::cuda::KernelTracer tracer;
@@ -22,6 +86,33 @@ struct simprof_kernel_tracer {
 struct simprof_nvtx {
   simprof::cuda::NvtxRanges ranges;
   explicit simprof_nvtx(simprof::StepProfiler& p) : ranges(p) {}
+};
+struct simprof_step_pacer {
+  simprof::cuda::StepPacer pacer;
+};
+struct simprof_stage_timer {
+  simprof::cuda::DeviceStageTimer timer;
+  std::optional<simprof::cuda::ForeignCapture> capture;  // a framework's capture being noted
+  std::vector<std::pair<std::string, double>> timings;   // the latest timings_count
+  simprof_stage_timer(simprof::StepProfiler& p, cudaStream_t s,
+                      const simprof::cuda::DeviceStageTimerOptions& o)
+      : timer(p, s, o) {}
+};
+struct simprof_stamped_graph {
+  simprof::cuda::InstrumentedGraph graph;
+};
+struct simprof_stopwatch {
+  simprof::cuda::Stopwatch watch;
+};
+struct simprof_memory_tracker {
+  std::shared_ptr<simprof::cuda::DeviceAllocations> device;
+  simprof::MemoryTracker tracker;
+  simprof::SourceRegistration joined;  // after the tracker: leaves the session before it goes
+  std::string first_stage;             // the latest simprof_memory_tracker_state
+  simprof_memory_tracker(simprof::StepProfiler& p,
+                         std::shared_ptr<simprof::cuda::DeviceAllocations> d,
+                         const simprof::MemoryOptions& o)
+      : device(std::move(d)), tracker(p, device.get(), nullptr, o) {}
 };
 
 extern "C" {
@@ -75,5 +166,305 @@ simprof_status simprof_nvtx_new(simprof_profiler* p, simprof_nvtx** out) {
 }
 
 void simprof_nvtx_free(simprof_nvtx* nvtx) { delete nvtx; }
+
+simprof_status simprof_stream_check(void* stream, int* device) {
+  return guarded([&] { checked_stream(stream, "stream", device); });
+}
+
+// --- the step pacer ------------------------------------------------------------------------------
+
+simprof_status simprof_step_pacer_new(simprof_profiler* p, void* stream, int max_in_flight,
+                                      int mark_every, int span_every, int fps_from_device,
+                                      simprof_step_pacer** out) {
+  SIMPROF_C_REQUIRE(p, "profiler");
+  SIMPROF_C_REQUIRE(out, "out");
+  *out = nullptr;
+  return guarded([&] {
+    simprof::cuda::StepPacerOptions o;
+    o.max_in_flight = max_in_flight;
+    o.mark_every = mark_every;
+    o.span_every = span_every;
+    o.fps_from_device = fps_from_device != 0;
+    *out = new simprof_step_pacer{
+        simprof::cuda::StepPacer(p->prof, checked_stream(stream, "StepPacer"), o)};
+  });
+}
+
+void simprof_step_pacer_free(simprof_step_pacer* pacer) { delete pacer; }
+
+simprof_status simprof_step_pacer_finish(simprof_step_pacer* k) {
+  SIMPROF_C_REQUIRE(k, "step pacer");
+  return guarded([&] { k->pacer.finish(); });
+}
+
+simprof_status simprof_step_pacer_counters(const simprof_step_pacer* k,
+                                           simprof_pacer_counters* out) {
+  SIMPROF_C_REQUIRE(k, "step pacer");
+  SIMPROF_C_REQUIRE(out, "out");
+  const simprof::cuda::StepPacerCounters& c = k->pacer.counters();
+  *out = simprof_pacer_counters{c.steps, c.waits, c.wait_s, c.most_in_flight};
+  return SIMPROF_OK;
+}
+
+simprof_status simprof_step_pacer_device_steps(const simprof_step_pacer* k,
+                                               simprof_device_steps* out) {
+  SIMPROF_C_REQUIRE(k, "step pacer");
+  SIMPROF_C_REQUIRE(out, "out");
+  const simprof::DeviceSteps& d = k->pacer.device_steps();
+  *out = simprof_device_steps{d.steps(),   d.completed(),   d.missed(),
+                              d.periods(), d.mean_step_s(), d.mean_period_s()};
+  return SIMPROF_OK;
+}
+
+// --- the device stage timer ----------------------------------------------------------------------
+
+simprof_status simprof_stage_timer_new(simprof_profiler* p, void* stream, int sample_every,
+                                       int max_in_flight, size_t ring, int fps_from_device,
+                                       simprof_stage_timer** out) {
+  SIMPROF_C_REQUIRE(p, "profiler");
+  SIMPROF_C_REQUIRE(out, "out");
+  *out = nullptr;
+  return guarded([&] {
+    simprof::cuda::DeviceStageTimerOptions o;
+    o.sample_every = sample_every;
+    o.max_in_flight = max_in_flight;
+    if (ring != 0) o.ring = ring;
+    o.fps_from_device = fps_from_device != 0;
+    *out = new simprof_stage_timer(p->prof, checked_stream(stream, "DeviceStageTimer"), o);
+  });
+}
+
+void simprof_stage_timer_free(simprof_stage_timer* timer) { delete timer; }
+
+simprof_status simprof_stage_timer_set_stream(simprof_stage_timer* t, void* stream) {
+  SIMPROF_C_REQUIRE(t, "stage timer");
+  return guarded([&] {
+    int device = 0;
+    const cudaStream_t s = checked_stream(stream, "DeviceStageTimer.set_stream", &device);
+    if (device != t->timer.device())
+      throw std::invalid_argument(fmt::format(
+          "simprof: DeviceStageTimer.set_stream: stream {} is on device {}, the timer on {}",
+          stream, device, t->timer.device()));
+    t->timer.set_stream(s);
+  });
+}
+
+simprof_status simprof_stage_timer_poll(simprof_stage_timer* t) {
+  SIMPROF_C_REQUIRE(t, "stage timer");
+  t->timer.poll();
+  return SIMPROF_OK;
+}
+
+simprof_status simprof_stage_timer_synchronize(simprof_stage_timer* t) {
+  SIMPROF_C_REQUIRE(t, "stage timer");
+  return guarded([&] { t->timer.synchronize(); });
+}
+
+simprof_status simprof_stage_timer_timings_count(simprof_stage_timer* t, size_t* count) {
+  SIMPROF_C_REQUIRE(t, "stage timer");
+  SIMPROF_C_REQUIRE(count, "count");
+  return guarded([&] {
+    t->timings.clear();
+    t->timer.device_timings().for_each(
+        [&](std::string_view n, double v) { t->timings.emplace_back(std::string(n), v); });
+    *count = t->timings.size();
+  });
+}
+
+simprof_status simprof_stage_timer_timings_get(const simprof_stage_timer* t, size_t index,
+                                               const char** name, double* seconds) {
+  SIMPROF_C_REQUIRE(t, "stage timer");
+  if (index >= t->timings.size())
+    return fail(SIMPROF_INVALID_ARGUMENT,
+                fmt::format("simprof: device timing index {} (expected < {}, from "
+                            "simprof_stage_timer_timings_count)",
+                            index, t->timings.size()));
+  if (name) *name = t->timings[index].first.c_str();
+  if (seconds) *seconds = t->timings[index].second;
+  return SIMPROF_OK;
+}
+
+simprof_status simprof_stage_timer_mean(const simprof_stage_timer* t, const char* stage,
+                                        int sampled, double* seconds) {
+  SIMPROF_C_REQUIRE(t, "stage timer");
+  SIMPROF_C_REQUIRE(stage, "stage name");
+  SIMPROF_C_REQUIRE(seconds, "seconds");
+  *seconds = sampled ? t->timer.sampled_mean(std::string_view(stage))
+                     : t->timer.mean(std::string_view(stage));
+  return SIMPROF_OK;
+}
+
+uint64_t simprof_stage_timer_joined(const simprof_stage_timer* t) {
+  return t ? t->timer.joined() : 0;
+}
+uint64_t simprof_stage_timer_dropped(const simprof_stage_timer* t) {
+  return t ? t->timer.dropped() : 0;
+}
+uint64_t simprof_stage_timer_unpaired(const simprof_stage_timer* t) {
+  return t ? t->timer.unpaired() : 0;
+}
+
+simprof_status simprof_device_stage_table(const simprof_profiler* p, const simprof_stage_timer* t,
+                                          char* buf, size_t cap, size_t* needed) {
+  SIMPROF_C_REQUIRE(p, "profiler");
+  SIMPROF_C_REQUIRE(t, "stage timer");
+  return guarded(
+      [&] { copy_out(simprof::cuda::device_stage_table(p->prof, t->timer), buf, cap, needed); });
+}
+
+simprof_status simprof_stage_timer_capture_begin(simprof_stage_timer* t, void* capture_stream) {
+  SIMPROF_C_REQUIRE(t, "stage timer");
+  return guarded([&] {
+    if (t->capture)
+      throw std::logic_error(
+          "simprof: DeviceStageTimer: a capture is already being noted (end it first)");
+    // No checked_stream() here: CUDA refuses cudaStreamGetDevice while a stream captures in
+    // global mode (and invalidates the capture); ForeignCapture asks cudaStreamIsCapturing.
+    t->capture.emplace(t->timer.instrumentation(), static_cast<cudaStream_t>(capture_stream));
+  });
+}
+
+simprof_status simprof_stage_timer_capture_end(simprof_stage_timer* t) {
+  SIMPROF_C_REQUIRE(t, "stage timer");
+  if (!t->capture)
+    return fail(SIMPROF_LOGIC_ERROR,
+                "simprof: DeviceStageTimer: capture_end without capture_begin");
+  t->capture.reset();
+  return SIMPROF_OK;
+}
+
+simprof_status simprof_stamped_graph_new(simprof_stage_timer* t, void* graph,
+                                         simprof_stamped_graph** out) {
+  SIMPROF_C_REQUIRE(t, "stage timer");
+  SIMPROF_C_REQUIRE(out, "out");
+  *out = nullptr;
+  return guarded([&] {
+    *out = new simprof_stamped_graph{simprof::cuda::InstrumentedGraph(
+        t->timer.instrumentation(), static_cast<cudaGraph_t>(graph))};
+  });
+}
+
+void simprof_stamped_graph_free(simprof_stamped_graph* graph) { delete graph; }
+
+simprof_status simprof_stamped_graph_launch(simprof_stamped_graph* g, void* stream, int* launched) {
+  SIMPROF_C_REQUIRE(g, "stamped graph");
+  SIMPROF_C_REQUIRE(launched, "launched");
+  *launched = 0;
+  return guarded([&] { *launched = g->graph.launch(static_cast<cudaStream_t>(stream)) ? 1 : 0; });
+}
+
+int simprof_stamped_graph_instrumented(const simprof_stamped_graph* g) {
+  return g && g->graph.instrumented() ? 1 : 0;
+}
+
+uint64_t simprof_stamped_graph_launches(const simprof_stamped_graph* g) {
+  return g ? g->graph.launches() : 0;
+}
+
+// --- the stopwatch -------------------------------------------------------------------------------
+
+simprof_status simprof_stopwatch_new(void* stream, int clock, int pending,
+                                     simprof_stopwatch** out) {
+  SIMPROF_C_REQUIRE(out, "out");
+  *out = nullptr;
+  return guarded([&] {
+    if (clock != SIMPROF_CLOCK_DEVICE && clock != SIMPROF_CLOCK_HOST_DRAINED)
+      throw std::invalid_argument(
+          fmt::format("simprof: stopwatch clock = {} (expected SIMPROF_CLOCK_DEVICE (0) or "
+                      "SIMPROF_CLOCK_HOST_DRAINED (1))",
+                      clock));
+    const auto c = clock == SIMPROF_CLOCK_DEVICE ? simprof::cuda::StopwatchClock::kDevice
+                                                 : simprof::cuda::StopwatchClock::kHostDrained;
+    *out = new simprof_stopwatch{
+        simprof::cuda::Stopwatch(checked_stream(stream, "Stopwatch"), c, pending)};
+  });
+}
+
+void simprof_stopwatch_free(simprof_stopwatch* watch) { delete watch; }
+
+simprof_status simprof_stopwatch_start(simprof_stopwatch* w) {
+  SIMPROF_C_REQUIRE(w, "stopwatch");
+  return guarded([&] { w->watch.start(); });
+}
+
+simprof_status simprof_stopwatch_stop(simprof_stopwatch* w) {
+  SIMPROF_C_REQUIRE(w, "stopwatch");
+  return guarded([&] { w->watch.stop(); });
+}
+
+simprof_status simprof_stopwatch_seconds(simprof_stopwatch* w, double* last_s, double* total_s,
+                                         double* mean_s) {
+  SIMPROF_C_REQUIRE(w, "stopwatch");
+  return guarded([&] {
+    if (last_s) *last_s = w->watch.last_s();
+    if (total_s) *total_s = w->watch.total_s();
+    if (mean_s) *mean_s = w->watch.mean_s();
+  });
+}
+
+uint64_t simprof_stopwatch_laps(const simprof_stopwatch* w) { return w ? w->watch.laps() : 0; }
+
+simprof_status simprof_stopwatch_reset(simprof_stopwatch* w) {
+  SIMPROF_C_REQUIRE(w, "stopwatch");
+  return guarded([&] { w->watch.reset(); });
+}
+
+const char* simprof_stopwatch_clock_label(const simprof_stopwatch* w) {
+  return w ? w->watch.clock_label() : "";
+}
+
+// --- the memory tracker --------------------------------------------------------------------------
+
+simprof_status simprof_memory_tracker_new(simprof_profiler* p, simprof_trace* t,
+                                          uint64_t warmup_steps, simprof_memory_tracker** out) {
+  SIMPROF_C_REQUIRE(p, "profiler");
+  SIMPROF_C_REQUIRE(out, "out");
+  *out = nullptr;
+  return guarded([&] {
+    simprof::MemoryOptions o;
+    o.warmup_steps = warmup_steps;
+    auto m = std::make_unique<simprof_memory_tracker>(p->prof, shared_device_allocations(), o);
+    if (t) m->joined = t->session.add_source(&m->tracker);
+    *out = m.release();
+  });
+}
+
+void simprof_memory_tracker_free(simprof_memory_tracker* tracker) { delete tracker; }
+
+int simprof_memory_tracker_enabled(const simprof_memory_tracker* m) {
+  return m && m->device->enabled() ? 1 : 0;
+}
+
+const char* simprof_memory_tracker_reason(const simprof_memory_tracker* m) {
+  return m ? m->device->disabled_reason().c_str() : "";
+}
+
+simprof_status simprof_memory_tracker_total(const simprof_memory_tracker* m, const char* stage,
+                                            simprof_alloc_counts* out) {
+  SIMPROF_C_REQUIRE(m, "memory tracker");
+  SIMPROF_C_REQUIRE(stage, "stage name");
+  SIMPROF_C_REQUIRE(out, "out");
+  const std::string_view name(stage);
+  const simprof::AllocCounts c = m->tracker.total(name, simprof::MemorySide::kDevice);
+  *out =
+      simprof_alloc_counts{c.allocs, c.alloc_bytes, c.frees, c.free_bytes, m->tracker.steps(name)};
+  return SIMPROF_OK;
+}
+
+simprof_status simprof_memory_tracker_state(simprof_memory_tracker* m, simprof_memory_state* out) {
+  SIMPROF_C_REQUIRE(m, "memory tracker");
+  SIMPROF_C_REQUIRE(out, "out");
+  return guarded([&] {
+    const simprof::SteadyAllocation& a = m->tracker.first_steady_allocation();
+    m->first_stage = a.stage;
+    *out = simprof_memory_state{m->tracker.device_in_use_bytes(),
+                                m->tracker.device_peak_bytes(),
+                                m->tracker.steady_allocating_steps(),
+                                a.step,
+                                a.allocs,
+                                a.bytes,
+                                m->first_stage.c_str()};
+  });
+}
 
 }  // extern "C"

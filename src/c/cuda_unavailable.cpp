@@ -7,13 +7,19 @@
 
 struct simprof_kernel_tracer {};
 struct simprof_nvtx {};
+struct simprof_step_pacer {};
+struct simprof_stage_timer {};
+struct simprof_stamped_graph {};
+struct simprof_stopwatch {};
+struct simprof_memory_tracker {};
 
 namespace {
 
 simprof_status no_cuda() {
-  return simprof::c_api::fail(
-      SIMPROF_UNAVAILABLE,
-      "simprof: built without the CUDA backend (kernel tracer and NVTX need it)");
+  return simprof::c_api::fail(SIMPROF_UNAVAILABLE,
+                              "simprof: built without the CUDA backend (the kernel tracer, NVTX, "
+                              "the step pacer, the device "
+                              "stage timer, the stopwatch and the memory tracker need it)");
 }
 
 }  // namespace
@@ -55,5 +61,128 @@ simprof_status simprof_nvtx_new(simprof_profiler* p, simprof_nvtx** out) {
 }
 
 void simprof_nvtx_free(simprof_nvtx* nvtx) { delete nvtx; }
+
+simprof_status simprof_stream_check(void*, int*) { return no_cuda(); }
+
+simprof_status simprof_step_pacer_new(simprof_profiler*, void*, int, int, int, int,
+                                      simprof_step_pacer** out) {
+  if (out) *out = nullptr;
+  return no_cuda();
+}
+
+void simprof_step_pacer_free(simprof_step_pacer* pacer) { delete pacer; }
+
+simprof_status simprof_step_pacer_finish(simprof_step_pacer*) { return no_cuda(); }
+
+simprof_status simprof_step_pacer_counters(const simprof_step_pacer*, simprof_pacer_counters*) {
+  return no_cuda();
+}
+
+simprof_status simprof_step_pacer_device_steps(const simprof_step_pacer*, simprof_device_steps*) {
+  return no_cuda();
+}
+
+simprof_status simprof_stage_timer_new(simprof_profiler*, void*, int, int, size_t, int,
+                                       simprof_stage_timer** out) {
+  if (out) *out = nullptr;
+  return no_cuda();
+}
+
+void simprof_stage_timer_free(simprof_stage_timer* timer) { delete timer; }
+
+simprof_status simprof_stage_timer_set_stream(simprof_stage_timer*, void*) { return no_cuda(); }
+
+simprof_status simprof_stage_timer_poll(simprof_stage_timer*) { return no_cuda(); }
+
+simprof_status simprof_stage_timer_synchronize(simprof_stage_timer*) { return no_cuda(); }
+
+simprof_status simprof_stage_timer_timings_count(simprof_stage_timer*, size_t*) {
+  return no_cuda();
+}
+
+simprof_status simprof_stage_timer_timings_get(const simprof_stage_timer*, size_t, const char**,
+                                               double*) {
+  return no_cuda();
+}
+
+simprof_status simprof_stage_timer_mean(const simprof_stage_timer*, const char*, int, double*) {
+  return no_cuda();
+}
+
+uint64_t simprof_stage_timer_joined(const simprof_stage_timer*) { return 0; }
+
+uint64_t simprof_stage_timer_dropped(const simprof_stage_timer*) { return 0; }
+
+uint64_t simprof_stage_timer_unpaired(const simprof_stage_timer*) { return 0; }
+
+simprof_status simprof_device_stage_table(const simprof_profiler*, const simprof_stage_timer*,
+                                          char*, size_t, size_t*) {
+  return no_cuda();
+}
+
+simprof_status simprof_stage_timer_capture_begin(simprof_stage_timer*, void*) { return no_cuda(); }
+
+simprof_status simprof_stage_timer_capture_end(simprof_stage_timer*) { return no_cuda(); }
+
+simprof_status simprof_stamped_graph_new(simprof_stage_timer*, void*, simprof_stamped_graph** out) {
+  if (out) *out = nullptr;
+  return no_cuda();
+}
+
+void simprof_stamped_graph_free(simprof_stamped_graph* graph) { delete graph; }
+
+simprof_status simprof_stamped_graph_launch(simprof_stamped_graph*, void*, int*) {
+  return no_cuda();
+}
+
+int simprof_stamped_graph_instrumented(const simprof_stamped_graph*) { return 0; }
+
+uint64_t simprof_stamped_graph_launches(const simprof_stamped_graph*) { return 0; }
+
+simprof_status simprof_stopwatch_new(void*, int, int, simprof_stopwatch** out) {
+  if (out) *out = nullptr;
+  return no_cuda();
+}
+
+void simprof_stopwatch_free(simprof_stopwatch* watch) { delete watch; }
+
+simprof_status simprof_stopwatch_start(simprof_stopwatch*) { return no_cuda(); }
+
+simprof_status simprof_stopwatch_stop(simprof_stopwatch*) { return no_cuda(); }
+
+simprof_status simprof_stopwatch_seconds(simprof_stopwatch*, double*, double*, double*) {
+  return no_cuda();
+}
+
+uint64_t simprof_stopwatch_laps(const simprof_stopwatch*) { return 0; }
+
+simprof_status simprof_stopwatch_reset(simprof_stopwatch*) { return no_cuda(); }
+
+const char* simprof_stopwatch_clock_label(const simprof_stopwatch*) {
+  return "built without the CUDA backend";
+}
+
+simprof_status simprof_memory_tracker_new(simprof_profiler*, simprof_trace*, uint64_t,
+                                          simprof_memory_tracker** out) {
+  if (out) *out = nullptr;
+  return no_cuda();
+}
+
+void simprof_memory_tracker_free(simprof_memory_tracker* tracker) { delete tracker; }
+
+int simprof_memory_tracker_enabled(const simprof_memory_tracker*) { return 0; }
+
+const char* simprof_memory_tracker_reason(const simprof_memory_tracker*) {
+  return "built without the CUDA backend";
+}
+
+simprof_status simprof_memory_tracker_total(const simprof_memory_tracker*, const char*,
+                                            simprof_alloc_counts*) {
+  return no_cuda();
+}
+
+simprof_status simprof_memory_tracker_state(simprof_memory_tracker*, simprof_memory_state*) {
+  return no_cuda();
+}
 
 }  // extern "C"

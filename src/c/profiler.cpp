@@ -194,6 +194,11 @@ simprof_status simprof_fps_flush(simprof_profiler* p) {
   return guarded([&] { p->prof.fps().flush(); });
 }
 
+simprof_status simprof_fps_reset(simprof_profiler* p) {
+  SIMPROF_C_REQUIRE(p, "profiler");
+  return guarded([&] { p->prof.fps().reset(); });
+}
+
 simprof_status simprof_set_fps_callback(simprof_profiler* p, simprof_fps_callback callback,
                                         void* user) {
   SIMPROF_C_REQUIRE(p, "profiler");

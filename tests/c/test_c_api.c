@@ -81,9 +81,174 @@ static void manual_clock_gives_exact_times(void) {
   double total = 0, per_env = 0;
   CHECK(simprof_fps(steady, &total, &per_env) == SIMPROF_OK);
   CHECK(fabs(total - 500000.0) < 1e-6 && fabs(per_env - 500.0) < 1e-9);
+  CHECK(simprof_fps_reset(steady) == SIMPROF_OK); /* afresh: no rate until the next sample */
+  CHECK(simprof_fps(steady, &total, &per_env) == SIMPROF_OK && isnan(total));
+  CHECK(simprof_fps_reset(NULL) == SIMPROF_INVALID_ARGUMENT);
   simprof_profiler_free(steady);
   simprof_profiler_free(p);
   simprof_manual_clock_free(mc);
+}
+
+/* The GPU's own numbers from C: the pacer, the device stage timer (eager and a graph captured by
+ * "another framework"), the stopwatch and the memory tracker; without a GPU, each says why. */
+static void cuda_timers(int gpu) {
+  simprof_options* o = NULL;
+  CHECK(simprof_options_new(&o) == SIMPROF_OK);
+  CHECK(simprof_options_set_show_fps(o, 0) == SIMPROF_OK);
+  simprof_profiler* p = NULL;
+  CHECK(simprof_profiler_new(o, 8, &p) == SIMPROF_OK);
+  simprof_options_free(o);
+  simprof_step_pacer* pacer = NULL;
+  simprof_stage_timer* timer = NULL;
+  simprof_stopwatch* watch = NULL;
+  simprof_memory_tracker* mem = NULL;
+  int device = -1;
+  if (!simprof_has_cuda()) {
+    CHECK(simprof_stream_check(NULL, &device) == SIMPROF_UNAVAILABLE);
+    CHECK(simprof_step_pacer_new(p, NULL, 2, 1, 8, 1, &pacer) == SIMPROF_UNAVAILABLE);
+    CHECK(pacer == NULL);
+    CHECK(simprof_stage_timer_new(p, NULL, 1, 2, 0, 1, &timer) == SIMPROF_UNAVAILABLE);
+    CHECK(simprof_stopwatch_new(NULL, SIMPROF_CLOCK_DEVICE, 4, &watch) == SIMPROF_UNAVAILABLE);
+    CHECK(simprof_memory_tracker_new(p, NULL, 0, &mem) == SIMPROF_UNAVAILABLE);
+    CHECK(strstr(simprof_last_error(), "without the CUDA backend") != NULL);
+    simprof_profiler_free(p);
+    return;
+  }
+  CHECK(simprof_stopwatch_new(NULL, 7, 4, &watch) == SIMPROF_INVALID_ARGUMENT);
+  CHECK(strstr(simprof_last_error(), "clock = 7") != NULL);
+  if (!gpu) { /* CUDA built, no GPU: the call that failed is named */
+    CHECK(simprof_stream_check(NULL, &device) == SIMPROF_CUDA_ERROR);
+    CHECK(strstr(simprof_last_error(), "cudaStreamGetDevice") != NULL);
+    CHECK(simprof_step_pacer_new(p, NULL, 2, 1, 8, 1, &pacer) == SIMPROF_CUDA_ERROR);
+    CHECK(simprof_stage_timer_new(p, NULL, 1, 2, 0, 1, &timer) == SIMPROF_CUDA_ERROR);
+    CHECK(simprof_stopwatch_new(NULL, SIMPROF_CLOCK_DEVICE, 4, &watch) == SIMPROF_CUDA_ERROR);
+    CHECK(pacer == NULL && timer == NULL && watch == NULL);
+    simprof_profiler_free(p);
+    return;
+  }
+#if SIMPROF_TEST_CUDA
+  CHECK(simprof_stream_check(NULL, &device) == SIMPROF_OK && device == 0);
+  CHECK(simprof_step_pacer_new(p, NULL, 0, 1, 8, 1, &pacer) == SIMPROF_INVALID_ARGUMENT);
+  CHECK(simprof_stage_timer_new(p, NULL, 0, 2, 0, 1, &timer) == SIMPROF_INVALID_ARGUMENT);
+  CHECK(strstr(simprof_last_error(), "sample_every = 0") != NULL);
+
+  cudaStream_t s = NULL, cap = NULL;
+  CHECK(cudaStreamCreate(&s) == cudaSuccess);
+  CHECK(cudaStreamCreateWithFlags(&cap, cudaStreamNonBlocking) == cudaSuccess);
+  device = -1;
+  CHECK(simprof_stream_check(cap, &device) == SIMPROF_OK && device == 0);
+  void* bytes = NULL;
+  CHECK(cudaMalloc(&bytes, 1 << 20) == cudaSuccess);
+  CHECK(simprof_memory_tracker_new(p, NULL, 2, &mem) == SIMPROF_OK);
+  CHECK(simprof_memory_tracker_enabled(mem)); /* CUPTI is ours under ctest */
+  CHECK(simprof_stage_timer_new(p, s, 2, 2, 0, 1, &timer) == SIMPROF_OK);
+  CHECK(simprof_stopwatch_new(s, SIMPROF_CLOCK_DEVICE, 4, &watch) == SIMPROF_OK);
+  CHECK(strcmp(simprof_stopwatch_clock_label(watch), "CUDA events") == 0);
+  CHECK(simprof_stopwatch_stop(watch) == SIMPROF_LOGIC_ERROR);
+  /* Steps 0-3 eager; step 4 captures on `cap` as torch.cuda.graph would; steps 5-12 replay. */
+  cudaGraph_t graph = NULL;
+  cudaGraphExec_t plain = NULL;
+  simprof_stamped_graph* stamped = NULL;
+  int replays = 0;
+  for (int i = 0; i < 13; ++i) {
+    CHECK(simprof_step_begin(p) == SIMPROF_OK);
+    if (i < 4) {
+      CHECK(simprof_stage_begin(p, "physics") == SIMPROF_OK);
+      CHECK(cudaMemsetAsync(bytes, i, 1 << 20, s) == cudaSuccess);
+      CHECK(simprof_stage_end(p, "physics") == SIMPROF_OK);
+      if (i == 3) { /* a step that allocates after the warm-up */
+        CHECK(simprof_stage_begin(p, "grow") == SIMPROF_OK);
+        void* more = NULL;
+        CHECK(cudaMalloc(&more, 4096) == cudaSuccess);
+        CHECK(cudaFree(more) == cudaSuccess);
+        CHECK(simprof_stage_end(p, "grow") == SIMPROF_OK);
+      }
+    } else if (i == 4) {
+      CHECK(simprof_stage_timer_capture_begin(timer, cap) == SIMPROF_LOGIC_ERROR);
+      CHECK(strstr(simprof_last_error(), "not capturing") != NULL);
+      CHECK(cudaStreamBeginCapture(cap, cudaStreamCaptureModeGlobal) == cudaSuccess);
+      CHECK(simprof_stage_timer_capture_begin(timer, cap) == SIMPROF_OK);
+      CHECK(simprof_stage_begin(p, "physics") == SIMPROF_OK);
+      CHECK(cudaMemsetAsync(bytes, 1, 1 << 20, cap) == cudaSuccess);
+      CHECK(simprof_stage_end(p, "physics") == SIMPROF_OK);
+      CHECK(simprof_stage_timer_capture_end(timer) == SIMPROF_OK);
+      CHECK(simprof_stage_timer_capture_end(timer) == SIMPROF_LOGIC_ERROR);
+      CHECK(cudaStreamEndCapture(cap, &graph) == cudaSuccess);
+      CHECK(simprof_stamped_graph_new(timer, NULL, &stamped) == SIMPROF_INVALID_ARGUMENT);
+      CHECK(simprof_stamped_graph_new(timer, graph, &stamped) == SIMPROF_OK);
+      CHECK(simprof_stamped_graph_instrumented(stamped) == 1);
+      CHECK(cudaGraphInstantiate(&plain, graph, 0) == cudaSuccess);
+    } else {
+      int launched = -1;
+      CHECK(simprof_stamped_graph_launch(stamped, s, &launched) == SIMPROF_OK);
+      if (!launched) {
+        CHECK(cudaGraphLaunch(plain, s) == cudaSuccess);
+        ++replays;
+      }
+    }
+    if (i == 12) {
+      CHECK(simprof_stopwatch_start(watch) == SIMPROF_OK);
+      CHECK(cudaMemsetAsync(bytes, 2, 1 << 20, s) == cudaSuccess);
+      CHECK(simprof_stopwatch_stop(watch) == SIMPROF_OK);
+    }
+    CHECK(simprof_step_end(p, NULL) == SIMPROF_OK);
+  }
+  CHECK(simprof_stage_timer_synchronize(timer) == SIMPROF_OK);
+  CHECK(simprof_stamped_graph_launches(stamped) == 4 && replays == 4); /* 6, 8, 10, 12 sampled */
+  CHECK(simprof_stage_timer_joined(timer) >= 6 && simprof_stage_timer_dropped(timer) == 0);
+  double sec = -1;
+  CHECK(simprof_stage_timer_mean(timer, "physics", 0, &sec) == SIMPROF_OK && sec > 0);
+  CHECK(simprof_stage_timer_mean(timer, "nosuch", 0, &sec) == SIMPROF_OK && isnan(sec));
+  size_t n = 0;
+  CHECK(simprof_stage_timer_timings_count(timer, &n) == SIMPROF_OK && n >= 3);
+  const char* name = NULL;
+  CHECK(simprof_stage_timer_timings_get(timer, 0, &name, &sec) == SIMPROF_OK && name != NULL);
+  CHECK(simprof_stage_timer_timings_get(timer, n, &name, &sec) == SIMPROF_INVALID_ARGUMENT);
+  size_t needed = 0;
+  CHECK(simprof_device_stage_table(p, timer, NULL, 0, &needed) == SIMPROF_OK && needed > 1);
+  double last = -1, total = -1, mean = -1;
+  CHECK(simprof_stopwatch_seconds(watch, &last, &total, &mean) == SIMPROF_OK);
+  CHECK(last > 0 && total == last && mean == last && simprof_stopwatch_laps(watch) == 1);
+  CHECK(simprof_stopwatch_reset(watch) == SIMPROF_OK && simprof_stopwatch_laps(watch) == 0);
+  simprof_alloc_counts grow;
+  CHECK(simprof_memory_tracker_total(mem, "grow", &grow) == SIMPROF_OK);
+  CHECK(grow.allocs == 1 && grow.alloc_bytes == 4096 && grow.frees == 1 && grow.steps == 1);
+  simprof_memory_state state;
+  CHECK(simprof_memory_tracker_state(mem, &state) == SIMPROF_OK);
+  CHECK(state.steady_allocating_steps == 1 && state.first_step == 3);
+  CHECK(strcmp(state.first_stage, "grow") == 0 && state.first_bytes == 4096);
+
+  /* The pacer alone, on a second profiler: the FPS line and step times from the GPU. */
+  simprof_profiler* q = NULL;
+  CHECK(simprof_profiler_new(NULL, 8, &q) == SIMPROF_OK);
+  CHECK(simprof_set_show_fps(q, 0) == SIMPROF_OK);
+  CHECK(simprof_step_pacer_new(q, s, 2, 1, 1, 1, &pacer) == SIMPROF_OK);
+  for (int i = 0; i < 6; ++i) {
+    CHECK(simprof_step_begin(q) == SIMPROF_OK);
+    CHECK(cudaMemsetAsync(bytes, i, 1 << 20, s) == cudaSuccess);
+    CHECK(simprof_step_end(q, NULL) == SIMPROF_OK);
+  }
+  CHECK(simprof_step_pacer_finish(pacer) == SIMPROF_OK);
+  simprof_pacer_counters pc;
+  CHECK(simprof_step_pacer_counters(pacer, &pc) == SIMPROF_OK && pc.steps == 6);
+  CHECK(pc.most_in_flight >= 1 && pc.most_in_flight <= 2);
+  simprof_device_steps ds;
+  CHECK(simprof_step_pacer_device_steps(pacer, &ds) == SIMPROF_OK);
+  CHECK(ds.steps == 6 && ds.periods == 5 && ds.mean_period_s > 0 && ds.mean_step_s > 0);
+
+  simprof_step_pacer_free(pacer);
+  simprof_profiler_free(q);
+  simprof_stamped_graph_free(stamped);
+  cudaGraphExecDestroy(plain);
+  cudaGraphDestroy(graph);
+  simprof_stopwatch_free(watch);
+  simprof_stage_timer_free(timer);
+  simprof_memory_tracker_free(mem);
+  cudaFree(bytes);
+  cudaStreamDestroy(cap);
+  cudaStreamDestroy(s);
+#endif
+  simprof_profiler_free(p);
 }
 
 static int samples = 0;
@@ -163,6 +328,23 @@ int main(void) {
     }
 #endif
     CHECK(simprof_stage_end(p, "physics") == SIMPROF_OK);
+    if (i == 0) { /* a collective in the window: a CPU span with Kineto's arguments */
+      const int ranks[2] = {0, 1};
+      simprof_collective* c = NULL;
+      CHECK(simprof_collective_begin(p, "all_sum", 8, 8, "Float", NULL, NULL, ranks, 2, &c) ==
+            SIMPROF_INVALID_ARGUMENT);
+      CHECK(strstr(simprof_last_error(), "op 'all_sum' (expected one of allreduce") != NULL);
+      CHECK(simprof_collective_begin(p, "allreduce", 8, 8, "float", NULL, NULL, ranks, 2, &c) ==
+            SIMPROF_INVALID_ARGUMENT);
+      CHECK(strstr(simprof_last_error(), "dtype 'float'") != NULL);
+      CHECK(simprof_collective_begin(p, "all_reduce", 8, 8, "Float", NULL, NULL, NULL, 2, &c) ==
+            SIMPROF_INVALID_ARGUMENT);
+      CHECK(c == NULL);
+      CHECK(simprof_collective_begin(p, "all_reduce", 1024, 1024, "Float", "0", "default_pg", ranks,
+                                     2, &c) == SIMPROF_OK);
+      simprof_collective_end(c);
+      simprof_collective_end(NULL);
+    }
     CHECK(simprof_stage_begin(p, "sensors/Cam") == SIMPROF_OK);
     CHECK(simprof_stage_end(p, "sensors/Cam") == SIMPROF_OK);
     CHECK(simprof_step_end(p, &published) == SIMPROF_OK);
@@ -214,6 +396,8 @@ int main(void) {
   const char* path = NULL;
   CHECK(simprof_trace_file(t, 0, &path) == SIMPROF_OK && strstr(path, "rank0.json") != NULL);
   CHECK(simprof_trace_file(t, 1, &path) == SIMPROF_INVALID_ARGUMENT);
+  CHECK(occurrences(path, "\"Collective name\": \"allreduce\"") == 1);
+  CHECK(occurrences(path, "\"In msg nelems\": 1024") == 1);
   if (gpu) { /* the window's two memsets reached the trace, which the session found possible */
     CHECK(occurrences(path, "\"cat\": \"gpu_memset\"") == 2);
     CHECK(occurrences(path, "\"physics\": \"ok: 2 device spans on 1 track\"") == 1);
@@ -257,6 +441,7 @@ int main(void) {
   simprof_kernel_tracer_free(k);
   simprof_trace_free(t);
   simprof_profiler_free(p);
+  cuda_timers(gpu);
 #if SIMPROF_TEST_CUDA
   if (gpu) cudaFree(device_bytes);
 #endif

@@ -169,7 +169,11 @@ struct CountingTool : GraphInstrumentation {
   bool sample = false;
   int captures = 0, copies = 0;
   bool capturing = false;
-  void capture_begins() noexcept override { capturing = true; }
+  cudaStream_t told = nullptr;  // the stream capture_begins() named
+  void capture_begins(cudaStream_t s) noexcept override {
+    capturing = true;
+    told = s;
+  }
   void capture_ends() noexcept override { capturing = false; }
   void note(cudaStream_t s) {
     ASSERT_TRUE(capturing);
@@ -233,6 +237,7 @@ TEST_F(GraphCacheTest, InstrumentedExecutableRunsOnlyWhenTheToolAsks) {
   stream.synchronize();
   EXPECT_EQ(tool->captures, 1);
   EXPECT_EQ(tool->copies, 1);
+  EXPECT_EQ(tool->told, stream.get()) << "capture_begins() did not name the cache's stream";
   EXPECT_EQ(h, 2u) << "the counting node ran outside the sampled launches";
   EXPECT_EQ(cache.counters().instrumented_replays, 2u);
   EXPECT_EQ(cache.counters().replays, 6u);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gpu_test.hpp"
+#include "simprof/cuda/graphs/foreign_graph.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/timing/stage_timer.hpp"
 #include "simprof/profiler/step_profiler.hpp"
@@ -122,6 +123,55 @@ TEST_F(GpuTest, DeviceStageTimesInsideAReplayedGraph) {
     SIMPROF_TIMING EXPECT_NEAR(busy[k], length_us(static_cast<int>(k) + 2) * 1e-6, 15e-6)
         << "replay " << k;
   SIMPROF_TIMING EXPECT_NEAR(dev.device_timings().at("sensors/Cam"), 100e-6, 20e-6);
+}
+
+// A graph another framework captures (torch.cuda.graph does this) on a stream of its own, inside a
+// step: the stages are noted through ForeignCapture, the timer's copy is launched on sampled steps
+// only, and the framework's own executable on the others.
+TEST_F(GpuTest, ForeignGraphRunsItsStampedCopyOnSampledSteps) {
+  Stream loop, capture;
+  gt::spin(1000, loop);  // load the kernel's module before capturing (lazy loading)
+  loop.synchronize();
+  simprof::StepProfiler prof(quiet(), 0);
+  DeviceStageTimerOptions o;
+  o.sample_every = 2;
+  DeviceStageTimer dev(prof, loop, o);
+  Step step(prof);
+  EXPECT_THROW(ForeignCapture(dev.instrumentation(), capture), std::logic_error)
+      << "noting a capture on a stream that is not capturing";
+  GraphHandle graph;
+  {
+    auto s = prof.step();  // step 0: the capture (stages need a step)
+    SIMPROF_CUDA_CHECK(cudaStreamBeginCapture(capture, cudaStreamCaptureModeGlobal));
+    {
+      ForeignCapture noted(dev.instrumentation(), capture);
+      step.enqueue(capture, false);
+    }
+    SIMPROF_CUDA_CHECK(cudaStreamEndCapture(capture, graph.out()));
+  }
+  EXPECT_THROW(InstrumentedGraph(dev.instrumentation(), nullptr), std::invalid_argument);
+  InstrumentedGraph stamped(dev.instrumentation(), graph.get());
+  ASSERT_TRUE(stamped.instrumented());
+  GraphExecHandle plain;  // the framework's own executable
+  SIMPROF_CUDA_CHECK(cudaGraphInstantiateWithFlags(plain.out(), graph.get(), 0));
+  int framework_replays = 0;
+  for (int i = 1; i <= 8; ++i) {
+    auto s = prof.step();
+    if (!stamped.launch(loop)) {
+      SIMPROF_CUDA_CHECK(cudaGraphLaunch(plain.get(), loop));
+      ++framework_replays;
+    }
+  }
+  dev.synchronize();
+  EXPECT_EQ(stamped.launches(), 4u) << "steps 2, 4, 6 and 8 are sampled";
+  EXPECT_EQ(framework_replays, 4);
+  EXPECT_EQ(dev.dropped(), 0u);
+  const auto& t = dev.device_timings();
+  EXPECT_EQ(t.step(), 8u);
+  ASSERT_TRUE(t.contains("busy")) << "the stamped copy's readings were not joined";
+  SIMPROF_TIMING EXPECT_NEAR(t.at("busy"), 300e-6, 20e-6);
+  SIMPROF_TIMING EXPECT_NEAR(t.at("sensors/Cam"), 100e-6, 20e-6);
+  SIMPROF_TIMING EXPECT_NEAR(dev.mean("busy"), 300e-6, 20e-6);
 }
 
 TEST_F(GpuTest, VetoedStepsAreNotPublishedOnTheDevice) {

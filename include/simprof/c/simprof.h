@@ -94,6 +94,8 @@ uint64_t simprof_steps(const simprof_profiler* prof);
 simprof_status simprof_fps(const simprof_profiler* prof, double* total_fps, double* fps_per_env);
 simprof_status simprof_set_show_fps(simprof_profiler* prof, int show);
 simprof_status simprof_fps_flush(simprof_profiler* prof);
+/* Starts the FPS line afresh (no sample, no average): a rate from now on, after a warm-up. */
+simprof_status simprof_fps_reset(simprof_profiler* prof);
 typedef void (*simprof_fps_callback)(double total_fps, double fps_per_env, int64_t n_envs,
                                      void* user);
 simprof_status simprof_set_fps_callback(simprof_profiler* prof, simprof_fps_callback callback,
@@ -134,6 +136,22 @@ simprof_status simprof_timer_plot(const simprof_timer_stats* stats, int row, int
 simprof_status simprof_timer_svg(const simprof_timer_stats* stats, const char* title, char* buf,
                                  size_t cap, size_t* needed);
 
+/* --- collectives: a scope around a collective call (NCCL, torch.distributed) so the trace gives
+ * the communication kernel launched inside it Kineto's collective arguments ----------------------
+ * op: torch.distributed's name as Kineto writes it ("allreduce", "allgather", "reduce_scatter",
+ * "broadcast", "reduce", "all_to_all", "send", "recv", "barrier"; "all_reduce", "all_gather" are
+ * taken too). dtype: torch's name ("Float", "Double", "Half", "BFloat16", "Int", "Long", "Byte",
+ * "Bool"). group_name / group_desc: NULL for "0" / "default_pg"; ranks: the group's global ranks
+ * (NULL with n_ranks 0: none given). The scope ends (and its handle is freed) with
+ * simprof_collective_end; free it before the profiler. */
+typedef struct simprof_collective simprof_collective;
+simprof_status simprof_collective_begin(simprof_profiler* prof, const char* op, int64_t in_nelems,
+                                        int64_t out_nelems, const char* dtype,
+                                        const char* group_name, const char* group_desc,
+                                        const int* ranks, size_t n_ranks, simprof_collective** out);
+/* Ends the scope and frees the handle (NULL: nothing). */
+void simprof_collective_end(simprof_collective* collective);
+
 /* --- trace sessions (torch.profiler's schedule; Perfetto/HTA JSON, one file per window) ------- */
 /* flags: SIMPROF_SESSION_BACKGROUND hands each window over beside the loop: at a window's last
  * step the loop only stops the kernel tracer; waiting for the window's kernels, converting and
@@ -154,7 +172,8 @@ uint64_t simprof_trace_dropped(const simprof_trace* trace);
 simprof_status simprof_trace_files_count(simprof_trace* trace, size_t* count);
 simprof_status simprof_trace_file(const simprof_trace* trace, size_t index, const char** path);
 
-/* --- the CUDA backend (SIMPROF_UNAVAILABLE without it) -------------------------------------- */
+/* --- the CUDA backend (SIMPROF_UNAVAILABLE without it) --------------------------------------
+ * From here on every call needs the CUDA backend; without it each answers SIMPROF_UNAVAILABLE. */
 /* Every kernel, copy and launch the process makes (torch, Warp, CuPy, ...) in the trace's windows.
  * flags: SIMPROF_TRACE_GRAPH_LAUNCHES for one span per graph launch instead of one per kernel;
  * SIMPROF_TRACE_KERNELS_ONLY for kernels alone (no runtime/driver calls, copies, syncs or CUPTI's
@@ -181,6 +200,139 @@ uint64_t simprof_kernel_tracer_dropped(const simprof_kernel_tracer* tracer);
 typedef struct simprof_nvtx simprof_nvtx;
 simprof_status simprof_nvtx_new(simprof_profiler* prof, simprof_nvtx** out);
 void simprof_nvtx_free(simprof_nvtx* nvtx);
+
+/* --- streams: a cudaStream_t as void* (NULL: the legacy default stream) ----------------------
+ * Every call below that makes a handle on a stream checks it first: a handle CUDA refuses or a
+ * stream of a device other than the current one is SIMPROF_INVALID_ARGUMENT naming it; no GPU is
+ * SIMPROF_CUDA_ERROR naming the call. A destroyed stream cannot be checked (CUDA reads the freed
+ * stream: a crash): keep a stream alive while a handle uses it. *device (may be NULL): the
+ * stream's device. */
+simprof_status simprof_stream_check(void* stream, int* device);
+
+/* --- the step pacer: at most max_in_flight steps queued on the GPU, the FPS line on the GPU clock
+ * ("GPU clock" in the line), each step's device period and span (CUDA events on `stream`) ----- */
+typedef struct simprof_step_pacer simprof_step_pacer;
+/* max_in_flight >= 1 (2: the GPU runs a step while the host enqueues the next); mark_every >= 1
+ * (an end event every mark_every steps); span_every >= 0 (a start event every span_every steps,
+ * 0: none); fps_from_device: the FPS line reads the GPU's step-end times. Free before the
+ * profiler. */
+simprof_status simprof_step_pacer_new(simprof_profiler* prof, void* stream, int max_in_flight,
+                                      int mark_every, int span_every, int fps_from_device,
+                                      simprof_step_pacer** out);
+void simprof_step_pacer_free(simprof_step_pacer* pacer);
+/* Waits for every step recorded, takes in their device times, completes the FPS sample. */
+simprof_status simprof_step_pacer_finish(simprof_step_pacer* pacer);
+typedef struct simprof_pacer_counters {
+  uint64_t steps;          /* steps recorded */
+  uint64_t waits;          /* steps whose start waited for the GPU */
+  double wait_s;           /* host seconds spent waiting */
+  uint64_t most_in_flight; /* most steps in flight seen */
+} simprof_pacer_counters;
+simprof_status simprof_step_pacer_counters(const simprof_step_pacer* pacer,
+                                           simprof_pacer_counters* out);
+/* The device times of the steps taken in so far: steps, completed, missed (left no device time),
+ * periods taken; mean span and mean period, seconds (NaN when none). */
+typedef struct simprof_device_steps {
+  uint64_t steps, completed, missed, periods;
+  double mean_step_s, mean_period_s;
+} simprof_device_steps;
+simprof_status simprof_step_pacer_device_steps(const simprof_step_pacer* pacer,
+                                               simprof_device_steps* out);
+
+/* --- the device stage timer: stage times on the GPU's clock, stamped on one step in sample_every,
+ * eager work and replayed graphs alike; it paces the loop too (a pacer, max_in_flight > 0) ---- */
+typedef struct simprof_stage_timer simprof_stage_timer;
+/* sample_every >= 1; max_in_flight >= 0 (0: unpaced); ring >= max_in_flight + 4 (2 unpaced; 0:
+ * the default, 64). Free before the profiler. */
+simprof_status simprof_stage_timer_new(simprof_profiler* prof, void* stream, int sample_every,
+                                       int max_in_flight, size_t ring, int fps_from_device,
+                                       simprof_stage_timer** out);
+void simprof_stage_timer_free(simprof_stage_timer* timer);
+/* The stream the step runs on, from now on (stamps and pacing events go there). */
+simprof_status simprof_stage_timer_set_stream(simprof_stage_timer* timer, void* stream);
+/* Joins the steps whose readings are in (no wait) / waits for the GPU and joins every step. */
+simprof_status simprof_stage_timer_poll(simprof_stage_timer* timer);
+simprof_status simprof_stage_timer_synchronize(simprof_stage_timer* timer);
+/* The device seconds per stage of the latest sampled step joined ("step", "period" too): count,
+ * then each by index (a name stays valid until the next count on this timer). */
+simprof_status simprof_stage_timer_timings_count(simprof_stage_timer* timer, size_t* count);
+simprof_status simprof_stage_timer_timings_get(const simprof_stage_timer* timer, size_t index,
+                                               const char** name, double* seconds);
+/* Mean device seconds of a stage over the sampled steps that ran it ("step" and "period": over
+ * the unsampled steps, when pacing); sampled: over the stamped steps only. NaN when none. */
+simprof_status simprof_stage_timer_mean(const simprof_stage_timer* timer, const char* stage,
+                                        int sampled, double* seconds);
+uint64_t simprof_stage_timer_joined(const simprof_stage_timer* timer);
+uint64_t simprof_stage_timer_dropped(const simprof_stage_timer* timer);
+uint64_t simprof_stage_timer_unpaired(const simprof_stage_timer* timer);
+/* Host and device stage times side by side (text, as simprof_stage_table). */
+simprof_status simprof_device_stage_table(const simprof_profiler* prof,
+                                          const simprof_stage_timer* timer, char* buf, size_t cap,
+                                          size_t* needed);
+/* A graph another framework captures (torch.cuda.graph, Warp, CuPy): capture_begin once the
+ * framework's capture is active on capture_stream and before the step's first stage; capture_end
+ * after its last stage. Then simprof_stamped_graph_new with the graph the capture produced. */
+simprof_status simprof_stage_timer_capture_begin(simprof_stage_timer* timer, void* capture_stream);
+simprof_status simprof_stage_timer_capture_end(simprof_stage_timer* timer);
+/* The timer's stamped copy of a captured graph (a cudaGraph_t, not owned, not changed), made
+ * executable. Each step, simprof_stamped_graph_launch launches the copy on `stream` when the
+ * timer samples the step (*launched = 1); else *launched = 0 and the caller replays its own
+ * graph. instrumented: 0 when the capture had no stage (nothing to launch). */
+typedef struct simprof_stamped_graph simprof_stamped_graph;
+simprof_status simprof_stamped_graph_new(simprof_stage_timer* timer, void* graph,
+                                         simprof_stamped_graph** out);
+void simprof_stamped_graph_free(simprof_stamped_graph* graph);
+simprof_status simprof_stamped_graph_launch(simprof_stamped_graph* graph, void* stream,
+                                            int* launched);
+int simprof_stamped_graph_instrumented(const simprof_stamped_graph* graph);
+uint64_t simprof_stamped_graph_launches(const simprof_stamped_graph* graph);
+
+/* --- the stopwatch: sections of the work on a stream, lap by lap ---------------------------- */
+enum { SIMPROF_CLOCK_DEVICE = 0, SIMPROF_CLOCK_HOST_DRAINED = 1 };
+typedef struct simprof_stopwatch simprof_stopwatch;
+/* clock: SIMPROF_CLOCK_DEVICE (CUDA events: the GPU's time for the section) or
+ * SIMPROF_CLOCK_HOST_DRAINED (the host's clock, the stream drained at each end); pending >= 1. */
+simprof_status simprof_stopwatch_new(void* stream, int clock, int pending, simprof_stopwatch** out);
+void simprof_stopwatch_free(simprof_stopwatch* watch);
+simprof_status simprof_stopwatch_start(simprof_stopwatch* watch);
+simprof_status simprof_stopwatch_stop(simprof_stopwatch* watch);
+/* Seconds of the last lap, of every lap, their mean (each waits for the laps it reads). */
+simprof_status simprof_stopwatch_seconds(simprof_stopwatch* watch, double* last_s, double* total_s,
+                                         double* mean_s);
+uint64_t simprof_stopwatch_laps(const simprof_stopwatch* watch);
+simprof_status simprof_stopwatch_reset(simprof_stopwatch* watch);
+/* "CUDA events" or "host clock, stream drained". */
+const char* simprof_stopwatch_clock_label(const simprof_stopwatch* watch);
+
+/* --- the memory tracker: device allocations per step and stage (every CUDA allocation call of
+ * the process, through CUPTI), device memory in use and its peak, and one warning for a step that
+ * allocates after the warm-up ------------------------------------------------------------------
+ * trace (may be NULL): adds the counter tracks to that session's windows. A tracker whose CUPTI
+ * callbacks cannot be had (another tool holds CUPTI) counts nothing: enabled 0, reason says why.
+ * Free before the trace and the profiler. */
+typedef struct simprof_memory_tracker simprof_memory_tracker;
+simprof_status simprof_memory_tracker_new(simprof_profiler* prof, simprof_trace* trace,
+                                          uint64_t warmup_steps, simprof_memory_tracker** out);
+void simprof_memory_tracker_free(simprof_memory_tracker* tracker);
+int simprof_memory_tracker_enabled(const simprof_memory_tracker* tracker);
+const char* simprof_memory_tracker_reason(const simprof_memory_tracker* tracker);
+typedef struct simprof_alloc_counts {
+  uint64_t allocs, alloc_bytes, frees, free_bytes;
+  uint64_t steps; /* completed steps the stage ran in */
+} simprof_alloc_counts;
+/* What `stage` ("step": whole steps) allocated on the device, summed over the steps it ran in. */
+simprof_status simprof_memory_tracker_total(const simprof_memory_tracker* tracker,
+                                            const char* stage, simprof_alloc_counts* out);
+/* Device bytes in use at the last step end and the peak (-1: unknown); steps after the warm-up
+ * that allocated, and the first of them (its step, innermost stage, allocations and bytes). */
+typedef struct simprof_memory_state {
+  int64_t in_use_bytes, peak_bytes;
+  uint64_t steady_allocating_steps;
+  uint64_t first_step, first_allocs, first_bytes;
+  const char* first_stage; /* valid until the next call on this tracker */
+} simprof_memory_state;
+simprof_status simprof_memory_tracker_state(simprof_memory_tracker* tracker,
+                                            simprof_memory_state* out);
 
 #ifdef __cplusplus
 }

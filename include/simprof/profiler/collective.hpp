@@ -16,7 +16,8 @@
 /* clang-format on */
 //
 // The scope costs two clock reads and, while listeners are attached, one call per listener; it
-// allocates nothing (the group is referenced, not copied: it must outlive the scope).
+// allocates nothing (the group is referenced, not copied: it must outlive the scope and the trace
+// session that records it, which reads it when the window is written).
 #pragma once
 
 #include <cstdint>
@@ -78,7 +79,7 @@ struct Collective {
 class CollectiveScope {
  public:
   /// Starts timing collective `c` on `prof`'s clock (`c` is copied; its group must outlive the
-  /// scope).
+  /// scope and any trace session recording it).
   CollectiveScope(StepProfiler& prof, const Collective& c)
       : prof_(prof), c_(c), begin_(prof.clock().now()) {}
   ~CollectiveScope() {

@@ -234,7 +234,7 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
   const std::shared_ptr<GraphInstrumentation> tool = tool_.lock();
   const auto t0 = std::chrono::steady_clock::now();
   SIMPROF_CUDA_CHECK(cudaStreamBeginCapture(stream_, options_.mode));
-  if (tool) tool->capture_begins();
+  if (tool) tool->capture_begins(stream_);
   // The capture stream is non-blocking, so work on the legacy stream (a kernel launched without a
   // stream, a synchronous cudaMemcpy) would not touch the capture: it would run once, now, and be
   // missing from every replay. Forking the capture into a *blocking* sentinel stream makes any such

@@ -235,7 +235,7 @@ void DeviceStageTimer::Impl::boundary(StageId stage, int kind) noexcept {
   // An unsampled step outside GraphCache's captures: nothing to do, not even a query.
   if (skip && !capturing) return;
   CaptureInfo ci;
-  cudaError_t e = capture_info(stream, ci);
+  cudaError_t e = capture_info(capturing ? capture_stream : stream, ci);
   if (e != cudaSuccess) return report("cudaStreamGetCaptureInfo", e);
   detail::StampArgs a{};
   a.recs = records.data();

@@ -101,8 +101,10 @@ struct DeviceStageTimer::Impl final : StepListener {
    public:
     explicit Hook(Impl* t) : timer_(t) {}
     void detach() noexcept { timer_ = nullptr; }
-    void capture_begins() noexcept override {
-      if (timer_) timer_->capturing = true;
+    void capture_begins(cudaStream_t s) noexcept override {
+      if (!timer_) return;
+      timer_->capturing = true;
+      timer_->capture_stream = s;
     }
     void capture_ends() noexcept override {
       if (timer_) timer_->capturing = false;
@@ -154,8 +156,9 @@ struct DeviceStageTimer::Impl final : StepListener {
   std::uint64_t ended = 0;            // steps ended on the host (the latest index + 1)
   std::uint64_t next_read = 0;        // steps joined or passed over
   bool began_eagerly = false;         // the step in progress has an eager begin stamp
-  bool skip = false;            // this step is not stamped (not sampled, or the ring was full)
-  bool capturing = false;       // GraphCache is capturing a step on the stream
+  bool skip = false;       // this step is not stamped (not sampled, or the ring was full)
+  bool capturing = false;  // a step is being captured (GraphCache's, or a ForeignCapture)
+  cudaStream_t capture_stream = nullptr;  // ... on this stream
   double eager_stamp_ns = 0;    // what one eager stamp adds to a stage around it (calibrate())
   std::vector<unsigned> order;  // scratch for join(): entries in time order
   TimingsSnapshot latest;

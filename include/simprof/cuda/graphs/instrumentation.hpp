@@ -39,13 +39,15 @@ struct CaptureInfo {
 /// until the next call on the stream. Returns the call's error code; never throws.
 cudaError_t capture_info(cudaStream_t stream, CaptureInfo& out) noexcept;
 
-/// A measuring tool that adds nodes of its own to the steps a GraphCache captures.
+/// A measuring tool that adds nodes of its own to the steps a GraphCache captures (or another
+/// framework does: graphs/foreign_graph.hpp).
 class GraphInstrumentation {
  public:
   virtual ~GraphInstrumentation() = default;
-  /// GraphCache begins a capture of a step on its stream.
-  virtual void capture_begins() noexcept {}
-  /// GraphCache ended a capture of a step on its stream.
+  /// A capture of a step begins on `stream` (GraphCache's stream; for a graph another framework
+  /// captures, the stream it captures on: ForeignCapture).
+  virtual void capture_begins(cudaStream_t /*stream*/) noexcept {}
+  /// That capture ended.
   virtual void capture_ends() noexcept {}
   /// A capture on the tool's stream just ended with `graph` (which must stay as it is): a new
   /// graph, owned by the caller, with the tool's nodes added; null when the tool has none for

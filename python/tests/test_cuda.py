@@ -1,0 +1,384 @@
+# SPDX-License-Identifier: MIT
+"""simprof.cuda, MemoryTracker, collectives and closed handles: streams as Python users hold them,
+bad input as InvalidArgument before anything reaches CUDA, CUDA's refusals with the call named,
+and — where a GPU and torch are there — the pacer, the device stage timer (eager and inside a
+torch.cuda.CUDAGraph), the stopwatch and the memory tracker on real work."""
+import json
+import math
+import sys
+import types
+
+import pytest
+
+import simprof
+from simprof._lib import lib
+
+
+def quiet(**kw):
+    return simprof.StepProfiler(show_fps=False, **kw)
+
+
+def gpu_visible() -> bool:
+    """The CUDA backend is built and CUDA answers for the default stream."""
+    return simprof.has_cuda() and lib.simprof_stream_check(None, None) == 0
+
+
+GPU = gpu_visible()
+
+
+def torch_on_gpu():
+    if not GPU:
+        pytest.skip("no GPU visible to simprof (or built without the CUDA backend)")
+    torch = pytest.importorskip("torch", reason="torch launches the kernels")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    return torch
+
+
+# --- streams ------------------------------------------------------------------------------------
+
+
+class _WithCudaStream:
+    def __init__(self, h):
+        self.cuda_stream = h
+
+
+class _WithPtr:
+    def __init__(self, h):
+        self.ptr = h
+
+
+class _Protocol:
+    def __init__(self, pair):
+        self.pair = pair
+
+    def __cuda_stream__(self):
+        return self.pair
+
+
+def test_stream_handle_takes_what_python_users_hold(monkeypatch):
+    for name in ("torch", "warp", "cupy"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    assert simprof.stream_handle(None) == 0  # no framework imported: the legacy default stream
+    assert simprof.stream_handle(0x1234) == 0x1234
+    assert simprof.stream_handle(_WithCudaStream(77)) == 77  # torch and Warp streams
+    assert simprof.stream_handle(_WithPtr(88)) == 88  # CuPy streams
+    assert simprof.stream_handle(_Protocol((0, 99))) == 99  # the CUDA stream protocol
+    # The framework in use answers None: its current stream.
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(
+        is_available=lambda: True,
+        current_stream=lambda: types.SimpleNamespace(cuda_stream=4242)))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    assert simprof.stream_handle(None) == 4242
+    monkeypatch.delitem(sys.modules, "torch")
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=types.SimpleNamespace(
+        get_current_stream=lambda: types.SimpleNamespace(ptr=5151))))
+    assert simprof.stream_handle(None) == 5151
+
+
+@pytest.mark.parametrize("bad, says", [
+    ("stream0", "stream = 'stream0' of type str"),
+    (1.5, "of type float"),
+    (True, "of type bool"),
+    (-1, "handle -1"),
+    (1 << 64, "expected 0 <= handle < 2\\*\\*64"),
+    (_WithCudaStream("x"), "gave .cuda_stream = 'x'"),
+    (_WithPtr(None), "gave .ptr = None"),
+    (_Protocol((0,)), "__cuda_stream__ gave \\(0,\\)"),
+    (_Protocol((0, -5)), "handle -5"),
+])
+def test_a_bad_stream_raises_naming_it(bad, says):
+    with pytest.raises(simprof.InvalidArgument, match=says):
+        simprof.stream_handle(bad)
+    if not simprof.has_cuda():
+        return
+    # Refused before CUDA is asked: the same error with or without a GPU.
+    prof = quiet()
+    for make in (lambda: simprof.StepPacer(prof, bad), lambda: simprof.DeviceStageTimer(prof, bad),
+                 lambda: simprof.Stopwatch(bad)):
+        with pytest.raises(simprof.InvalidArgument, match=says):
+            make()
+
+
+def test_without_a_gpu_each_handle_names_what_failed():
+    if GPU:
+        pytest.skip("a GPU is visible: the handles work (the tests below)")
+    prof = quiet()
+    if not simprof.has_cuda():
+        for make in (lambda: simprof.StepPacer(prof), lambda: simprof.DeviceStageTimer(prof),
+                     lambda: simprof.Stopwatch(), lambda: simprof.MemoryTracker(prof)):
+            with pytest.raises(simprof.Unavailable, match="without the CUDA backend"):
+                make()
+        return
+    for make in (lambda: simprof.StepPacer(prof), lambda: simprof.DeviceStageTimer(prof),
+                 lambda: simprof.Stopwatch()):
+        with pytest.raises(simprof.CudaError, match="cudaStreamGetDevice failed"):
+            make()
+    # Counting allocations needs CUPTI, not a GPU: made, off, and it says why.
+    mem = simprof.MemoryTracker(prof)
+    with prof.step():
+        with prof.stage("physics"):
+            pass
+    if not mem.enabled:
+        assert mem.reason
+    assert mem.total("physics") == {"allocs": 0, "alloc_bytes": 0, "frees": 0, "free_bytes": 0,
+                                    "steps": 1}
+    assert mem.total() == dict(mem.total("physics"))  # "step": the whole step
+    assert mem.first_steady_allocation is None
+    assert mem.allocs_per_step("never") == 0.0
+
+
+def test_options_are_checked():
+    with pytest.raises(simprof.InvalidArgument, match="clock = 'wall'"):
+        simprof.Stopwatch(clock="wall")
+    prof = quiet()
+    with pytest.raises(simprof.InvalidArgument, match="ring = 0"):
+        simprof.DeviceStageTimer(prof, 0, ring=0)
+    if not simprof.has_cuda():
+        return
+    with pytest.raises(simprof.InvalidArgument, match="warmup_steps = -1"):
+        simprof.MemoryTracker(prof, warmup_steps=-1)
+    if GPU:
+        with pytest.raises(simprof.InvalidArgument, match="sample_every = 0"):
+            simprof.DeviceStageTimer(prof, sample_every=0)
+        with pytest.raises(simprof.InvalidArgument, match="max_in_flight"):
+            simprof.StepPacer(prof, max_in_flight=0)
+
+
+# --- collectives --------------------------------------------------------------------------------
+
+
+def test_a_collective_carries_kinetos_arguments_into_the_trace(tmp_path):
+    prof = quiet()
+    trace = simprof.TraceSession(prof, active=1, dir=str(tmp_path))
+    group = simprof.ProcessGroup("7", "my_pg", [0, 1, 2, 3])
+    with prof.step():
+        with simprof.collective(prof, "all_reduce", 1 << 20, "torch.bfloat16", group):
+            pass
+        with simprof.collective(prof, "all_gather", 256, types.SimpleNamespace(name="float64"),
+                                out_nelems=1024):
+            pass
+    trace.wait()
+    with open(trace.files[0], encoding="utf-8") as f:
+        events = json.load(f)["traceEvents"]
+    args = [e["args"] for e in events if "Collective name" in e.get("args", {})]
+    assert len(args) == 2, events
+    assert args[0]["Collective name"] == "allreduce"
+    assert args[0]["In msg nelems"] == 1 << 20 and args[0]["dtype"] == "BFloat16"
+    assert args[0]["Process Group Name"] == "7" and args[0]["Process Group Description"] == "my_pg"
+    assert args[0]["Process Group Ranks"] == "[0, 1, 2, 3]" and args[0]["Group size"] == 4
+    assert args[1]["Collective name"] == "allgather" and args[1]["dtype"] == "Double"
+    assert args[1]["In msg nelems"] == 256 and args[1]["Out msg nelems"] == 1024
+    assert args[1]["Process Group Name"] == "0"  # torch's default group
+
+
+def test_a_bad_collective_raises_naming_the_value():
+    prof = quiet()
+    with pytest.raises(simprof.InvalidArgument, match="op 'all_sum' \\(expected one of allreduce"):
+        with simprof.collective(prof, "all_sum", 8, "float32"):
+            pass
+    with pytest.raises(simprof.InvalidArgument, match="dtype 'complex64'"):
+        with simprof.collective(prof, "all_reduce", 8, "complex64"):
+            pass
+    with pytest.raises(simprof.InvalidArgument, match="-8 elements in"):
+        with simprof.collective(prof, "broadcast", -8, "Float"):
+            pass
+    with pytest.raises(simprof.InvalidArgument, match="group = 'world'"):
+        with simprof.collective(prof, "all_reduce", 8, "Float", group="world"):
+            pass
+    with pytest.raises(simprof.InvalidArgument, match="world\\(0\\)"):
+        simprof.ProcessGroup.world(0)
+    assert simprof.ProcessGroup.world(3).ranks == [0, 1, 2]
+
+
+# --- closed handles -----------------------------------------------------------------------------
+
+
+def test_a_closed_object_says_it_is_closed(tmp_path):
+    prof = quiet()
+    trace = simprof.TraceSession(prof, dir=str(tmp_path))
+    prof.close()  # closes what was made on it first: the C library never sees an orphan
+    assert prof.closed and trace.closed
+    with pytest.raises(simprof.LogicError, match="this StepProfiler is closed"):
+        prof.begin_step()
+    with pytest.raises(simprof.LogicError, match="this StepProfiler is closed"):
+        with prof.step():
+            pass
+    with pytest.raises(simprof.LogicError, match="this TraceSession is closed"):
+        trace.wait()
+    with pytest.raises(simprof.LogicError, match="this StepProfiler is closed"):
+        simprof.TraceSession(prof)
+    prof.close()  # twice: nothing
+    with simprof.RunningMean(window=2) as m:
+        m.update(1.0)
+    with pytest.raises(simprof.LogicError, match="this RunningMean is closed"):
+        m.update(2.0)
+    with pytest.raises(simprof.LogicError, match="closed"):
+        with m:
+            pass
+    clock = simprof.ManualClock()
+    timed = quiet(clock=clock)
+    clock.close()  # the profiler reads the clock: it goes first
+    assert timed.closed
+
+
+# --- on a GPU, with torch -----------------------------------------------------------------------
+
+
+def test_pacer_puts_the_fps_line_on_the_gpu_clock(capfd):
+    torch = torch_on_gpu()
+    prof = simprof.StepProfiler(n_envs=64, show_fps=True, interval_ms=1)
+    pacer = simprof.StepPacer(prof, torch.cuda.current_stream(), max_in_flight=2, span_every=1)
+    assert pacer.stream == torch.cuda.current_stream().cuda_stream
+    x = torch.zeros(1 << 20, device="cuda")
+    for _ in range(60):
+        with prof.step():
+            for _ in range(10):
+                x.add_(1.0)
+    pacer.finish()
+    c = pacer.counters()
+    assert c["steps"] == 60 and 1 <= c["most_in_flight"] <= 2, c
+    d = pacer.device_steps()
+    assert d["steps"] == 60 and d["periods"] == 59 and d["missed"] == 0, d
+    assert 0 < d["mean_step_s"], d
+    assert d["mean_period_s"] > 0, d
+    assert pacer.mean_period_s == d["mean_period_s"]
+    out = capfd.readouterr()
+    assert "GPU clock" in out.out + out.err, out
+    assert prof.fps > 0
+
+
+def test_device_stage_times_of_an_eager_torch_loop():
+    torch = torch_on_gpu()
+    prof = quiet(stats_window=16)
+    timer = simprof.DeviceStageTimer(prof, sample_every=1)
+    x = torch.zeros(1 << 22, device="cuda")
+    for _ in range(8):
+        with prof.step():
+            with prof.stage("physics"):
+                for _ in range(20):
+                    x.mul_(1.0001)
+            with prof.stage("sensors/Cam"):
+                x.add_(1.0)
+    timer.synchronize()
+    t = timer.device_timings
+    assert {"physics", "sensors", "sensors/Cam", "step", "period"} <= set(t), t
+    assert t["physics"] > 0 and t["sensors/Cam"] > 0
+    assert t["physics"] + t["sensors"] <= t["step"] * 1.001, t  # stages fit in their step
+    assert timer.joined == 8 and timer.dropped == 0
+    assert timer.mean("physics") > timer.mean("sensors/Cam")  # 20 kernels against 1, same size
+    assert math.isnan(timer.mean("never"))
+    assert "physics" in timer.device_stage_table()
+
+
+def test_device_stage_times_inside_a_torch_cuda_graph():
+    torch = torch_on_gpu()
+    if not hasattr(torch.cuda.CUDAGraph(), "raw_cuda_graph"):
+        pytest.skip("this torch has no CUDAGraph.raw_cuda_graph()")
+    prof = quiet()
+    timer = simprof.DeviceStageTimer(prof, sample_every=4)
+    x = torch.zeros(1 << 20, device="cuda")
+    for _ in range(3):  # warm-up on a side stream, as torch's docs ask
+        x.add_(1.0)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph(keep_graph=True)
+    with prof.step():
+        with timer.capture(g):
+            with prof.stage("physics"):
+                for _ in range(30):
+                    x.mul_(1.0001)
+            with prof.stage("sensors"):
+                x.add_(1.0)
+    stamped = g._simprof_stamped
+    assert stamped.instrumented
+    launched = [None]
+    for _ in range(16):  # steps 1 .. 16: 4, 8, 12 and 16 are sampled
+        with prof.step():
+            launched.append(timer.replay(g))
+    timer.synchronize()
+    assert launched.count(True) == 4 and stamped.launches == 4, launched
+    t = timer.device_timings
+    assert t["physics"] > 0 and t["sensors"] > 0, t
+    assert t["physics"] + t["sensors"] <= t["step"] * 1.001, t
+    assert timer.dropped == 0 and timer.unpaired == 0
+    with pytest.raises(simprof.InvalidArgument, match="not captured with this timer"):
+        timer.replay(torch.cuda.CUDAGraph())
+    # Without keep_graph torch keeps no graph to copy: said, not crashed.
+    plain = torch.cuda.CUDAGraph()
+    with pytest.raises(simprof.InvalidArgument, match="keep_graph=True"):
+        with prof.step():
+            with timer.capture(plain):
+                x.add_(1.0)
+
+
+def test_stopwatch_times_a_section_on_the_gpu():
+    torch = torch_on_gpu()
+    x = torch.zeros(1 << 22, device="cuda")
+    watch = simprof.Stopwatch()
+    assert watch.clock_label == "CUDA events"
+    with pytest.raises(simprof.LogicError):
+        watch.stop()
+    with watch.lap():
+        for _ in range(10):
+            x.add_(1.0)
+    assert watch.laps == 1 and watch.last_s > 0 and watch.total_s == watch.mean_s == watch.last_s
+    assert watch.time(lambda: x.add_(1.0)) > 0 and watch.laps == 2
+    watch.reset()
+    assert watch.laps == 0 and watch.total_s == 0
+    drained = simprof.Stopwatch(clock="host_drained")
+    assert drained.clock_label == "host clock, stream drained"
+    assert drained.time(torch.cuda.synchronize) >= 0
+
+
+def test_memory_tracker_counts_torchs_allocations():
+    torch = torch_on_gpu()
+    prof = quiet()
+    mem = simprof.MemoryTracker(prof, warmup_steps=1)
+    assert mem.enabled, mem.reason
+    keep = []
+    for i in range(3):
+        with prof.step():
+            with prof.stage("physics"):
+                if i == 2:  # after the warm-up: a size torch's cache cannot serve
+                    keep.append(torch.empty(64 << 20, dtype=torch.uint8, device="cuda"))
+    assert mem.total("physics")["allocs"] >= 1 and mem.total("physics")["steps"] == 3
+    assert mem.total("physics")["alloc_bytes"] >= 64 << 20
+    first = mem.first_steady_allocation
+    assert first is not None and first["step"] == 2 and first["stage"] == "physics", first
+    assert mem.peak_bytes >= 64 << 20
+
+
+def test_a_stream_object_lives_as_long_as_what_uses_it():
+    # CUDA cannot be asked about a destroyed stream (cudaStreamGetDevice reads the freed stream: a
+    # crash on the H200), so a stream object handed to simprof is held until the handle is closed.
+    torch = torch_on_gpu()
+    import gc
+    import weakref
+
+    class Owner:  # a framework's stream object (CuPy's and Warp's are destroyed when collected)
+        def __init__(self):
+            self.stream = torch.cuda.Stream()
+            self.cuda_stream = self.stream.cuda_stream
+
+    owner = Owner()
+    gone = weakref.ref(owner)
+    for make in (lambda s: simprof.StepPacer(quiet(), s), lambda s: simprof.Stopwatch(s),
+                 lambda s: simprof.DeviceStageTimer(quiet(), s)):
+        h = make(owner)
+        del owner
+        gc.collect()
+        assert gone() is not None, "the stream object went while a handle used it"
+        h.close()
+        owner = gone()
+    del owner
+    gc.collect()
+    assert gone() is None, "the stream object was kept after close()"
+
+
+def test_a_stream_of_another_device_is_refused():
+    torch = torch_on_gpu()
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 GPUs (nvidia-h200-x2)")
+    other = torch.cuda.Stream(device=1)
+    with pytest.raises(simprof.InvalidArgument, match="on device 1 but device 0 is current"):
+        simprof.StepPacer(quiet(), other)

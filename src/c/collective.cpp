@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: MIT
+// The C API's collectives room: a scope around a collective call (NCCL, torch.distributed), by the
+// names torch.distributed and Kineto use, so a trace gives the communication kernel launched inside
+// it the collective's arguments (simprof/profiler/collective.hpp).
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "c_api_internal.hpp"
+#include "simprof/profiler/collective.hpp"
+
+using simprof::c_api::guarded;
+
+namespace {
+
+// A name as Kineto writes it ("allreduce"), or torch.distributed's function ("all_reduce").
+template <class E>
+E parse(const char* what, const char* name, std::initializer_list<E> values,
+        std::initializer_list<std::pair<std::string_view, E>> aliases) {
+  if (name == nullptr)
+    throw std::invalid_argument(fmt::format("simprof: collective {} is NULL", what));
+  std::string known;
+  for (const E v : values) {
+    if (simprof::to_string(v) == name) return v;
+    known += known.empty() ? "" : ", ";
+    known += simprof::to_string(v);
+  }
+  for (const auto& [alias, v] : aliases)
+    if (alias == name) return v;
+  throw std::invalid_argument(
+      fmt::format("simprof: collective {} '{}' (expected one of {})", what, name, known));
+}
+
+}  // namespace
+
+struct simprof_collective {
+  std::optional<simprof::CollectiveScope> scope;
+};
+
+extern "C" {
+
+simprof_status simprof_collective_begin(simprof_profiler* p, const char* op, int64_t in_nelems,
+                                        int64_t out_nelems, const char* dtype,
+                                        const char* group_name, const char* group_desc,
+                                        const int* ranks, size_t n_ranks,
+                                        simprof_collective** out) {
+  SIMPROF_C_REQUIRE(p, "profiler");
+  SIMPROF_C_REQUIRE(out, "out");
+  *out = nullptr;
+  return guarded([&] {
+    using simprof::CollectiveOp;
+    using simprof::DType;
+    const CollectiveOp o = parse<CollectiveOp>(
+        "op", op,
+        {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter,
+         CollectiveOp::kBroadcast, CollectiveOp::kReduce, CollectiveOp::kAllToAll,
+         CollectiveOp::kSend, CollectiveOp::kRecv, CollectiveOp::kBarrier},
+        {{"all_reduce", CollectiveOp::kAllReduce},
+         {"all_gather", CollectiveOp::kAllGather},
+         {"all_gather_into_tensor", CollectiveOp::kAllGather},
+         {"reduce_scatter_tensor", CollectiveOp::kReduceScatter},
+         {"all_to_all_single", CollectiveOp::kAllToAll}});
+    const DType d = parse<DType>("dtype", dtype,
+                                 {DType::kFloat, DType::kDouble, DType::kHalf, DType::kBFloat16,
+                                  DType::kInt, DType::kLong, DType::kByte, DType::kBool},
+                                 {});
+    if (in_nelems < 0 || out_nelems < 0)
+      throw std::invalid_argument(fmt::format(
+          "simprof: collective of {} elements in, {} out (expected >= 0)", in_nelems, out_nelems));
+    if (ranks == nullptr && n_ranks != 0)
+      throw std::invalid_argument(
+          fmt::format("simprof: collective ranks is NULL with n_ranks = {}", n_ranks));
+    simprof::ProcessGroup g;
+    if (group_name) g.name = group_name;
+    if (group_desc) g.desc = group_desc;
+    if (n_ranks != 0) g.ranks.assign(ranks, ranks + n_ranks);
+    // The profiler's copy: a trace session refers to it until the window is written.
+    auto same = [&](const simprof::ProcessGroup& h) {
+      return h.name == g.name && h.desc == g.desc && h.ranks == g.ranks;
+    };
+    auto it = std::find_if(p->groups.begin(), p->groups.end(), same);
+    const simprof::ProcessGroup& kept =
+        it != p->groups.end() ? *it : p->groups.emplace_back(std::move(g));
+    auto c = std::make_unique<simprof_collective>();
+    c->scope.emplace(p->prof, simprof::Collective{o, d, in_nelems, out_nelems, &kept});
+    *out = c.release();
+  });
+}
+
+void simprof_collective_end(simprof_collective* c) {
+  if (c == nullptr) return;
+  c->scope.reset();  // the listeners hear of it now: a throw there is not the caller's to see
+  delete c;
+}
+
+}  // extern "C"

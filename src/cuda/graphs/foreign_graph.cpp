@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+#include "simprof/cuda/graphs/foreign_graph.hpp"
+
+#include <stdexcept>
+#include <utility>
+
+#include "simprof/cuda/runtime/error.hpp"
+
+namespace simprof::cuda {
+
+ForeignCapture::ForeignCapture(std::shared_ptr<GraphInstrumentation> tool, cudaStream_t stream)
+    : tool_(std::move(tool)) {
+  if (!tool_) throw std::invalid_argument("simprof: ForeignCapture of a null tool");
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  SIMPROF_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+  if (status != cudaStreamCaptureStatusActive)
+    throw std::logic_error(
+        "simprof: ForeignCapture: the stream is not capturing (begin the framework's capture "
+        "first, e.g. inside `with torch.cuda.graph(g):`)");
+  tool_->capture_begins(stream);
+}
+
+void ForeignCapture::end() noexcept {
+  if (tool_) tool_->capture_ends();
+  tool_.reset();
+}
+
+InstrumentedGraph::InstrumentedGraph(std::shared_ptr<GraphInstrumentation> tool,
+                                     cudaGraph_t captured)
+    : tool_(tool) {
+  if (!tool) throw std::invalid_argument("simprof: InstrumentedGraph of a null tool");
+  if (captured == nullptr)
+    throw std::invalid_argument(
+        "simprof: InstrumentedGraph of a null graph (torch: capture with "
+        "torch.cuda.CUDAGraph(keep_graph=True) so raw_cuda_graph() has it)");
+  GraphHandle copy(tool->instrumented_copy(captured));
+  if (!copy) return;
+  SIMPROF_CUDA_CHECK(cudaGraphInstantiateWithFlags(exec_.out(), copy.get(), 0));
+}
+
+bool InstrumentedGraph::launch(cudaStream_t stream) {
+  if (!exec_) return false;
+  const auto tool = tool_.lock();
+  if (!tool || !tool->instrumented_launch()) return false;
+  SIMPROF_CUDA_CHECK(cudaGraphLaunch(exec_.get(), stream));
+  ++launches_;
+  return true;
+}
+
+}  // namespace simprof::cuda
