@@ -12,12 +12,14 @@ repository): it becomes a `git clone --quiet` of the source tree under test (its
 uncommitted change is not in the clone), or, where the source is not a git checkout, a copy of it
 without its build trees. The commands run with HOME set to the scratch directory's home/ (so `~` and
 `$HOME` stay inside it), without PYTHONPATH or SIMPROF_LIBRARY from the caller's environment, with
-the CMake that configured this build first on PATH, and CMAKE_BUILD_PARALLEL_LEVEL=2 unless set.
+the CMake that configured this build first on PATH, python3 being PYTHON where given (a python3 that
+can `pip install .` offline; the first python3 on PATH may not), and CMAKE_BUILD_PARALLEL_LEVEL=2
+unless set.
 
 The test passes when every command succeeds and the last line the commands print (the page's final
 `python3 -c "import simprof; print(...)"`) holds simprof's version as one of its words.
 
-usage: run_shell_blocks.py SOURCE_DIR PAGE.md SCRATCH_DIR VERSION [CMAKE_COMMAND]
+usage: run_shell_blocks.py SOURCE_DIR PAGE.md SCRATCH_DIR VERSION [CMAKE_COMMAND [PYTHON]]
 """
 import os
 import re
@@ -61,11 +63,12 @@ def is_git_checkout(source):
 
 
 def main():
-    if len(sys.argv) not in (5, 6):
+    if len(sys.argv) not in (5, 6, 7):
         sys.exit(__doc__.rsplit("usage: ", 1)[1])
     source, page, scratch, version = (os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]),
                                       os.path.abspath(sys.argv[3]), sys.argv[4])
-    cmake = sys.argv[5] if len(sys.argv) == 6 else ""
+    cmake = sys.argv[5] if len(sys.argv) >= 6 else ""
+    python = sys.argv[6] if len(sys.argv) == 7 else ""
     rel = os.path.relpath(page, source)
 
     shutil.rmtree(scratch, ignore_errors=True)
@@ -104,6 +107,10 @@ def main():
     env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", "2")
     if cmake:
         env["PATH"] = os.path.dirname(os.path.abspath(cmake)) + os.pathsep + env.get("PATH", "")
+    if python:  # python3 alone, ahead of the CMake directory (which may hold a python3 of its own)
+        os.makedirs(os.path.join(scratch, "bin"))
+        os.symlink(python, os.path.join(scratch, "bin", "python3"))
+        env["PATH"] = os.path.join(scratch, "bin") + os.pathsep + env.get("PATH", "")
     print(f"running {count} commands of {rel} in {scratch} (the script: {path})", flush=True)
     proc = subprocess.Popen(["sh", "-e", "-x", path], cwd=scratch, env=env, stdout=subprocess.PIPE,
                             text=True)
