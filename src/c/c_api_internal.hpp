@@ -12,6 +12,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,11 @@
 #include "simprof/cuda/runtime/error.hpp"
 #endif
 
+namespace simprof::c_api {
+// A timings map as name/value pairs for C, whose names stay valid until the next copy.
+using TimingPairs = std::vector<std::pair<std::string, double>>;
+}  // namespace simprof::c_api
+
 struct simprof_options {
   simprof::ProfilingOptions options;
 };
@@ -33,7 +39,7 @@ struct simprof_manual_clock {
 
 struct simprof_profiler {
   simprof::StepProfiler prof;
-  std::vector<std::pair<std::string, double>> timings;  // the latest simprof_timings_count
+  simprof::c_api::TimingPairs timings;  // the latest simprof_timings_count
   // The process groups collectives named, one of each: a trace session keeps a pointer to a
   // collective's group until its window is written, so they live as long as the profiler.
   std::deque<simprof::ProcessGroup> groups;
@@ -91,6 +97,19 @@ bool missing(const T* p, const char* what, simprof_status* s) {
 
 // A string into the caller's buffer (NUL-terminated, truncated) and the bytes it needs.
 void copy_out(const std::string& t, char* buf, size_t cap, size_t* needed);
+
+// Fills `out` from a timings map (the profiler's or a device timer's): the *_timings_count calls.
+template <class Timings>
+simprof_status copy_timings(const Timings& timings, TimingPairs& out, size_t* count) noexcept {
+  return guarded([&] {
+    out.clear();
+    timings.for_each([&](std::string_view n, double v) { out.emplace_back(std::string(n), v); });
+    *count = out.size();
+  });
+}
+// Pair `index` of `pairs`; an index past the end is refused, naming `count_call` that sizes it.
+simprof_status timing_at(const TimingPairs& pairs, size_t index, const char** name, double* seconds,
+                         const char* count_call);
 
 }  // namespace simprof::c_api
 #pragma GCC visibility pop

@@ -93,7 +93,7 @@ struct simprof_step_pacer {
 struct simprof_stage_timer {
   simprof::cuda::DeviceStageTimer timer;
   std::optional<simprof::cuda::ForeignCapture> capture;  // a framework's capture being noted
-  std::vector<std::pair<std::string, double>> timings;   // the latest timings_count
+  simprof::c_api::TimingPairs timings;                   // the latest timings_count
   simprof_stage_timer(simprof::StepProfiler& p, cudaStream_t s,
                       const simprof::cuda::DeviceStageTimerOptions& o)
       : timer(p, s, o) {}
@@ -263,25 +263,14 @@ simprof_status simprof_stage_timer_synchronize(simprof_stage_timer* t) {
 simprof_status simprof_stage_timer_timings_count(simprof_stage_timer* t, size_t* count) {
   SIMPROF_C_REQUIRE(t, "stage timer");
   SIMPROF_C_REQUIRE(count, "count");
-  return guarded([&] {
-    t->timings.clear();
-    t->timer.device_timings().for_each(
-        [&](std::string_view n, double v) { t->timings.emplace_back(std::string(n), v); });
-    *count = t->timings.size();
-  });
+  return simprof::c_api::copy_timings(t->timer.device_timings(), t->timings, count);
 }
 
 simprof_status simprof_stage_timer_timings_get(const simprof_stage_timer* t, size_t index,
                                                const char** name, double* seconds) {
   SIMPROF_C_REQUIRE(t, "stage timer");
-  if (index >= t->timings.size())
-    return fail(SIMPROF_INVALID_ARGUMENT,
-                fmt::format("simprof: device timing index {} (expected < {}, from "
-                            "simprof_stage_timer_timings_count)",
-                            index, t->timings.size()));
-  if (name) *name = t->timings[index].first.c_str();
-  if (seconds) *seconds = t->timings[index].second;
-  return SIMPROF_OK;
+  return simprof::c_api::timing_at(t->timings, index, name, seconds,
+                                   "simprof_stage_timer_timings_count");
 }
 
 simprof_status simprof_stage_timer_mean(const simprof_stage_timer* t, const char* stage,

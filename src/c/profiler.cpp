@@ -141,24 +141,13 @@ simprof_status simprof_stage_end(simprof_profiler* p, const char* name) {
 simprof_status simprof_timings_count(simprof_profiler* p, size_t* count) {
   SIMPROF_C_REQUIRE(p, "profiler");
   SIMPROF_C_REQUIRE(count, "count");
-  return guarded([&] {
-    p->timings.clear();
-    p->prof.timings().for_each(
-        [&](std::string_view n, double v) { p->timings.emplace_back(std::string(n), v); });
-    *count = p->timings.size();
-  });
+  return simprof::c_api::copy_timings(p->prof.timings(), p->timings, count);
 }
 
 simprof_status simprof_timings_get(const simprof_profiler* p, size_t index, const char** name,
                                    double* seconds) {
   SIMPROF_C_REQUIRE(p, "profiler");
-  if (index >= p->timings.size())
-    return fail(SIMPROF_INVALID_ARGUMENT, "simprof: timing index " + std::to_string(index) +
-                                              " (expected < " + std::to_string(p->timings.size()) +
-                                              ", from simprof_timings_count)");
-  if (name) *name = p->timings[index].first.c_str();
-  if (seconds) *seconds = p->timings[index].second;
-  return SIMPROF_OK;
+  return simprof::c_api::timing_at(p->timings, index, name, seconds, "simprof_timings_count");
 }
 
 simprof_status simprof_timing(const simprof_profiler* p, const char* stage, double* seconds) {

@@ -29,6 +29,17 @@ void copy_out(const std::string& t, char* buf, size_t cap, size_t* needed) {
   }
 }
 
+simprof_status timing_at(const TimingPairs& pairs, size_t index, const char** name, double* seconds,
+                         const char* count_call) {
+  if (index >= pairs.size())
+    return fail(SIMPROF_INVALID_ARGUMENT, "simprof: timing index " + std::to_string(index) +
+                                              " (expected < " + std::to_string(pairs.size()) +
+                                              ", from " + count_call + ")");
+  if (name) *name = pairs[index].first.c_str();
+  if (seconds) *seconds = pairs[index].second;
+  return SIMPROF_OK;
+}
+
 }  // namespace simprof::c_api
 
 extern "C" {

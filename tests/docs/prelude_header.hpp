@@ -55,6 +55,10 @@ extern int blocks;
 void publish_positions(cudaStream_t s, float* to);
 void render_from(cudaStream_t s, const float* from);
 std::shared_ptr<simprof::cuda::GraphInstrumentation> make_my_stamps();
+extern simprof::cuda::DeviceStageTimer timer;  // foreign_graph.hpp: a graph another framework
+extern cudaStream_t capture_stream;            // captured on a stream of its own
+extern cudaGraph_t graph;
+void framework_replay();
 #endif
 #if defined(__CUDACC__)
 __global__ void my_kernel();

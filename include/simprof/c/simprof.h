@@ -222,19 +222,25 @@ simprof_status simprof_step_pacer_new(simprof_profiler* prof, void* stream, int 
 void simprof_step_pacer_free(simprof_step_pacer* pacer);
 /* Waits for every step recorded, takes in their device times, completes the FPS sample. */
 simprof_status simprof_step_pacer_finish(simprof_step_pacer* pacer);
+/** What a step pacer did so far. */
 typedef struct simprof_pacer_counters {
-  uint64_t steps;          /* steps recorded */
-  uint64_t waits;          /* steps whose start waited for the GPU */
-  double wait_s;           /* host seconds spent waiting */
-  uint64_t most_in_flight; /* most steps in flight seen */
+  uint64_t steps;          /**< steps recorded */
+  uint64_t waits;          /**< steps whose start waited for the GPU */
+  double wait_s;           /**< host seconds spent waiting */
+  uint64_t most_in_flight; /**< most steps in flight seen */
 } simprof_pacer_counters;
 simprof_status simprof_step_pacer_counters(const simprof_step_pacer* pacer,
                                            simprof_pacer_counters* out);
 /* The device times of the steps taken in so far: steps, completed, missed (left no device time),
  * periods taken; mean span and mean period, seconds (NaN when none). */
+/** The device times of a pacer's steps. */
 typedef struct simprof_device_steps {
-  uint64_t steps, completed, missed, periods;
-  double mean_step_s, mean_period_s;
+  uint64_t steps;       /**< steps taken in */
+  uint64_t completed;   /**< of those, steps neither vetoed nor dropped on the host */
+  uint64_t missed;      /**< steps that left no device time */
+  uint64_t periods;     /**< periods taken (a step whose step before is known) */
+  double mean_step_s;   /**< mean span on the GPU, seconds (NaN: none spanned) */
+  double mean_period_s; /**< mean end-to-end period on the GPU, seconds (NaN: none) */
 } simprof_device_steps;
 simprof_status simprof_step_pacer_device_steps(const simprof_step_pacer* pacer,
                                                simprof_device_steps* out);
@@ -316,20 +322,28 @@ simprof_status simprof_memory_tracker_new(simprof_profiler* prof, simprof_trace*
 void simprof_memory_tracker_free(simprof_memory_tracker* tracker);
 int simprof_memory_tracker_enabled(const simprof_memory_tracker* tracker);
 const char* simprof_memory_tracker_reason(const simprof_memory_tracker* tracker);
+/** Device allocations of a stage, summed over the completed steps it ran in. */
 typedef struct simprof_alloc_counts {
-  uint64_t allocs, alloc_bytes, frees, free_bytes;
-  uint64_t steps; /* completed steps the stage ran in */
+  uint64_t allocs;      /**< allocation calls */
+  uint64_t alloc_bytes; /**< bytes they allocated */
+  uint64_t frees;       /**< free calls */
+  uint64_t free_bytes;  /**< bytes they freed (0 for a free that does not say) */
+  uint64_t steps;       /**< completed steps the stage ran in */
 } simprof_alloc_counts;
 /* What `stage` ("step": whole steps) allocated on the device, summed over the steps it ran in. */
 simprof_status simprof_memory_tracker_total(const simprof_memory_tracker* tracker,
                                             const char* stage, simprof_alloc_counts* out);
 /* Device bytes in use at the last step end and the peak (-1: unknown); steps after the warm-up
  * that allocated, and the first of them (its step, innermost stage, allocations and bytes). */
+/** A memory tracker's device memory and steady-state allocations. */
 typedef struct simprof_memory_state {
-  int64_t in_use_bytes, peak_bytes;
-  uint64_t steady_allocating_steps;
-  uint64_t first_step, first_allocs, first_bytes;
-  const char* first_stage; /* valid until the next call on this tracker */
+  int64_t in_use_bytes;             /**< at the last step end (-1: unknown) */
+  int64_t peak_bytes;               /**< the most seen (-1: unknown) */
+  uint64_t steady_allocating_steps; /**< steps after the warm-up that allocated */
+  uint64_t first_step;              /**< the first of them */
+  uint64_t first_allocs;            /**< its allocations (in its innermost allocating stage) */
+  uint64_t first_bytes;             /**< their bytes */
+  const char* first_stage; /**< that stage ("" outside any); valid until the next call here */
 } simprof_memory_state;
 simprof_status simprof_memory_tracker_state(simprof_memory_tracker* tracker,
                                             simprof_memory_state* out);

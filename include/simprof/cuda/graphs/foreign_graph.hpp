@@ -15,10 +15,13 @@
 /* clang-format off */
 //   {
 //     simprof::cuda::ForeignCapture noted(timer.instrumentation(), capture_stream);
-//     body();                           // stage scopes inside, captured by the framework
-//   }                                   // the framework ends its capture: graph
+//     body(capture_stream);          // stage scopes inside, captured by the framework
+//   }                                // the framework ends its capture: graph
 //   simprof::cuda::InstrumentedGraph stamped(timer.instrumentation(), graph);
-//   for (...) { auto step = prof.step(); if (!stamped.launch(stream)) framework_replay(); }
+//   for (int i = 0; i < n; ++i) {
+//     auto step = prof.step();
+//     if (!stamped.launch(stream)) framework_replay();  // the framework's own executable
+//   }
 /* clang-format on */
 #pragma once
 
