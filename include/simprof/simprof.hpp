@@ -23,6 +23,7 @@
 #include "simprof/precision/rounding.hpp"
 #include "simprof/profiler/collective.hpp"
 #include "simprof/profiler/device_steps.hpp"
+#include "simprof/profiler/engine_zones.hpp"
 #include "simprof/profiler/fps_tracker.hpp"
 #include "simprof/profiler/listener.hpp"
 #include "simprof/profiler/macros.hpp"

@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <stdexcept>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "simprof/base/log.hpp"
+#include "simprof/profiler/engine_zones.hpp"
 
 namespace simprof {
 
@@ -172,6 +174,7 @@ bool StepProfiler::begin_step() {
   vetoed_ = false;
   ++serial_;
   step_start_ = t;
+  cursor_[0] = t;
   if (SIMPROF_UNLIKELY(!listeners_.empty()))
     for (auto* l : listeners_) l->on_step_begin(serial_ - 1, t);
   for (auto& cb : pre_step_) {
@@ -179,7 +182,9 @@ bool StepProfiler::begin_step() {
     try {
       ok = cb();
     } catch (...) {
-      drop_step(clock_.now(), StepOutcome::kAborted);
+      const std::int64_t now = clock_.now();
+      end_zones(now);
+      drop_step(now, StepOutcome::kAborted);
       throw;
     }
     if (!ok) {
@@ -209,8 +214,15 @@ void StepProfiler::drop_step(std::int64_t t, StepOutcome outcome) noexcept {
     for (auto* l : listeners_) l->on_step_end(serial_ - 1, t, outcome);
 }
 
+void StepProfiler::end_zones(std::int64_t t) noexcept {
+  if (zones_.empty() || zones_ended_in_ == serial_) return;
+  zones_ended_in_ = serial_;  // finish_step_noexcept() then end_step(): the zones end once
+  for (auto* z : zones_) z->step_ending(t);
+}
+
 bool StepProfiler::end_step() {
   if (!in_step_) throw std::logic_error("simprof: end_step() outside a step");
+  if (SIMPROF_UNLIKELY(!zones_.empty())) end_zones(clock_.now());
   if (depth_ != 0) {
     // The step is dropped like a vetoed one, so the profiler stays usable: the next step works.
     std::string message = fmt::format(
@@ -241,6 +253,7 @@ bool StepProfiler::end_step() {
 
 void StepProfiler::finish_step_noexcept(bool unwinding) noexcept {
   if (!in_step_) return;  // already ended through the manual API
+  if (SIMPROF_UNLIKELY(!zones_.empty())) end_zones(clock_.now());
   if (unwinding) {
     drop_step(clock_.now(), StepOutcome::kAborted);
     return;
@@ -258,6 +271,62 @@ void StepProfiler::finish_step_noexcept(bool unwinding) noexcept {
   } catch (const std::exception& e) {
     report(e.what());  // a throwing FPS callback, say: report it, never throw from a destructor
   }
+}
+
+void StepProfiler::record(StageId id, double seconds) {
+  if (id >= slots_.size() || id < kFirstUserStage)
+    throw std::invalid_argument(fmt::format(
+        "simprof: record(): stage id {} is not a registered stage (expected an id from stage_id())",
+        id));
+  if (!in_step_)
+    throw std::logic_error(fmt::format(
+        "simprof: record('{}', {} s) outside a step (record an engine's times inside the step "
+        "that ran them)",
+        names_[id], seconds));
+  // Beyond 4e18 ticks a sum of a few of them could overflow the int64 accumulators.
+  const double limit = 4e18 / clock_.ticks_per_second();
+  if (!std::isfinite(seconds) || seconds < 0 || seconds > limit)
+    throw std::invalid_argument(fmt::format(
+        "simprof: record('{}', {}): expected a finite duration in seconds, >= 0 and <= {:g}",
+        names_[id], seconds, limit));
+  Slot& s = slots_[id];
+  if (s.open)
+    throw std::logic_error(fmt::format(
+        "simprof: record('{}') while that stage is open: its scope times it already (record the "
+        "engine's time outside the scope)",
+        names_[id]));
+  const std::int64_t d = clock_.ticks(seconds);
+  add_time(s, d);
+  for (StageId p = s.parent; p != kNoStage && !slots_[p].open; p = slots_[p].parent)
+    add_time(slots_[p], d);
+  if (SIMPROF_UNLIKELY(!listeners_.empty())) {
+    // The engine's time has no place on our clock: lay it after whatever ended last inside the
+    // innermost open stage, and never past now, so that the trace's nesting stays true.
+    const std::int64_t now = clock_.now();
+    const std::int64_t begin = std::min(cursor_[depth_], now);
+    const std::int64_t end = d > now - begin ? now : begin + d;
+    cursor_[depth_] = end;
+    for (auto* l : listeners_) l->on_stage_recorded(id, begin, end);
+  }
+}
+
+void StepProfiler::set_stage_clock(StageId id, std::string_view clock) {
+  if (id >= slots_.size() || id < kFirstUserStage)
+    throw std::invalid_argument(fmt::format(
+        "simprof: set_stage_clock(): stage id {} is not a registered stage (expected an id from "
+        "stage_id())",
+        id));
+  if (clock.empty())
+    throw std::invalid_argument(fmt::format(
+        "simprof: set_stage_clock('{}', \"\"): the clock's name is empty (expected e.g. "
+        "\"mjcb_time\")",
+        names_[id]));
+  if (clocks_.size() <= id) clocks_.resize(slots_.size());
+  clocks_[id] = std::string(clock);
+}
+
+std::string_view StepProfiler::stage_clock(StageId id) const noexcept {
+  return id < clocks_.size() ? std::string_view(clocks_[id]) : std::string_view();
 }
 
 void StepProfiler::end_stage_noexcept(StageId id) noexcept {

@@ -94,6 +94,7 @@ void write_args(Buffer& out, const Span& s) {
   switch (s.kind) {
     case SpanKind::kCpuStage:
       a.integer("step", static_cast<std::int64_t>(s.step()));
+      if (const auto* p = s.as<StagePayload>(); p && !p->clock.empty()) a.text("clock", p->clock);
       if (s.collective()) collective_args(a, *s.collective());
       break;
     case SpanKind::kLaunch:  // a host event: never a stream, or HTA counts it as GPU work

@@ -13,11 +13,11 @@
 #include <spdlog/spdlog.h>
 
 #include "simprof/base/log.hpp"
+#include "simprof/detail/thread_id.hpp"
 #include "simprof/trace/chrome_json.hpp"
 #include "simprof/trace/physics.hpp"
 
 #if defined(__linux__)
-#include <sys/syscall.h>
 #include <unistd.h>
 #endif
 
@@ -31,13 +31,7 @@ std::int64_t this_pid() {
   return 1;
 #endif
 }
-std::int64_t this_tid() {
-#if defined(__linux__)
-  return static_cast<std::int64_t>(::syscall(SYS_gettid));
-#else
-  return 1;
-#endif
-}
+std::int64_t this_tid() { return detail::os_thread_id(); }
 bool recording(ScheduleAction a) {
   return a == ScheduleAction::kRecord || a == ScheduleAction::kRecordAndSave;
 }
@@ -196,6 +190,22 @@ void TraceSession::on_stage_end(StageId id, std::int64_t ticks) {
     ++dropped_;
 }
 
+void TraceSession::keep(const Recorded& r) {
+  if (recorded_.size() < options_.max_cpu_events)
+    recorded_.push_back(r);
+  else
+    ++dropped_;
+}
+
+void TraceSession::on_stage_recorded(StageId id, std::int64_t begin, std::int64_t end) {
+  if (recording(action_)) keep(Recorded{id, step_, begin, end, 0, true});
+}
+
+void TraceSession::on_worker_zone(StageId id, std::int64_t begin, std::int64_t end,
+                                  std::int64_t tid) {
+  if (recording(action_)) keep(Recorded{id, step_, begin, end, tid, false});
+}
+
 void TraceSession::on_step_end(std::uint64_t, std::int64_t ticks, StepOutcome) {
   if (recording(action_)) {
     if (recorded_.size() < options_.max_cpu_events)
@@ -269,7 +279,11 @@ TraceSession::Window TraceSession::close_window() {
     const bool step = r.id == kStepStage;
     t.spans.push_back(Span::cpu_stage(
         step ? fmt::format("ProfilerStep#{}", r.step) : std::string(prof_.stage_name(r.id)), r.id,
-        r.step, to_ns(r.begin), to_ns(r.end), pid_, tid_));
+        r.step, to_ns(r.begin), to_ns(r.end), pid_, r.tid != 0 ? r.tid : tid_));
+    if (r.engine) {
+      const std::string_view clock = prof_.stage_clock(r.id);
+      t.spans.back().get<StagePayload>().clock = clock.empty() ? "engine" : std::string(clock);
+    }
   }
   for (const auto& [ticks, fps] : fps_)
     t.spans.push_back(Span::counter("FPS", to_ns(ticks), pid_, fps));

@@ -34,6 +34,15 @@ class StepListener {
   virtual void on_stage_begin(StageId /*id*/, std::int64_t /*ticks*/) {}
   /// Stage `id` ended at `ticks`.
   virtual void on_stage_end(StageId /*id*/, std::int64_t /*ticks*/) {}
+  /// Stage `id` ran [begin_ticks, end_ticks) as the engine measured it (StepProfiler::record()):
+  /// the profiler placed it inside the innermost open stage, after the span that ended last there.
+  virtual void on_stage_recorded(StageId /*id*/, std::int64_t /*begin_ticks*/,
+                                 std::int64_t /*end_ticks*/) {}
+  /// A zone on an engine's worker thread `tid` (the OS thread id) ran stage `id` from
+  /// `begin_ticks` to `end_ticks` (EngineZones). Called on the loop's thread at the end of the
+  /// step in which the zone was handed over; its time is that thread's, not the loop's.
+  virtual void on_worker_zone(StageId /*id*/, std::int64_t /*begin_ticks*/,
+                              std::int64_t /*end_ticks*/, std::int64_t /*tid*/) {}
   /// Step `step` ended at `ticks`; the outcome says whether it was published, vetoed or aborted.
   virtual void on_step_end(std::uint64_t /*step*/, std::int64_t /*ticks*/, StepOutcome) {}
   /// A collective scope (profiler/collective.hpp) ended, on the thread that ran it.

@@ -13,6 +13,10 @@
 //   prof.timings().at("physics");  // seconds in the latest step; also "step", "period", "sensors"
 /* clang-format on */
 //
+// An engine that times its own phases (MuJoCo's mjData.timer) hands the durations over with
+// record(); an engine that calls zone hooks (Bullet's profile zones) uses EngineZones
+// (engine_zones.hpp). Both count like scopes.
+//
 // Semantics (those of Genesis's scene.timings):
 //   * "step" is the whole step scope, pre-step callbacks included; "period" runs from the previous
 //     step's start to this one's, so it includes the caller's code between steps.
@@ -55,6 +59,8 @@
 #include "simprof/profiler/timings.hpp"
 
 namespace simprof {
+
+class EngineZones;  // profiler/engine_zones.hpp
 
 /// The live step rate and the per-step breakdown of a simulation loop: steps and named stages timed
 /// on one clock, their latest times, statistics and listeners (see the header comment).
@@ -121,6 +127,7 @@ class StepProfiler {
     stack_[depth_++] = id;
     const std::int64_t t = clock_.now();
     s.start = t;
+    cursor_[depth_] = t;  // a span recorded inside starts here
     if (SIMPROF_UNLIKELY(!listeners_.empty()))
       for (auto* l : listeners_) l->on_stage_begin(id, t);
   }
@@ -130,6 +137,24 @@ class StepProfiler {
     if (SIMPROF_UNLIKELY(depth_ == 0 || stack_[depth_ - 1] != id)) throw_end_error(id);
     close_stage(id, t);
   }
+
+  // --- engine-measured time -------------------------------------------------------------------
+  /// Counts `seconds` the engine measured itself (MuJoCo's mjData.timer[i].duration) as one run
+  /// of stage `id` in the current step, exactly as a scope of that length: into timings(), its
+  /// parents (unless open), stats(). Listeners get on_stage_recorded(), placed inside the
+  /// innermost open stage (or the step), after the span that ended last there, clamped to now.
+  /// Throws std::logic_error outside a step or when `id` is open now, std::invalid_argument for an
+  /// unregistered id or `seconds` not finite, negative or beyond the clock's range. Allocates
+  /// nothing.
+  void record(StageId id, double seconds);
+  /// record() by name (registered on first use, as stage(name) does).
+  void record(std::string_view name, double seconds) { record(stage_id(name), seconds); }
+  /// Names the clock the engine measures stage `id` with ("mjcb_time"): the trace writes it on the
+  /// stage's recorded spans (args "clock"; "engine" when unnamed). Throws std::invalid_argument for
+  /// an unregistered id or an empty name.
+  void set_stage_clock(StageId id, std::string_view clock);
+  /// The clock set_stage_clock() named for `id`, or "" (none named, or an unknown id).
+  std::string_view stage_clock(StageId id) const noexcept;
 
   /// Called at every step start, in order, inside the step's time; returning false vetoes the step.
   void add_pre_step_callback(std::function<bool()> callback);
@@ -190,6 +215,7 @@ class StepProfiler {
   void set_error_handler(std::function<void(const std::string&)> handler);
 
  private:
+  friend class EngineZones;  // registers itself in zones_, ends its zones at the step's end
   template <bool>
   friend class BasicStepScope;
   template <bool>
@@ -237,7 +263,7 @@ class StepProfiler {
     }
   }
   SIMPROF_FORCE_INLINE void close_stage(StageId id, std::int64_t t) noexcept {
-    --depth_;
+    cursor_[--depth_] = t;  // a span recorded next at this level starts after this one
     Slot& s = slots_[id];
     s.open = false;
     const std::int64_t d = t - s.start;
@@ -251,6 +277,7 @@ class StepProfiler {
   double published_seconds(StageId id) const noexcept;
   std::vector<std::int64_t> history_ticks(const Slot& s) const;
   void end_stage_noexcept(StageId id) noexcept;
+  void end_zones(std::int64_t t) noexcept;  // every EngineZones' step end, once per step
   void finish_step_noexcept(bool unwinding) noexcept;
   void drop_step(std::int64_t t, StepOutcome outcome) noexcept;
   [[noreturn]] void throw_begin_error(StageId id) const;
@@ -269,6 +296,12 @@ class StepProfiler {
   std::vector<Slot> slots_;
   std::array<StageId, kMaxDepth> stack_{};
   std::size_t depth_ = 0;
+  // Where record()'s next span starts at each depth: the step's or the open stage's begin, then
+  // the end of the latest span that ended at that depth.
+  std::array<std::int64_t, kMaxDepth + 1> cursor_{};
+  std::vector<std::string> clocks_;   // set_stage_clock(), by id (grown on use)
+  std::vector<EngineZones*> zones_;   // attached EngineZones (they register themselves)
+  std::uint64_t zones_ended_in_ = 0;  // serial of the step whose zones end_zones() ended
   bool in_step_ = false, vetoed_ = false, have_prev_ = false;
   std::uint64_t serial_ = 0;            // steps begun; the current step's serial while in a step
   std::uint64_t published_ = 0;         // steps published

@@ -205,6 +205,11 @@ class TraceSession : public StepListener {
   void on_stage_end(StageId id, std::int64_t ticks) override;
   void on_step_end(std::uint64_t step, std::int64_t ticks, StepOutcome outcome) override;
   void on_collective(const Collective& c, std::int64_t begin, std::int64_t end) override;
+  /// An engine-measured stage (StepProfiler::record()): a CPU span on the loop's track, its args
+  /// naming the clock ("clock": "engine" or the stage's set_stage_clock() name).
+  void on_stage_recorded(StageId id, std::int64_t begin, std::int64_t end) override;
+  /// A worker thread's engine zone (EngineZones): a CPU span on that thread's track.
+  void on_worker_zone(StageId id, std::int64_t begin, std::int64_t end, std::int64_t tid) override;
 
   /// This process's rank and world size, as written in the traces' distributedInfo.
   const RankInfo& ranks() const noexcept { return ranks_; }
@@ -220,6 +225,8 @@ class TraceSession : public StepListener {
     StageId id;  // kStepStage for the step itself
     std::uint64_t step;
     std::int64_t begin, end;
+    std::int64_t tid = 0;  // 0: the loop's thread; else a worker's (EngineZones)
+    bool engine = false;   // measured by the engine (StepProfiler::record())
   };
   struct RecordedCollective {
     Collective c;
@@ -241,6 +248,7 @@ class TraceSession : public StepListener {
   friend class TraceSource;  // forget()
   void forget(TraceSource* source) noexcept;
   void add_collectives(Trace& t, const std::vector<RecordedCollective>& collectives) const;
+  void keep(const Recorded& r);
 
   StepProfiler& prof_;
   TraceOptions options_;

@@ -90,6 +90,9 @@ struct Dim3 {
 struct StagePayload {
   StageId stage = kNoStage;  ///< the profiler's id (kStepStage for the step itself)
   std::uint64_t step = 0;    ///< the step's index in the trace session
+  /// The clock that measured the span when it is not the profiler's: an engine's time handed over
+  /// with StepProfiler::record() ("engine", or the name set_stage_clock() gave). Empty otherwise.
+  std::string clock;
   /// A collective scope's own span: its arguments.
   std::shared_ptr<const CollectiveArgs> collective;
 };

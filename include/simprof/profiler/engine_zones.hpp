@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+// EngineZones: an engine's own begin/end profiling hooks (Bullet's btEnterProfileZone /
+// btLeaveProfileZone, a PhysX profiler callback) as StepProfiler stages. Zones nest as sub-stages
+// of `under`: "physics/stepSimulation/internalSingleStepSimulation".
+//
+/* clang-format off */
+//   simprof::EngineZones zones(prof, "physics");   // on the loop's thread, before the steps
+//   {
+//     auto step = prof.step();
+//     zones.enter("stepSimulation");                // from the engine's callbacks
+//     zones.enter("performDiscreteCollisionDetection");
+//     zones.leave();
+//     zones.leave();
+//   }
+//   prof.timings().at("physics/stepSimulation");    // wall time on the loop's thread
+/* clang-format on */
+//
+// On the loop's thread (the one that made the EngineZones) a zone is a stage scope: wall time, in
+// timings(), stats() and the trace. Names are mapped to stage ids once per (name pointer, parent
+// zone): engines pass string literals, so a repeated zone costs a hash lookup and no string work.
+//
+// On any other thread (a pool stepping several worlds) a zone never touches the loop's stages: it
+// is kept on that thread's own stack and, when it ends, handed over under a lock. At the loop's
+// step end the finished zones go to the listeners (on_worker_zone(): the trace puts them on their
+// thread's track) and are summed by stage into worker_cpu_seconds(): CPU time summed across
+// threads, which may exceed the step's wall time, so it is never added to timings().
+//
+// Misuse is said once (a warning through simprof's logger) and corrupts nothing: a zone still open
+// on the loop's thread when the step ends is closed there and the step still ends (the engine's
+// later leave() pairs with it silently); a leave() with no zone open does nothing.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "simprof/profiler/step_profiler.hpp"
+
+namespace simprof {
+
+/// An engine's zone hooks as stages of a StepProfiler (see the header comment).
+class EngineZones {
+ public:
+  /// Worker-thread zones kept between two step ends; beyond, dropped (and said once).
+  static constexpr std::size_t kMaxPending = std::size_t{1} << 16;
+
+  /// Attaches to `prof` (which must outlive this), with zones as sub-stages of `under` ("" for
+  /// top-level stages; otherwise a valid stage name, std::invalid_argument if not). The calling
+  /// thread is the loop's thread: the one that runs the steps.
+  explicit EngineZones(StepProfiler& prof, std::string_view under = "physics");
+  /// Detaches from the profiler. Zones still open on worker threads are forgotten.
+  ~EngineZones();
+  EngineZones(const EngineZones&) = delete;
+  EngineZones& operator=(const EngineZones&) = delete;
+
+  /// A zone named `name` begins on the calling thread. `name` is a string the engine keeps (a
+  /// literal): its pointer is the cache key, its text is read once. Never throws.
+  void enter(const char* name) noexcept;
+  /// The calling thread's innermost zone ends. Never throws.
+  void leave() noexcept;
+
+  /// Worker-thread CPU seconds of stage `id` handed over in the latest step end, summed across
+  /// threads (a top-level zone also counts into `under` and its parents); nullopt when none ran.
+  std::optional<double> worker_cpu_seconds(StageId id) const noexcept;
+  /// worker_cpu_seconds() by name; nullopt for an unknown name too.
+  std::optional<double> worker_cpu_seconds(std::string_view name) const noexcept;
+  /// Worker-thread zones dropped so far because more than kMaxPending waited for a step end.
+  std::uint64_t dropped() const noexcept;
+  /// The stage zones are sub-stages of (kNoStage for top-level zones).
+  StageId under() const noexcept { return under_; }
+
+ private:
+  friend class StepProfiler;  // step_ending()
+  // One distinct zone path: (parent node, name pointer). The path text is made once, at creation.
+  struct Node {
+    const Node* parent = nullptr;
+    std::string path;          // "physics/stepSimulation"
+    StageId stage = kNoStage;  // resolved on the loop's thread, on first use
+    bool bad = false;          // not a valid stage name: ignored, said once
+  };
+  struct NodeKey {
+    const Node* parent;
+    const char* name;
+    bool operator==(const NodeKey& o) const noexcept {
+      return parent == o.parent && name == o.name;
+    }
+  };
+  struct NodeKeyHash {
+    std::size_t operator()(const NodeKey& k) const noexcept;
+  };
+  // The nodes one side knows: the loop's (its thread only) or the workers' (under mutex_).
+  struct NodeTable {
+    std::deque<Node> nodes;  // deque: pointers stay valid as it grows
+    std::unordered_map<NodeKey, Node*, NodeKeyHash> index;
+    Node* find_or_add(const Node* parent, const char* name);
+  };
+  struct LoopFrame {
+    const Node* node;
+    bool opened;  // a profiler stage was begun for it (and not yet ended)
+  };
+  struct Finished {  // a worker-thread zone, handed over
+    Node* node;
+    std::int64_t begin, end, tid;
+  };
+  struct WorkerFrame;
+  static thread_local std::vector<WorkerFrame> t_worker_stack;  // the calling thread's open zones
+  enum Problem : unsigned { kLeftOpen = 1, kStrayLeave = 2, kNotOpened = 4, kOverflow = 8 };
+
+  void step_ending(std::int64_t t) noexcept;  // the profiler's step end, on the loop's thread
+  void loop_enter(const char* name) noexcept;
+  void loop_leave() noexcept;
+  void worker_enter(const char* name) noexcept;
+  void worker_leave() noexcept;
+  bool resolve(Node& n) noexcept;  // loop's thread: n.stage from n.path; false when bad
+  void say_once(Problem p, const std::string& message) noexcept;
+
+  StepProfiler& prof_;
+  StageId under_ = kNoStage;
+  std::thread::id loop_thread_;
+  Node root_;  // parent of the top-level zones, both sides
+  NodeTable loop_nodes_;
+  std::vector<LoopFrame> loop_stack_;
+  unsigned said_ = 0;  // Problem bits already said (loop's thread and workers: under mutex_)
+
+  mutable std::mutex mutex_;  // guards the workers' nodes, pending_, dropped_, said_
+  NodeTable worker_nodes_;
+  std::vector<Finished> pending_;   // handed over since the last step end
+  std::vector<Finished> draining_;  // swapped with pending_ at the step end: no allocation
+  std::uint64_t dropped_ = 0;
+
+  // The latest step end's worker CPU ticks by stage: valid where cpu_in_[id] == cpu_serial_.
+  std::vector<std::int64_t> cpu_ticks_;
+  std::vector<std::uint64_t> cpu_in_;
+  std::uint64_t cpu_serial_ = 0;
+};
+
+}  // namespace simprof

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: MIT
+#include "simprof/profiler/engine_zones.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <functional>
+#include <stdexcept>
+#include <utility>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "simprof/base/log.hpp"
+#include "simprof/detail/thread_id.hpp"
+
+namespace simprof {
+
+// A worker thread's open zones, of every EngineZones that thread enters (owner tells them apart).
+struct EngineZones::WorkerFrame {
+  const EngineZones* owner;
+  Node* node;
+  std::int64_t begin;
+};
+
+// One stack per thread; it allocates when a thread first nests deeper than before, never after.
+// Its destructor, at the thread's exit, reads none of the owners (they may be gone by then).
+thread_local std::vector<EngineZones::WorkerFrame> EngineZones::t_worker_stack;
+
+std::size_t EngineZones::NodeKeyHash::operator()(const NodeKey& k) const noexcept {
+  const std::size_t a = std::hash<const void*>{}(k.parent);
+  return a ^ (std::hash<const void*>{}(k.name) + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
+}
+
+EngineZones::Node* EngineZones::NodeTable::find_or_add(const Node* parent, const char* name) {
+  const NodeKey key{parent, name};
+  if (const auto it = index.find(key); it != index.end()) return it->second;
+  // First sight of this (parent, pointer): the only string work a zone ever costs.
+  Node n;
+  n.parent = parent;
+  n.path = parent->path.empty() ? std::string(name) : fmt::format("{}/{}", parent->path, name);
+  nodes.push_back(std::move(n));
+  index.emplace(key, &nodes.back());
+  return &nodes.back();
+}
+
+EngineZones::EngineZones(StepProfiler& prof, std::string_view under)
+    : prof_(prof), loop_thread_(std::this_thread::get_id()) {
+  if (!under.empty()) under_ = prof_.stage_id(under);  // throws for a bad name, naming it
+  root_.path = std::string(under);
+  root_.stage = under_;
+  loop_stack_.reserve(StepProfiler::kMaxDepth);
+  pending_.reserve(256);
+  draining_.reserve(256);
+  prof_.zones_.push_back(this);
+}
+
+EngineZones::~EngineZones() {
+  auto& z = prof_.zones_;
+  z.erase(std::remove(z.begin(), z.end(), this), z.end());
+}
+
+void EngineZones::enter(const char* name) noexcept {
+  if (std::this_thread::get_id() == loop_thread_)
+    loop_enter(name);
+  else
+    worker_enter(name);
+}
+
+void EngineZones::leave() noexcept {
+  if (std::this_thread::get_id() == loop_thread_)
+    loop_leave();
+  else
+    worker_leave();
+}
+
+void EngineZones::say_once(Problem p, const std::string& message) noexcept {
+  try {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (said_ & p) return;
+      said_ |= p;
+    }
+    default_logger()->warn("{} (said once)", message);
+  } catch (...) {
+    // Logging must not take the engine's callback down.
+  }
+}
+
+bool EngineZones::resolve(Node& n) noexcept {
+  if (n.stage != kNoStage) return true;
+  if (n.bad) return false;
+  try {
+    n.stage = prof_.stage_id(n.path);
+    return true;
+  } catch (const std::exception& e) {
+    n.bad = true;
+    say_once(kNotOpened, fmt::format("simprof: engine zone '{}' is ignored: {}", n.path, e.what()));
+    return false;
+  }
+}
+
+void EngineZones::loop_enter(const char* name) noexcept {
+  const Node* parent = loop_stack_.empty() ? &root_ : loop_stack_.back().node;
+  Node* n = nullptr;
+  try {
+    n = loop_nodes_.find_or_add(parent, name == nullptr ? "(null)" : name);
+    loop_stack_.push_back(LoopFrame{n, false});
+  } catch (...) {  // out of memory: the zone is not kept, and its leave() is said as stray
+    return;
+  }
+  // Outside a step there is nothing to count it into; its leave() still pairs with it.
+  if (!prof_.in_step() || !resolve(*n)) return;
+  try {
+    prof_.begin_stage(n->stage);
+    loop_stack_.back().opened = true;
+  } catch (const std::exception& e) {  // already open (a scope of that name), or too deep
+    say_once(kNotOpened,
+             fmt::format("simprof: engine zone '{}' not counted: {}", n->path, e.what()));
+  }
+}
+
+void EngineZones::loop_leave() noexcept {
+  if (loop_stack_.empty()) {
+    say_once(kStrayLeave,
+             "simprof: EngineZones::leave() with no zone open on the loop's thread; "
+             "ignored");
+    return;
+  }
+  const LoopFrame f = loop_stack_.back();
+  loop_stack_.pop_back();
+  if (!f.opened) return;
+  const StageId id = f.node->stage;
+  if (prof_.depth_ == 0 || prof_.stack_[prof_.depth_ - 1] != id) {
+    // A scope opened inside the zone is still open: ending the zone would break the nesting. The
+    // step's end says so (the profiler's unbalanced-scopes error).
+    say_once(kNotOpened, fmt::format("simprof: engine zone '{}' left while stage '{}' is open "
+                                     "inside it; the zone is left to the step's end",
+                                     f.node->path,
+                                     prof_.depth_ ? prof_.names_[prof_.stack_[prof_.depth_ - 1]]
+                                                  : std::string("nothing")));
+    return;
+  }
+  prof_.close_stage(id, prof_.clock_.now());
+}
+
+void EngineZones::worker_enter(const char* name) noexcept {
+  try {
+    if (t_worker_stack.capacity() == 0) t_worker_stack.reserve(StepProfiler::kMaxDepth);
+    const std::int64_t t = prof_.clock_.now();
+    const Node* parent = &root_;
+    for (auto it = t_worker_stack.rbegin(); it != t_worker_stack.rend(); ++it)
+      if (it->owner == this) {
+        parent = it->node;
+        break;
+      }
+    Node* n = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      n = worker_nodes_.find_or_add(parent, name == nullptr ? "(null)" : name);
+    }
+    t_worker_stack.push_back(WorkerFrame{this, n, t});
+  } catch (...) {  // out of memory: the zone is not kept
+  }
+}
+
+void EngineZones::worker_leave() noexcept {
+  const std::int64_t t = prof_.clock_.now();
+  if (t_worker_stack.empty() || t_worker_stack.back().owner != this) {
+    say_once(kStrayLeave,
+             "simprof: EngineZones::leave() with no zone open on a worker thread; "
+             "ignored");
+    return;
+  }
+  const WorkerFrame f = t_worker_stack.back();
+  t_worker_stack.pop_back();
+  const std::int64_t tid = detail::os_thread_id();
+  bool overflow = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (pending_.size() < kMaxPending) {
+      pending_.push_back(Finished{f.node, f.begin, t, tid});  // grows only past its high mark
+    } else {
+      ++dropped_;
+      overflow = true;
+    }
+  }
+  if (overflow)
+    say_once(kOverflow, fmt::format("simprof: more than {} worker zones waited for a step end; "
+                                    "the rest are dropped (EngineZones::dropped())",
+                                    kMaxPending));
+}
+
+// At the step's end, on the loop's thread: close the zones left open, then take the workers'
+// finished zones to the listeners and the CPU sums.
+void EngineZones::step_ending(std::int64_t t) noexcept {
+  for (auto it = loop_stack_.rbegin(); it != loop_stack_.rend(); ++it) {
+    if (!it->opened) continue;
+    const StageId id = it->node->stage;
+    if (prof_.depth_ == 0 || prof_.stack_[prof_.depth_ - 1] != id) break;  // a scope inside it
+    say_once(kLeftOpen,
+             fmt::format("simprof: engine zone '{}' still open at the end of step {}; closed there "
+                         "(the engine's later leave() pairs with it)",
+                         it->node->path, prof_.serial_ - 1));
+    prof_.close_stage(id, t);
+    it->opened = false;  // the frame stays, so that the engine's leave() finds it
+  }
+  // A zone that could not be closed has a scope open inside it: the profiler drops the step
+  // (its unbalanced-scopes error) and every stage with it, so none of ours is open any more.
+  for (LoopFrame& f : loop_stack_) f.opened = false;
+
+  draining_.clear();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    draining_.swap(pending_);
+  }
+  ++cpu_serial_;
+  for (const Finished& f : draining_) {
+    if (!resolve(*f.node)) continue;
+    const StageId id = f.node->stage;
+    const std::int64_t d = f.end - f.begin;
+    // Nested worker zones are inside their parent zone's time already; a top-level one also
+    // counts into `under` and its parents (the loop's scopes do the same for "a/b" into "a").
+    StageId p = id;
+    const bool top = f.node->parent == &root_;
+    while (p != kNoStage) {
+      try {
+        if (cpu_ticks_.size() <= p) {
+          cpu_ticks_.resize(prof_.num_stages(), 0);
+          cpu_in_.resize(prof_.num_stages(), 0);
+        }
+      } catch (...) {
+        break;
+      }
+      if (cpu_in_[p] != cpu_serial_) {
+        cpu_in_[p] = cpu_serial_;
+        cpu_ticks_[p] = 0;
+      }
+      cpu_ticks_[p] += d;
+      if (!top) break;
+      p = prof_.slots_[p].parent;
+    }
+    for (auto* l : prof_.listeners_) l->on_worker_zone(id, f.begin, f.end, f.tid);
+  }
+}
+
+std::optional<double> EngineZones::worker_cpu_seconds(StageId id) const noexcept {
+  if (id >= cpu_in_.size() || cpu_in_[id] != cpu_serial_ || cpu_serial_ == 0) return std::nullopt;
+  return prof_.clock_.seconds(cpu_ticks_[id]);
+}
+
+std::optional<double> EngineZones::worker_cpu_seconds(std::string_view name) const noexcept {
+  const StageId id = prof_.find_stage(name);
+  if (id == kNoStage) return std::nullopt;
+  return worker_cpu_seconds(id);
+}
+
+std::uint64_t EngineZones::dropped() const noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return dropped_;
+}
+
+}  // namespace simprof

@@ -1,0 +1,470 @@
+// SPDX-License-Identifier: MIT
+// Engines that time themselves (issue 25): durations an engine measured, handed over with
+// StepProfiler::record(), and an engine's zone hooks through EngineZones, on the loop's thread and
+// on worker threads. Every time comes from a ManualClock.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "simprof/base/manual_clock.hpp"
+#include "simprof/detail/thread_id.hpp"
+#include "simprof/profiler/engine_zones.hpp"
+#include "simprof/profiler/step_profiler.hpp"
+#include "simprof/trace/chrome_json.hpp"
+#include "simprof/trace/session.hpp"
+#include "test_util.hpp"
+
+using namespace simprof;
+using simprof::testing::error_of;
+using simprof::testing::quiet;
+using simprof::testing::SimprofLog;
+
+namespace {
+
+ProfilingOptions with_stats() {
+  ProfilingOptions o = quiet();
+  o.stats_window = 16;
+  return o;
+}
+
+// A trace session recording every step into `traces`, on the manual clock's own nanoseconds.
+struct Traced {
+  explicit Traced(StepProfiler& prof) : session(prof, options()) {
+    session.on_trace_ready([this](const Trace& t, std::uint64_t) { traces.push_back(t); });
+  }
+  static TraceOptions options() {
+    TraceOptions o;
+    o.schedule = Schedule{0, 0, 1, 1, 0};  // the first step, traced
+    o.wall_clock = false;
+    return o;
+  }
+  const Span* find(const std::string& name) const {
+    for (const Span& s : traces.at(0).spans)
+      if (s.name == name) return &s;
+    return nullptr;
+  }
+  TraceSession session;
+  std::vector<Trace> traces;
+};
+
+// The spans of `trace` named `name`.
+std::vector<const Span*> named(const Trace& trace, const std::string& name) {
+  std::vector<const Span*> out;
+  for (const Span& s : trace.spans)
+    if (s.name == name) out.push_back(&s);
+  return out;
+}
+
+}  // namespace
+
+// --- StepProfiler::record() -----------------------------------------------------------------
+
+TEST(EngineTime, RecordedTimesAreTimingsAndRollUp) {
+  ManualClock mc;
+  StepProfiler prof(with_stats(), 0, mc.clock());
+  const StageId collision = prof.stage_id("physics/collision");
+  for (int i = 0; i < 3; ++i) {
+    auto step = prof.step();
+    mc.advance_ns(10'000);
+    prof.record(collision, 125e-6);
+    prof.record("physics/solver", 250e-6 * (i + 1));
+    prof.record(collision, 5e-6);  // twice in a step: the sum, as a scope run twice
+  }
+  const auto& t = prof.timings();
+  EXPECT_DOUBLE_EQ(t.at("physics/collision"), 130e-6);
+  EXPECT_DOUBLE_EQ(t.at("physics/solver"), 750e-6);
+  EXPECT_DOUBLE_EQ(t.at("physics"), 880e-6);  // rolled up, as "a/b" scopes are into "a"
+  EXPECT_DOUBLE_EQ(t.at("step"), 10e-6);      // the step's own wall time is the clock's
+  const LatencyStats s = prof.stats("physics/solver");
+  EXPECT_EQ(s.count, 3u);
+  EXPECT_DOUBLE_EQ(s.min, 250e-6);
+  EXPECT_DOUBLE_EQ(s.max, 750e-6);
+  EXPECT_EQ(prof.history("physics").size(), 3u);
+}
+
+TEST(EngineTime, RecordInsideAnOpenParentCountsOnlyAsAChild) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  {
+    auto step = prof.step();
+    auto physics = prof.stage("physics");
+    mc.advance_ns(1'000);
+    prof.record("physics/collision", 400e-9);
+  }
+  // "physics" is its scope's 1 us: the recorded child is inside it, not added again.
+  EXPECT_DOUBLE_EQ(prof.timings().at("physics"), 1e-6);
+  EXPECT_DOUBLE_EQ(prof.timings().at("physics/collision"), 400e-9);
+}
+
+TEST(EngineTime, MisuseThrowsNamingTheValueAndLeavesTheProfilerUsable) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  const StageId c = prof.stage_id("physics/collision");
+
+  const std::string outside = error_of<std::logic_error>([&] { prof.record(c, 1e-3); });
+  EXPECT_NE(outside.find("'physics/collision'"), std::string::npos) << outside;
+  EXPECT_NE(outside.find("outside a step"), std::string::npos) << outside;
+
+  {
+    auto step = prof.step();
+    const std::string nan = error_of<std::invalid_argument>(
+        [&] { prof.record(c, std::numeric_limits<double>::quiet_NaN()); });
+    EXPECT_NE(nan.find("nan"), std::string::npos) << nan;
+    EXPECT_NE(nan.find("'physics/collision'"), std::string::npos) << nan;
+    const std::string neg = error_of<std::invalid_argument>([&] { prof.record(c, -2e-3); });
+    EXPECT_NE(neg.find("-0.002"), std::string::npos) << neg;
+    EXPECT_NE(neg.find(">= 0"), std::string::npos) << neg;
+    EXPECT_FALSE(error_of<std::invalid_argument>([&] { prof.record(c, HUGE_VAL); }).empty());
+    EXPECT_FALSE(error_of<std::invalid_argument>([&] { prof.record(c, 1e300); }).empty());
+    EXPECT_FALSE(error_of<std::invalid_argument>([&] { prof.record(StageId{999}, 1.0); }).empty());
+    EXPECT_FALSE(error_of<std::invalid_argument>([&] { prof.record(kStepStage, 1.0); }).empty());
+    {
+      auto s = prof.stage(c);
+      const std::string open = error_of<std::logic_error>([&] { prof.record(c, 1e-3); });
+      EXPECT_NE(open.find("is open"), std::string::npos) << open;
+    }
+    prof.record(c, 2e-6);  // still usable inside the same step
+    mc.advance_ns(3'000);
+  }
+  ASSERT_EQ(prof.steps(), 1u);
+  EXPECT_DOUBLE_EQ(prof.timings().at("physics/collision"), 2e-6);  // the scope's 0 + 2 us
+  {
+    auto step = prof.step();
+    prof.record(c, 7e-6);
+  }
+  EXPECT_DOUBLE_EQ(prof.timings().at("physics/collision"), 7e-6);
+}
+
+TEST(EngineTime, StageClockIsNamedOnce) {
+  StepProfiler prof(quiet());
+  const StageId c = prof.stage_id("physics/collision");
+  EXPECT_EQ(prof.stage_clock(c), "");
+  prof.set_stage_clock(c, "mjcb_time");
+  EXPECT_EQ(prof.stage_clock(c), "mjcb_time");
+  EXPECT_EQ(prof.stage_clock(StageId{999}), "");
+  EXPECT_NE(error_of<std::invalid_argument>([&] { prof.set_stage_clock(c, ""); }).find("empty"),
+            std::string::npos);
+  EXPECT_FALSE(
+      error_of<std::invalid_argument>([&] { prof.set_stage_clock(StageId{999}, "x"); }).empty());
+}
+
+TEST(EngineTime, TracePlacesRecordedSpansInsideTheirParentInOrder) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  prof.set_stage_clock(prof.stage_id("physics/collision"), "mjcb_time");
+  Traced tr(prof);
+  {
+    auto step = prof.step();  // at 0
+    mc.advance_ns(1'000);
+    {
+      auto physics = prof.stage("physics");  // 1000 .. 11000
+      mc.advance_ns(10'000);
+      prof.record("physics/collision", 3e-6);
+      prof.record("physics/solver", 4e-6);
+      prof.record("physics/late", 9e-6);  // would pass now (11000): clamped there
+    }
+    mc.advance_ns(1'000);
+    prof.record("render", 500e-9);  // at the step's level: after "physics" ended (11000)
+    mc.advance_ns(1'000);
+  }
+  ASSERT_EQ(tr.traces.size(), 1u);
+  const Span* physics = tr.find("physics");
+  const Span* collision = tr.find("physics/collision");
+  const Span* solver = tr.find("physics/solver");
+  const Span* late = tr.find("physics/late");
+  const Span* render = tr.find("render");
+  ASSERT_TRUE(physics && collision && solver && late && render);
+  EXPECT_EQ(collision->begin_ns, 1'000);  // the parent's begin
+  EXPECT_EQ(collision->end_ns, 4'000);
+  EXPECT_EQ(solver->begin_ns, 4'000);  // after the previous one
+  EXPECT_EQ(solver->end_ns, 8'000);
+  EXPECT_EQ(late->begin_ns, 8'000);
+  EXPECT_EQ(late->end_ns, 11'000);  // clamped: never past the moment it was recorded
+  EXPECT_LE(late->end_ns, physics->end_ns);
+  EXPECT_EQ(render->begin_ns, 11'000);
+  EXPECT_EQ(render->end_ns, 11'500);
+  EXPECT_EQ(collision->tid, physics->tid);  // the loop's track
+  EXPECT_EQ(collision->get<StagePayload>().clock, "mjcb_time");
+  EXPECT_EQ(solver->get<StagePayload>().clock, "engine");
+  EXPECT_EQ(physics->get<StagePayload>().clock, "");
+  // The timings keep the engine's value; only the trace's placement is clamped.
+  EXPECT_DOUBLE_EQ(prof.timings().at("physics/late"), 9e-6);
+  const std::string json = to_chrome_json(tr.traces[0]);
+  EXPECT_NE(json.find("\"clock\": \"mjcb_time\""), std::string::npos);
+  EXPECT_NE(json.find("\"clock\": \"engine\""), std::string::npos);
+}
+
+// --- EngineZones on the loop's thread ---------------------------------------------------------
+
+TEST(EngineZones, NestedZonesAreSubStagesMappedOnce) {
+  ManualClock mc;
+  StepProfiler prof(with_stats(), 0, mc.clock());
+  EngineZones zones(prof, "physics");
+  static const char* const kStep = "stepSimulation";
+  static const char* const kCollide = "performDiscreteCollisionDetection";
+  std::size_t stages_after_first = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto step = prof.step();
+    zones.enter(kStep);
+    mc.advance_ns(1'000);
+    zones.enter(kCollide);
+    mc.advance_ns(2'000);
+    zones.leave();
+    zones.enter(kCollide);  // twice in a step: summed
+    mc.advance_ns(500);
+    zones.leave();
+    zones.leave();
+    if (i == 0) stages_after_first = prof.num_stages();
+  }
+  EXPECT_EQ(prof.num_stages(), stages_after_first);  // the same pointers: no new stage
+  const auto& t = prof.timings();
+  EXPECT_DOUBLE_EQ(t.at("physics/stepSimulation/performDiscreteCollisionDetection"), 2.5e-6);
+  EXPECT_DOUBLE_EQ(t.at("physics/stepSimulation"), 3.5e-6);
+  EXPECT_DOUBLE_EQ(t.at("physics"), 3.5e-6);
+  EXPECT_EQ(prof.stats("physics/stepSimulation").count, 3u);
+  EXPECT_FALSE(zones.worker_cpu_seconds("physics/stepSimulation"));  // none on workers
+}
+
+TEST(EngineZones, OpenZoneAtStepEndIsClosedThereAndSaidOnce) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  EngineZones zones(prof);
+  SimprofLog log;
+  for (int i = 0; i < 2; ++i) {
+    {
+      auto step = prof.step();
+      zones.enter("stepSimulation");
+      mc.advance_ns(1'000);
+    }                                                            // the step ends with the zone open
+    EXPECT_EQ(prof.steps(), static_cast<std::uint64_t>(i + 1));  // and still ends
+    EXPECT_DOUBLE_EQ(prof.timings().at("physics/stepSimulation"), 1e-6);
+    zones.leave();  // the engine's own leave(), later: pairs with it silently
+  }
+  EXPECT_EQ(log.count("still open at the end of step"), 1) << log.str();
+  EXPECT_EQ(log.count("stepSimulation"), 1) << log.str();
+  // The manual API ends the same way.
+  prof.begin_step();
+  zones.enter("stepSimulation");
+  EXPECT_TRUE(prof.end_step());
+  zones.leave();
+  {
+    auto step = prof.step();
+    zones.enter("stepSimulation");
+    mc.advance_ns(2'000);
+    zones.leave();
+  }
+  EXPECT_DOUBLE_EQ(prof.timings().at("physics/stepSimulation"), 2e-6);
+}
+
+TEST(EngineZones, StrayLeaveIsSaidOnceAndDoesNothing) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  EngineZones zones(prof);
+  SimprofLog log;
+  {
+    auto step = prof.step();
+    auto s = prof.stage("physics");
+    zones.leave();
+    zones.leave();
+    mc.advance_ns(1'000);
+  }
+  EXPECT_EQ(prof.steps(), 1u);  // the user's scope was not ended by it
+  EXPECT_DOUBLE_EQ(prof.timings().at("physics"), 1e-6);
+  EXPECT_EQ(log.count("leave() with no zone open"), 1) << log.str();
+}
+
+TEST(EngineZones, ZonesOutsideAStepCountNothingAndStillPair) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  EngineZones zones(prof);
+  SimprofLog log;
+  zones.enter("init");  // before any step: nothing to count into
+  zones.leave();
+  {
+    auto step = prof.step();
+    zones.enter("stepSimulation");
+    mc.advance_ns(1'000);
+    zones.leave();
+  }
+  EXPECT_FALSE(prof.timings().contains("physics/init"));
+  EXPECT_DOUBLE_EQ(prof.timings().at("physics/stepSimulation"), 1e-6);
+  EXPECT_EQ(log.str(), "");
+}
+
+TEST(EngineZones, TopLevelZonesAndABadUnder) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  EXPECT_NE(
+      error_of<std::invalid_argument>([&] { EngineZones z(prof, "/physics"); }).find("'/physics'"),
+      std::string::npos);
+  EngineZones zones(prof, "");
+  {
+    auto step = prof.step();
+    zones.enter("bullet");
+    mc.advance_ns(1'000);
+    zones.leave();
+  }
+  EXPECT_DOUBLE_EQ(prof.timings().at("bullet"), 1e-6);
+}
+
+TEST(EngineZones, TraceNestsLoopZones) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  EngineZones zones(prof);
+  Traced tr(prof);
+  {
+    auto step = prof.step();
+    zones.enter("stepSimulation");
+    mc.advance_ns(1'000);
+    zones.enter("solve");
+    mc.advance_ns(2'000);
+    zones.leave();
+    zones.leave();
+  }
+  ASSERT_EQ(tr.traces.size(), 1u);
+  const Span* outer = tr.find("physics/stepSimulation");
+  const Span* inner = tr.find("physics/stepSimulation/solve");
+  ASSERT_TRUE(outer && inner);
+  EXPECT_EQ(outer->begin_ns, 0);
+  EXPECT_EQ(outer->end_ns, 3'000);
+  EXPECT_EQ(inner->begin_ns, 1'000);
+  EXPECT_EQ(inner->end_ns, 3'000);
+  EXPECT_EQ(inner->tid, outer->tid);
+}
+
+// --- EngineZones on worker threads ------------------------------------------------------------
+
+TEST(EngineZones, WorkerZonesGoToTheirTrackAndToCpuTimeNotTimings) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  EngineZones zones(prof, "physics");
+  Traced tr(prof);
+  std::int64_t worker_tid = 0;
+  {
+    auto step = prof.step();
+    zones.enter("stepSimulation");  // the loop's own world
+    mc.advance_ns(1'000);
+    // Two worlds stepped one after the other on one worker (the clock only moves between them,
+    // so the times are exact); the loop waits for it as a pool's caller would.
+    std::thread worker([&] {
+      worker_tid = detail::os_thread_id();
+      for (int w = 0; w < 2; ++w) {
+        zones.enter("stepSimulation");
+        zones.enter("solve");
+        zones.leave();
+        zones.leave();
+      }
+    });
+    worker.join();
+    mc.advance_ns(2'000);
+    zones.leave();
+  }
+  // The loop's wall time has the loop's zone only.
+  EXPECT_DOUBLE_EQ(prof.timings().at("physics/stepSimulation"), 3e-6);
+  EXPECT_FALSE(prof.timings().contains("physics/stepSimulation/solve"));
+  // Worker CPU time by stage (zero-length here: the clock stood still on the worker).
+  ASSERT_TRUE(zones.worker_cpu_seconds("physics/stepSimulation/solve"));
+  EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/stepSimulation/solve"), 0.0);
+  ASSERT_TRUE(zones.worker_cpu_seconds("physics"));
+  ASSERT_EQ(tr.traces.size(), 1u);
+  const auto worker_spans = named(tr.traces[0], "physics/stepSimulation/solve");
+  ASSERT_EQ(worker_spans.size(), 2u);
+  const auto outer = named(tr.traces[0], "physics/stepSimulation");
+  ASSERT_EQ(outer.size(), 3u);  // the loop's one and the worker's two
+  int on_worker = 0;
+  for (const Span* s : outer) on_worker += s->tid == worker_tid;
+  EXPECT_EQ(on_worker, 2);
+  for (const Span* s : worker_spans) EXPECT_EQ(s->tid, worker_tid);
+  EXPECT_NE(worker_tid, tr.find("ProfilerStep#0")->tid);
+}
+
+TEST(EngineZones, WorkerCpuSecondsSumAcrossThreads) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  EngineZones zones(prof, "physics");
+  {
+    auto step = prof.step();
+    // Threads run one at a time, each moving the clock inside its zones: exact sums.
+    for (int w = 0; w < 3; ++w) {
+      std::thread worker([&] {
+        zones.enter("stepSimulation");
+        mc.advance_ns(1'000);
+        zones.enter("solve");
+        mc.advance_ns(2'000);
+        zones.leave();
+        zones.leave();
+      });
+      worker.join();
+    }
+  }
+  EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/stepSimulation"), 9e-6);
+  EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/stepSimulation/solve"), 6e-6);
+  EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics"), 9e-6);  // top-level zones only
+  // The loop's wall time is not theirs: 9 us passed, but no loop stage ran.
+  EXPECT_FALSE(prof.timings().contains("physics"));
+  EXPECT_DOUBLE_EQ(prof.timings().at("step"), 9e-6);
+  // The next step without worker zones has none.
+  { auto step = prof.step(); }
+  EXPECT_FALSE(zones.worker_cpu_seconds("physics/stepSimulation"));
+}
+
+TEST(EngineZones, WorkerStrayLeaveIsSaidOnce) {
+  StepProfiler prof(quiet());
+  EngineZones zones(prof);
+  SimprofLog log;
+  std::thread worker([&] {
+    zones.leave();
+    zones.leave();
+  });
+  worker.join();
+  EXPECT_EQ(log.count("no zone open on a worker thread"), 1) << log.str();
+}
+
+TEST(EngineZones, AScopeLeftOpenInsideAZoneDropsTheStepAndTheZonesRecover) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  EngineZones zones(prof);
+  const StageId user = prof.stage_id("user");
+  SimprofLog log;
+  prof.begin_step();
+  zones.enter("stepSimulation");
+  prof.begin_stage(user);  // never ended: the profiler's own misuse
+  const std::string e = error_of<std::logic_error>([&] { prof.end_step(); });
+  EXPECT_NE(e.find("'user' is still open"), std::string::npos) << e;
+  EXPECT_FALSE(prof.in_step());
+  zones.leave();  // the engine's leave(): pairs with its zone, touches nothing
+  EXPECT_EQ(log.count("leave()"), 0) << log.str();
+  {
+    auto step = prof.step();
+    zones.enter("stepSimulation");
+    mc.advance_ns(1'000);
+    zones.leave();
+  }
+  EXPECT_EQ(prof.steps(), 1u);
+  EXPECT_DOUBLE_EQ(prof.timings().at("physics/stepSimulation"), 1e-6);
+}
+
+TEST(EngineZones, WorkerZonesBeyondTheLimitAreDroppedCountedAndSaidOnce) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  EngineZones zones(prof);
+  SimprofLog log;
+  const std::size_t extra = 10;
+  std::thread worker([&] {  // no step ends meanwhile: they wait
+    for (std::size_t i = 0; i < EngineZones::kMaxPending + extra; ++i) {
+      zones.enter("stepSimulation");
+      zones.leave();
+    }
+  });
+  worker.join();
+  EXPECT_EQ(zones.dropped(), extra);
+  EXPECT_EQ(log.count("worker zones waited for a step end"), 1) << log.str();
+  { auto step = prof.step(); }  // the kept ones are handed over
+  EXPECT_TRUE(zones.worker_cpu_seconds("physics/stepSimulation"));
+}
