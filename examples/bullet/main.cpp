@@ -383,8 +383,11 @@ int run_profile(const Args& a) {
         std::count_if(rows.begin(), rows.end(), [](const ZoneRow& r) { return r.ok; });
     all_ok = !rows.empty() && agree == static_cast<long>(rows.size());
     if (all_ok || attempt >= a.attempts) break;
-    fmt::print("attempt {}: {} of {} zones agree; measuring again ({} attempts at most)\n", attempt,
-               agree, rows.size(), a.attempts);
+    std::string off;
+    for (const auto& r : rows)
+      if (!r.ok) off += fmt::format(" {} ({:+.4f} ms)", r.zone, r.simprof_ms - r.reference_ms);
+    fmt::print("attempt {}: {} of {} zones agree, off:{}; measuring again ({} attempts at most)\n",
+               attempt, agree, rows.size(), off, a.attempts);
   }
   hooks.restore();
   pool.reset();
