@@ -146,7 +146,6 @@ void EngineZones::loop_leave() noexcept {
 void EngineZones::worker_enter(const char* name) noexcept {
   try {
     if (t_worker_stack.capacity() == 0) t_worker_stack.reserve(StepProfiler::kMaxDepth);
-    const std::int64_t t = prof_.clock_.now();
     const Node* parent = &root_;
     for (auto it = t_worker_stack.rbegin(); it != t_worker_stack.rend(); ++it)
       if (it->owner == this) {
@@ -158,6 +157,9 @@ void EngineZones::worker_enter(const char* name) noexcept {
       std::lock_guard<std::mutex> lock(mutex_);
       n = worker_nodes_.find_or_add(parent, name == nullptr ? "(null)" : name);
     }
+    // The zone begins once the lookup (and its lock) is done, as on the loop's thread: the time
+    // spent here belongs to the parent zone, not to this one.
+    const std::int64_t t = prof_.clock_.now();
     t_worker_stack.push_back(WorkerFrame{this, n, t});
   } catch (...) {  // out of memory: the zone is not kept
   }

@@ -1,0 +1,599 @@
+// SPDX-License-Identifier: MIT
+// bullet: N Bullet worlds (a pile of spheres and boxes on a plane each) stepped over T threads,
+// Bullet's own profile zones turned into simprof stages through EngineZones, and the zone times
+// checked against a CProfileManager-style tree fed by the same callbacks (reference.hpp).
+//
+//   bullet --n-envs 4 --threads 1 --steps 300 --bodies 200      the stage table and the comparison
+//   bullet --n-envs 4 --threads 2 --cost                         simprof's hooks on vs off
+//
+// Threads: with --threads 1 the loop's thread steps every world inside the "physics" stage, so
+// Bullet's zones are nested wall-time stages (physics/internalSingleStepSimulation/...: Debian's
+// 3.24 opens no zone in stepSimulation itself). With T > 1, T pool
+// threads step the worlds (world i on thread i % T) while the loop's thread waits inside
+// "physics": the zones then run on the pool's threads, where EngineZones sums them across threads
+// (worker_cpu_seconds(): thread time added up, not wall time) and puts them on each thread's track
+// in the trace.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <btBulletDynamicsCommon.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli.hpp"
+#include "reference.hpp"
+#include "simprof/profiler/engine_zones.hpp"
+#include "simprof/profiler/report.hpp"
+#include "simprof/profiler/step_profiler.hpp"
+#include "simprof/trace/session.hpp"
+
+namespace simprof::examples::bullet {
+namespace {
+
+struct Args {
+  int n_envs = 4;
+  int threads = 1;
+  int steps = 300;
+  int bodies = 200;
+  int warmup = 30;
+  int attempts = 1;
+  bool cost = false;
+  bool quiet = false;
+  std::string trace;  // directory
+  std::string json;   // file
+};
+
+const char* const kUsage =
+    "usage: bullet [--n-envs N] [--threads T] [--steps N] [--bodies N] [--warmup N]\n"
+    "              [--attempts N] [--trace DIR] [--json FILE] [--cost] [--quiet]\n"
+    "  --n-envs N   Bullet worlds (btDiscreteDynamicsWorld), each a pile on a plane (default 4)\n"
+    "  --threads T  threads stepping them; 1: the loop's own thread (default 1)\n"
+    "  --steps N    timed steps (default 300); with --cost, on and off together per thread count,\n"
+    "               in 50 pairs of blocks\n"
+    "  --bodies N   spheres and boxes per world (default 200)\n"
+    "  --warmup N   steps before timing: the piles collapse (default 30)\n"
+    "  --attempts N measure again, up to N times in all, while a zone disagrees with the\n"
+    "               reference (a loaded machine may preempt a thread between the two clock\n"
+    "               reads of one callback: a whole time slice on one side) (default 1)\n"
+    "  --trace DIR  a Chrome/Perfetto trace of 3 steps from the middle of the run\n"
+    "  --json FILE  the run as JSON\n"
+    "  --cost       steps/s with simprof's hooks on vs off, interleaved, at 1 and T threads\n"
+    "  --quiet      no FPS lines\n";
+
+Args parse_args(int argc, char** argv) {
+  Args a;
+  cli::Flags(kUsage)
+      .integer("--n-envs", a.n_envs, 1)
+      .integer("--threads", a.threads, 1, 64)
+      .integer("--steps", a.steps, 1)
+      .integer("--bodies", a.bodies, 1, 100000)
+      .integer("--warmup", a.warmup, 0)
+      .integer("--attempts", a.attempts, 1, 10)
+      .text("--trace", a.trace)
+      .text("--json", a.json)
+      .flag("--cost", a.cost)
+      .flag("--quiet", a.quiet)
+      .parse(argc, argv);
+  if (a.cost && (!a.trace.empty() || !a.json.empty()))
+    throw std::invalid_argument("--cost times the hooks alone: leave out --trace and --json");
+  return a;
+}
+
+// One world: its own configuration, dispatcher, broadphase and solver, so worlds share nothing and
+// can step on different threads. The pile never sleeps (DISABLE_DEACTIVATION): every step does
+// the same kind of work.
+class World {
+ public:
+  World(int bodies, unsigned seed) {
+    world_.setGravity(btVector3(0, -10, 0));
+    add(&ground_, 0, btVector3(0, 0, 0));
+    unsigned s = seed;
+    auto jitter = [&s]() {  // a small LCG: the piles differ, the run is reproducible
+      s = s * 1664525u + 1013904223u;
+      return static_cast<btScalar>((s >> 8) % 1000u) * btScalar(1e-4);  // [0, 0.1)
+    };
+    for (int i = 0; i < bodies; ++i) {
+      const btScalar x = static_cast<btScalar>(i % 5 - 2) * btScalar(1.1) + jitter();
+      const btScalar z = static_cast<btScalar>((i / 5) % 5 - 2) * btScalar(1.1) + jitter();
+      const btScalar y = btScalar(0.6) + static_cast<btScalar>(i / 25) * btScalar(1.1);
+      add(i % 2 == 0 ? static_cast<btCollisionShape*>(&sphere_) : &box_, 1, btVector3(x, y, z));
+    }
+  }
+  ~World() {
+    for (auto& b : bodies_) world_.removeRigidBody(b.get());
+  }
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+  void step() { world_.stepSimulation(btScalar(1) / 60, 0); }  // one internal step of 1/60 s
+
+ private:
+  void add(btCollisionShape* shape, btScalar mass, const btVector3& at) {
+    btVector3 inertia(0, 0, 0);
+    if (mass > 0) shape->calculateLocalInertia(mass, inertia);
+    btTransform t;
+    t.setIdentity();
+    t.setOrigin(at);
+    states_.push_back(std::make_unique<btDefaultMotionState>(t));
+    btRigidBody::btRigidBodyConstructionInfo info(mass, states_.back().get(), shape, inertia);
+    bodies_.push_back(std::make_unique<btRigidBody>(info));
+    if (mass > 0) bodies_.back()->setActivationState(DISABLE_DEACTIVATION);
+    world_.addRigidBody(bodies_.back().get());
+  }
+  btDefaultCollisionConfiguration config_;
+  btCollisionDispatcher dispatcher_{&config_};
+  btDbvtBroadphase broadphase_;
+  btSequentialImpulseConstraintSolver solver_;
+  btDiscreteDynamicsWorld world_{&dispatcher_, &broadphase_, &solver_, &config_};
+  btStaticPlaneShape ground_{btVector3(0, 1, 0), 0};
+  btSphereShape sphere_{btScalar(0.5)};
+  btBoxShape box_{btVector3(btScalar(0.5), btScalar(0.5), btScalar(0.5))};
+  std::vector<std::unique_ptr<btDefaultMotionState>> states_;
+  std::vector<std::unique_ptr<btRigidBody>> bodies_;
+};
+
+// T threads that step the worlds: run() hands them one step and returns when all are done.
+class Pool {
+ public:
+  Pool(int threads, std::vector<std::unique_ptr<World>>& worlds) : worlds_(worlds) {
+    for (int i = 0; i < threads; ++i)
+      threads_.emplace_back([this, i, threads] { work(i, threads); });
+  }
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    go_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+  void run() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++generation_;
+      pending_ = static_cast<int>(threads_.size());
+    }
+    go_.notify_all();
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [this] { return pending_ == 0; });
+  }
+
+ private:
+  void work(int index, int threads) {
+    std::uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        go_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+      }
+      for (std::size_t w = static_cast<std::size_t>(index); w < worlds_.size();
+           w += static_cast<std::size_t>(threads))
+        worlds_[w]->step();
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+  std::vector<std::unique_ptr<World>>& worlds_;
+  std::vector<std::thread> threads_;
+  std::mutex mutex_;
+  std::condition_variable go_, done_;
+  std::uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+};
+
+// Bullet's zone functions are process-global: these forward to whatever is set here (set on the
+// loop's thread between steps; the pool's lock orders it before the workers' next step).
+EngineZones* g_zones = nullptr;
+ReferenceProfile* g_reference = nullptr;
+void enter_both(const char* name) {
+  g_zones->enter(name);
+  g_reference->enter(name);
+}
+void leave_both() {  // the reverse order: the reference's zone lies inside simprof's
+  g_reference->leave();
+  g_zones->leave();
+}
+void enter_simprof(const char* name) { g_zones->enter(name); }
+void leave_simprof() { g_zones->leave(); }
+std::atomic<long> g_zone_count{0};  // --cost: zones per step, counted in one step
+void enter_count(const char*) { g_zone_count.fetch_add(1, std::memory_order_relaxed); }
+void leave_count() {}
+
+// Nanoseconds per zone (enter + leave, two nested names) through EngineZones on the calling
+// thread, the best of 5 runs of `pairs` pairs: the hook's own cost, away from Bullet's noise.
+double zone_ns(int pairs) {
+  double best = 1e300;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < pairs; ++i) {
+      enter_simprof("internalSingleStepSimulation");
+      enter_simprof("solveConstraints");
+      leave_simprof();
+      leave_simprof();
+    }
+    const double ns =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    best = std::min(best, ns / (2.0 * pairs));
+  }
+  return best;
+}
+
+// The functions Bullet had before (its defaults, empty in Debian's build), put back when this
+// goes: declared after the EngineZones and the reference, so Bullet never calls into them gone.
+struct Hooks {
+  Hooks() = default;
+  Hooks(const Hooks&) = delete;
+  Hooks& operator=(const Hooks&) = delete;
+  ~Hooks() { restore(); }
+  btEnterProfileZoneFunc* enter = btGetCurrentEnterProfileZoneFunc();
+  btLeaveProfileZoneFunc* leave = btGetCurrentLeaveProfileZoneFunc();
+  void restore() const {
+    btSetCustomEnterProfileZoneFunc(enter);
+    btSetCustomLeaveProfileZoneFunc(leave);
+  }
+};
+
+std::vector<std::unique_ptr<World>> make_worlds(const Args& a) {
+  std::vector<std::unique_ptr<World>> worlds;
+  for (int i = 0; i < a.n_envs; ++i)
+    worlds.push_back(std::make_unique<World>(a.bodies, 12345u + static_cast<unsigned>(i)));
+  return worlds;
+}
+
+// One step of every world: on the loop's thread (no pool) or over the pool.
+void step_all(std::vector<std::unique_ptr<World>>& worlds, Pool* pool) {
+  if (pool)
+    pool->run();
+  else
+    for (auto& w : worlds) w->step();
+}
+
+std::string bullet_version() {  // 324: "3.24"
+  return fmt::format("{}.{:02}", btGetVersion() / 100, btGetVersion() % 100);
+}
+
+bool cprofile_manager_linked() {  // Bullet built with BT_ENABLE_PROFILE exports it
+  return dlsym(RTLD_DEFAULT, "_ZN15CProfileManager13Start_ProfileEPKc") != nullptr;
+}
+
+struct ZoneRow {
+  std::string zone;  // Bullet's path: "stepSimulation/internalSingleStepSimulation"
+  double simprof_ms = 0, reference_ms = 0;
+  long long calls = 0;
+  bool ok = false;
+};
+
+int run_profile(const Args& a) {
+  std::optional<std::ofstream> json_out;
+  if (!a.json.empty()) {  // a bad path fails before the run
+    json_out.emplace(a.json);
+    if (!*json_out)
+      throw std::runtime_error(fmt::format("--json {}: cannot open it for writing", a.json));
+  }
+  auto worlds = make_worlds(a);
+  ProfilingOptions options = ProfilingOptions::from_env();
+  if (a.quiet) options.show_fps = false;
+  options.stats_window = static_cast<std::size_t>(a.steps);
+  StepProfiler prof(options, a.n_envs);
+  const StageId physics = prof.stage_id("physics");
+  EngineZones zones(prof, "physics");
+  ReferenceProfile reference;
+  const Hooks hooks;
+  g_zones = &zones;
+  g_reference = &reference;
+  btSetCustomEnterProfileZoneFunc(enter_both);
+  btSetCustomLeaveProfileZoneFunc(leave_both);
+  std::optional<Pool> pool;
+  if (a.threads > 1) pool.emplace(a.threads, worlds);
+  Pool* p = pool ? &*pool : nullptr;
+
+  fmt::print(
+      "bullet: Bullet {}, {} worlds x {} bodies (spheres and boxes on a plane), {} thread{}, "
+      "{} warm-up + {} steps of 1/60 s (clock {})\n",
+      bullet_version(), a.n_envs, a.bodies, a.threads, a.threads > 1 ? "s" : "", a.warmup, a.steps,
+      to_string(prof.clock().source()));
+  for (int i = 0; i < a.warmup; ++i) {
+    auto step = prof.step();
+    auto s = prof.stage(physics);
+    step_all(worlds, p);
+  }
+  std::optional<TraceSession> trace;
+  if (!a.trace.empty()) {
+    TraceOptions topt;
+    topt.schedule.warmup = 2;
+    topt.schedule.active = 3;
+    topt.schedule.wait = std::max(0, a.steps / 2 - 5);
+    topt.schedule.repeat = 1;
+    topt.dir = a.trace;
+    trace.emplace(prof, topt);
+  }
+  const bool wall = a.threads == 1;
+  // With a pool the zones' times come per step from worker_cpu_seconds(): added up here.
+  std::vector<double> worker_sum;
+  std::vector<ZoneRow> rows;
+  double seconds = 0;
+  bool all_ok = false;
+  int attempt = 1;
+  for (;; ++attempt) {
+    prof.reset_stats();
+    prof.fps().reset();
+    reference.reset();
+    worker_sum.assign(prof.num_stages(), 0.0);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < a.steps; ++i) {
+      {
+        auto step = prof.step();
+        auto s = prof.stage(physics);
+        step_all(worlds, p);
+      }
+      reference.count_frame();
+      if (p) {
+        worker_sum.resize(prof.num_stages(), 0.0);
+        for (StageId id = 0; id < prof.num_stages(); ++id)
+          worker_sum[id] += zones.worker_cpu_seconds(id).value_or(0.0);
+      }
+    }
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    prof.fps().flush();
+
+    // The comparison: every zone the reference saw, in ms per step.
+    const auto totals = reference.totals();
+    const double frames = static_cast<double>(reference.frames());
+    rows.clear();
+    for (const auto& [path, z] : totals) {
+      ZoneRow r;
+      r.zone = path;
+      r.calls = z.calls;
+      r.reference_ms = static_cast<double>(z.nanoseconds) * 1e-6 / frames;
+      const StageId id = prof.find_stage("physics/" + path);
+      if (id == kNoStage) {
+        r.simprof_ms = std::nan("");
+      } else if (wall) {
+        const auto st = prof.stats(id);  // mean over the steps that ran it: scaled to all steps
+        r.simprof_ms = st.mean * 1e3 * static_cast<double>(st.count) / frames;
+      } else {
+        r.simprof_ms = id < worker_sum.size() ? worker_sum[id] * 1e3 / frames : 0.0;
+      }
+      const double diff = std::fabs(r.simprof_ms - r.reference_ms);
+      r.ok = diff <= 0.05 * r.reference_ms || diff <= 1e-3;  // 5 % or 1 us
+      rows.push_back(r);
+    }
+    const auto agree =
+        std::count_if(rows.begin(), rows.end(), [](const ZoneRow& r) { return r.ok; });
+    all_ok = !rows.empty() && agree == static_cast<long>(rows.size());
+    if (all_ok || attempt >= a.attempts) break;
+    std::string off;
+    for (const auto& r : rows)
+      if (!r.ok) off += fmt::format(" {} ({:+.4f} ms)", r.zone, r.simprof_ms - r.reference_ms);
+    fmt::print("attempt {}: {} of {} zones agree, off:{}; measuring again ({} attempts at most)\n",
+               attempt, agree, rows.size(), off, a.attempts);
+  }
+  hooks.restore();
+  pool.reset();
+  g_zones = nullptr;
+  g_reference = nullptr;
+
+  fmt::print("\nstages, {} ({} steps):\n{}", "wall time on the loop's thread", a.steps,
+             stage_table(prof));
+  const auto step_stats = prof.stats(kStepStage);
+  fmt::print("\n{} env-steps/s ({} steps/s, {} envs, {} thread{}); FPS tracker: {}\n",
+             format_thousands(a.n_envs * a.steps / seconds), format_thousands(a.steps / seconds),
+             a.n_envs, a.threads, a.threads > 1 ? "s" : "",
+             std::isnan(prof.fps().total_fps()) ? std::string("no sample yet")
+                                                : format_thousands(prof.fps().total_fps()));
+  if (!wall) {
+    fmt::print(
+        "\nBullet's zones on the {} pool threads, summed thread time (not wall time), ms per "
+        "step:\n",
+        a.threads);
+    for (const auto& r : rows) fmt::print("  {:<70} {:>10.4f}\n", r.zone, r.simprof_ms);
+  }
+  fmt::print(
+      "\nsimprof vs the reference (a CProfileManager-style tree on Bullet's btClock, fed by the "
+      "same "
+      "callbacks in this run; Bullet's own CProfileManager is {}), ms per step, {}:\n",
+      cprofile_manager_linked() ? "linked but replaced by the custom zone functions"
+                                : "not compiled into this libLinearMath (BT_NO_PROFILE)",
+      wall ? "wall time" : "summed across threads");
+  fmt::print("  {:<70} {:>10} {:>10} {:>10} {:>8} {:>7}  {}\n", "zone", "simprof", "reference",
+             "diff", "diff %", "calls", "verdict (5 % or 1 us)");
+  for (const auto& r : rows) {
+    const double diff = r.simprof_ms - r.reference_ms;
+    fmt::print("  {:<70} {:>10.4f} {:>10.4f} {:>+10.4f} {:>+7.2f}% {:>7}  {}\n", r.zone,
+               r.simprof_ms, r.reference_ms, diff,
+               r.reference_ms > 0 ? 100 * diff / r.reference_ms : 0.0, r.calls,
+               r.ok ? "ok" : "DIFFERS");
+  }
+  const auto agree = std::count_if(rows.begin(), rows.end(), [](const ZoneRow& r) { return r.ok; });
+  if (all_ok)
+    fmt::print("comparison: all {} zones agree (attempt {} of at most {})\n", rows.size(), attempt,
+               a.attempts);
+  else
+    fmt::print("comparison: {} of {} zones agree (attempt {} of at most {})\n", agree, rows.size(),
+               attempt, a.attempts);
+  if (trace) {
+    trace.reset();  // writes a window still open
+    fmt::print("trace written under {}\n", a.trace);
+  }
+
+  if (json_out) {
+    nlohmann::json j;
+    j["example"] = "bullet";
+    j["bullet_version"] = bullet_version();
+    j["n_envs"] = a.n_envs;
+    j["threads"] = a.threads;
+    j["steps"] = a.steps;
+    j["warmup"] = a.warmup;
+    j["bodies"] = a.bodies;
+    j["seconds"] = seconds;
+    j["env_steps_per_s"] = a.n_envs * a.steps / seconds;
+    j["step_mean_s"] = step_stats.mean;
+    j["fps"] = prof.fps().total_fps();
+    j["stage_times"] = "wall time on the loop's thread";
+    for (const auto& r : stage_rows(prof))
+      j["stages"].push_back({{"name", r.name},
+                             {"depth", r.depth},
+                             {"mean_s", r.stats.mean},
+                             {"p50_s", r.stats.p50},
+                             {"p99_s", r.stats.p99},
+                             {"steps", r.stats.count}});
+    j["comparison"]["zone_times"] = wall ? "wall time" : "summed across threads";
+    j["comparison"]["reference"] = "CProfileManager-style tree on btClock, same callbacks";
+    for (const auto& r : rows)
+      j["comparison"]["zones"].push_back({{"zone", r.zone},
+                                          {"simprof_ms_per_step", r.simprof_ms},
+                                          {"reference_ms_per_step", r.reference_ms},
+                                          {"calls", r.calls},
+                                          {"agree", r.ok}});
+    j["comparison"]["all_agree"] = all_ok;
+    j["comparison"]["attempt"] = attempt;
+    *json_out << j.dump(2) << "\n";
+    json_out->close();
+    if (!*json_out) throw std::runtime_error(fmt::format("--json {}: write failed", a.json));
+    fmt::print("wrote {}\n", a.json);
+  }
+  return all_ok ? 0 : 3;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// simprof's hooks on (a profiled step, the "physics" stage, Bullet's zones into EngineZones) vs
+// off (a bare step; Bullet's own, empty, zone functions), in blocks that alternate in one run.
+int run_cost(const Args& a) {
+  constexpr int kPairs = 50;
+  const int block = std::max(1, a.steps / (2 * kPairs));  // --steps on and off together
+  auto worlds = make_worlds(a);
+  ProfilingOptions options = ProfilingOptions::from_env();
+  options.show_fps = false;
+  StepProfiler prof(options, a.n_envs);
+  const StageId physics = prof.stage_id("physics");
+  EngineZones zones(prof, "physics");
+  const Hooks hooks;
+  g_zones = &zones;
+  fmt::print(
+      "bullet --cost: Bullet {}, {} worlds x {} bodies; {} pairs of {}-step blocks, hooks on "
+      "and off alternating (order swapped every pair), after {} warm-up steps\n",
+      bullet_version(), a.n_envs, a.bodies, kPairs, block, a.warmup);
+  // The hook's own cost: on the loop's thread (nested stages) and on one worker (handed over).
+  double loop_ns = 0, worker_ns = 0;
+  {
+    auto step = prof.step();
+    auto s = prof.stage(physics);
+    loop_ns = zone_ns(5000);
+  }
+  {
+    auto step = prof.step();
+    auto s = prof.stage(physics);
+    std::thread worker([&] { worker_ns = zone_ns(5000); });  // 10,000 zones per run: kept
+    worker.join();
+  }
+  btSetCustomEnterProfileZoneFunc(enter_count);
+  btSetCustomLeaveProfileZoneFunc(leave_count);
+  for (auto& w : worlds) w->step();
+  hooks.restore();
+  const double zones_per_step = static_cast<double>(g_zone_count.load());
+  fmt::print(
+      "  hook cost: {:.0f} ns per zone on the loop's thread, {:.0f} ns on a worker thread "
+      "(best of 5 x 10,000, uncontended); {:.0f} zones per step\n",
+      loop_ns, worker_ns, zones_per_step);
+  std::vector<int> counts{1};
+  if (a.threads > 1) counts.push_back(a.threads);
+  for (const int t : counts) {
+    std::optional<Pool> pool;
+    if (t > 1) pool.emplace(t, worlds);
+    Pool* p = pool ? &*pool : nullptr;
+    auto on = [&](int n) {
+      btSetCustomEnterProfileZoneFunc(enter_simprof);
+      btSetCustomLeaveProfileZoneFunc(leave_simprof);
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < n; ++i) {
+        auto step = prof.step();
+        auto s = prof.stage(physics);
+        step_all(worlds, p);
+      }
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    auto off = [&](int n) {
+      hooks.restore();
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < n; ++i) step_all(worlds, p);
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    on(a.warmup);
+    off(a.warmup);
+    std::vector<double> ratios;  // on/off steps per second
+    double on_s = 0, off_s = 0;
+    for (int k = 0; k < kPairs; ++k) {
+      double ton = 0, toff = 0;
+      if (k % 2 == 0) {
+        ton = on(block);
+        toff = off(block);
+      } else {
+        toff = off(block);
+        ton = on(block);
+      }
+      ratios.push_back(toff / ton);
+      on_s += ton;
+      off_s += toff;
+    }
+    hooks.restore();
+    const double m = median(ratios);
+    const double steps = static_cast<double>(kPairs) * block;
+    // The same cost from the hook's own time: zones x ns, spread over t threads, per step (off).
+    const double estimate =
+        zones_per_step * (t > 1 ? worker_ns : loop_ns) * 1e-9 / t / (off_s / steps);
+    fmt::print(
+        "  {} thread{}: steps/s on {:.1f}, off {:.1f}; median of on/off ratios {:.4f} (cost "
+        "{:+.2f} %: {}); from the hook's own time {:.3f} %; envs/s off {}\n",
+        t, t > 1 ? "s" : "", steps / on_s, steps / off_s, m, 100 * (1 - m),
+        1 - m <= 0.01 ? "within 1 %" : "OVER 1 %", 100 * estimate,
+        format_thousands(a.n_envs * steps / off_s));
+  }
+  g_zones = nullptr;
+  return 0;
+}
+
+}  // namespace
+}  // namespace simprof::examples::bullet
+
+int main(int argc, char** argv) {
+  using namespace simprof::examples::bullet;
+  Args args;
+  try {
+    args = parse_args(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bullet: %s\n%s", e.what(), kUsage);
+    return 2;
+  }
+  try {
+    return args.cost ? run_cost(args) : run_profile(args);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bullet: %s\n", e.what());
+    return 1;
+  }
+}
