@@ -51,14 +51,8 @@ cudaStream_t checked_stream(void* handle, const char* who, int* device = nullptr
   }
   if (e != cudaSuccess)
     throw simprof::cuda::CudaError(e, "cudaStreamGetDevice", __FILE__, __LINE__);
-  const int current = simprof::cuda::current_device();
-  if (of_stream != current)
-    throw std::invalid_argument(
-        fmt::format("simprof: {}: stream {} is on device {} but device {} is current "
-                    "(torch.cuda.set_device({}) "
-                    "or cudaSetDevice({}) first)",
-                    who, handle, of_stream, current, of_stream, of_stream));
-  if (device) *device = of_stream;
+  const int bound = simprof::cuda::bind_device(stream, who);  // of another device: refused there
+  if (device) *device = bound;
   return stream;
 }
 

@@ -184,10 +184,7 @@ void TraceSession::on_stage_begin(StageId id, std::int64_t ticks) {
 
 void TraceSession::on_stage_end(StageId id, std::int64_t ticks) {
   if (!recording(action_) || id >= open_.size()) return;
-  if (recorded_.size() < options_.max_cpu_events)
-    recorded_.push_back(Recorded{id, step_, open_[id], ticks});
-  else
-    ++dropped_;
+  keep(Recorded{id, step_, open_[id], ticks});
 }
 
 void TraceSession::keep(const Recorded& r) {
@@ -208,10 +205,7 @@ void TraceSession::on_worker_zone(StageId id, std::int64_t begin, std::int64_t e
 
 void TraceSession::on_step_end(std::uint64_t, std::int64_t ticks, StepOutcome) {
   if (recording(action_)) {
-    if (recorded_.size() < options_.max_cpu_events)
-      recorded_.push_back(Recorded{kStepStage, step_, step_begin_, ticks});
-    else
-      ++dropped_;
+    keep(Recorded{kStepStage, step_, step_begin_, ticks});
     if (prof_.fps().num_samples() != fps_samples_seen_) {
       fps_samples_seen_ = prof_.fps().num_samples();
       fps_.emplace_back(ticks, prof_.fps().total_fps());
