@@ -35,7 +35,7 @@
 
 #include <btBulletDynamicsCommon.h>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
+#include "run_json.hpp"
 
 #include "cli.hpp"
 #include "reference.hpp"
@@ -56,8 +56,9 @@ struct Args {
   int attempts = 1;
   bool cost = false;
   bool quiet = false;
-  std::string trace;  // directory
-  std::string json;   // file
+  std::string trace;    // directory
+  std::string json;     // file
+  std::string command;  // as typed: the --json file's provenance
 };
 
 const char* const kUsage =
@@ -91,6 +92,7 @@ Args parse_args(int argc, char** argv) {
       .flag("--cost", a.cost)
       .flag("--quiet", a.quiet)
       .parse(argc, argv);
+  a.command = command_line(argc, argv);
   if (a.cost && (!a.trace.empty() || !a.json.empty()))
     throw std::invalid_argument("--cost times the hooks alone: leave out --trace and --json");
   return a;
@@ -206,13 +208,28 @@ class Pool {
 // loop's thread between steps; the pool's lock orders it before the workers' next step).
 EngineZones* g_zones = nullptr;
 ReferenceProfile* g_reference = nullptr;
+// Which of the two profilers is outside the other in this step. The outer one's interval holds the
+// inner one's clock reads and bookkeeping (0.1-0.2 us a call), so the order swaps every step
+// (between steps only: a zone's enter and leave see the same order) and neither is always the one
+// that holds the other's cost.
+std::atomic<bool> g_reference_outside{false};
 void enter_both(const char* name) {
-  g_zones->enter(name);
-  g_reference->enter(name);
+  if (g_reference_outside.load(std::memory_order_relaxed)) {
+    g_reference->enter(name);
+    g_zones->enter(name);
+  } else {
+    g_zones->enter(name);
+    g_reference->enter(name);
+  }
 }
-void leave_both() {  // the reverse order: the reference's zone lies inside simprof's
-  g_reference->leave();
-  g_zones->leave();
+void leave_both() {  // the reverse order: the inner zone ends first
+  if (g_reference_outside.load(std::memory_order_relaxed)) {
+    g_zones->leave();
+    g_reference->leave();
+  } else {
+    g_reference->leave();
+    g_zones->leave();
+  }
 }
 void enter_simprof(const char* name) { g_zones->enter(name); }
 void leave_simprof() { g_zones->leave(); }
@@ -342,6 +359,8 @@ int run_profile(const Args& a) {
     worker_sum.assign(prof.num_stages(), 0.0);
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < a.steps; ++i) {
+      // The pool's hand-off publishes it to the workers before they step.
+      g_reference_outside.store(i % 2 == 1, std::memory_order_relaxed);
       {
         auto step = prof.step();
         auto s = prof.stage(physics);
@@ -438,7 +457,8 @@ int run_profile(const Args& a) {
   }
 
   if (json_out) {
-    nlohmann::json j;
+    Json j;
+    j["provenance"] = provenance("simprof examples/bullet", a.command);
     j["example"] = "bullet";
     j["bullet_version"] = bullet_version();
     j["n_envs"] = a.n_envs;
@@ -449,15 +469,9 @@ int run_profile(const Args& a) {
     j["seconds"] = seconds;
     j["env_steps_per_s"] = a.n_envs * a.steps / seconds;
     j["step_mean_s"] = step_stats.mean;
-    j["fps"] = prof.fps().total_fps();
+    j["fps"] = number(prof.fps().total_fps());
     j["stage_times"] = "wall time on the loop's thread";
-    for (const auto& r : stage_rows(prof))
-      j["stages"].push_back({{"name", r.name},
-                             {"depth", r.depth},
-                             {"mean_s", r.stats.mean},
-                             {"p50_s", r.stats.p50},
-                             {"p99_s", r.stats.p99},
-                             {"steps", r.stats.count}});
+    j["stages"] = stage_rows_json(stage_rows(prof), &prof);
     j["comparison"]["zone_times"] = wall ? "wall time" : "summed across threads";
     j["comparison"]["reference"] = "CProfileManager-style tree on btClock, same callbacks";
     for (const auto& r : rows)
@@ -504,12 +518,13 @@ int run_cost(const Args& a) {
   {
     auto step = prof.step();
     auto s = prof.stage(physics);
-    loop_ns = zone_ns(5000);
+    loop_ns = zone_ns(1500);
   }
   {
     auto step = prof.step();
     auto s = prof.stage(physics);
-    std::thread worker([&] { worker_ns = zone_ns(5000); });  // 10,000 zones per run: kept
+    // 5 x 3,000 zones in one step: within what a thread keeps between step ends (kMaxPending).
+    std::thread worker([&] { worker_ns = zone_ns(1500); });
     worker.join();
   }
   btSetCustomEnterProfileZoneFunc(enter_count);
@@ -519,7 +534,7 @@ int run_cost(const Args& a) {
   const double zones_per_step = static_cast<double>(g_zone_count.load());
   fmt::print(
       "  hook cost: {:.0f} ns per zone on the loop's thread, {:.0f} ns on a worker thread "
-      "(best of 5 x 10,000, uncontended); {:.0f} zones per step\n",
+      "(best of 5 x 3,000, uncontended); {:.0f} zones per step\n",
       loop_ns, worker_ns, zones_per_step);
   std::vector<int> counts{1};
   if (a.threads > 1) counts.push_back(a.threads);

@@ -7,6 +7,8 @@
 //   mujoco_example --n-envs 8 --threads 2 --steps 1000
 //   mujoco_example --compare-testspeed            (1 env, 1 thread, 5000 steps vs mujoco-testspeed)
 //   mujoco_example --cost --n-envs 8 --threads 2  (simprof on vs off, interleaved)
+#include <sched.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -29,7 +31,7 @@
 
 #include <fmt/format.h>
 #include <mujoco/mujoco.h>
-#include <nlohmann/json.hpp>
+#include "run_json.hpp"
 
 #include "cli.hpp"
 #include "simprof/simprof.hpp"
@@ -67,6 +69,7 @@ struct Args {
   int seed = 0;
   std::string trace;
   std::string json;
+  std::string command;  // as typed: the --json file's provenance
   bool quiet = false;
   bool compare_testspeed = false;
   std::string testspeed = "/usr/bin/mujoco-testspeed";
@@ -95,6 +98,7 @@ Args parse_args(int argc, char** argv) {
       .integer("--cost-rounds", a.cost_rounds, 1)
       .integer("--cost-steps", a.cost_steps, 1)
       .parse(argc, argv);
+  a.command = simprof::examples::command_line(argc, argv);
   if (a.compare_testspeed) {
     if (a.n_envs > 1 || a.threads > 1)
       throw std::invalid_argument(fmt::format(
@@ -144,7 +148,7 @@ struct Model {
   Model& operator=(const Model&) = delete;
 };
 
-struct Env {
+struct alignas(64) Env {  // one per cache line or more: threads never share a line
   mjData* d = nullptr;
   int halton_offset = 0;
   std::array<double, kNumPhases> seen{};  // d->timer[phase].duration at the latest record
@@ -171,6 +175,7 @@ class Batch {
       env.halton_offset =
           static_cast<int>((static_cast<long>(seed) * n_envs + e) * 100003L % (1L << 30));
     }
+    sums_.resize(static_cast<std::size_t>(threads));
     for (int t = 1; t < threads; ++t) workers_.emplace_back([this, t] { worker(t); });
   }
   ~Batch() {
@@ -185,8 +190,20 @@ class Batch {
   Batch(const Batch&) = delete;
   Batch& operator=(const Batch&) = delete;
 
-  /// Step `i` of every environment, over the threads; returns when all are done.
-  void step(int i) {
+  /// MuJoCo's phase times of one thread's environments in the latest step: each thread sums its
+  /// own, on its own core where their mjData is hot, so that the loop's thread reads T rows and
+  /// not every environment's timers (which at 8 threads cost it +1.8 % of the step in cache
+  /// misses).
+  struct alignas(64) PhaseSums {
+    std::array<double, kNumPhases> seconds{};
+    std::array<bool, kNumPhases> ran{};
+  };
+
+  /// Step `i` of every environment, over the threads; returns when all are done. With `phases`,
+  /// each thread also sums its environments' phase times since the previous such step into
+  /// phase_sums().
+  void step(int i, bool phases) {
+    phases_ = phases;  // published to the workers by generation_'s release
     if (threads_ > 1) {
       {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -208,6 +225,7 @@ class Batch {
   /// With zones set, each env's step is a zone "mj_step" (worker threads: their own trace track).
   void set_zones(simprof::EngineZones* zones) { zones_ = zones; }
   std::vector<Env>& envs() { return envs_; }
+  std::vector<PhaseSums>& phase_sums() { return sums_; }
   int threads() const { return threads_; }
 
  private:
@@ -242,6 +260,15 @@ class Batch {
       if (zones_) zones_->enter("mj_step");
       if (ctrl_noise_ > 0) add_ctrl_noise(env, i);
       mj_step(m_, env.d);
+      if (phases_) {
+        PhaseSums& sums = sums_[static_cast<std::size_t>(t)];
+        for (std::size_t p = 0; p < kNumPhases; ++p) {
+          const double now = env.d->timer[kPhases[p]].duration;
+          if (now != env.seen[p]) sums.ran[p] = true;
+          sums.seconds[p] += now - env.seen[p];
+          env.seen[p] = now;
+        }
+      }
       env.contacts += env.d->ncon;
       env.constraints += env.d->nefc;
       if (zones_) zones_->leave();
@@ -265,6 +292,8 @@ class Batch {
   double ctrl_noise_;
   int threads_;
   std::vector<Env> envs_;
+  std::vector<PhaseSums> sums_;  // one per thread
+  bool phases_ = false;
   std::vector<std::thread> workers_;
   simprof::EngineZones* zones_ = nullptr;
   std::mutex mutex_;
@@ -284,17 +313,18 @@ struct PhaseStages {
       prof.set_stage_clock(ids[p], "mjcb_time");
     }
   }
-  /// Records, for each phase, the time MuJoCo measured in it since the previous call, summed over
-  /// the environments (CPU time summed across threads when T > 1).
-  void record(simprof::StepProfiler& prof, std::vector<Env>& envs) const {
+  /// Records, for each phase, the time MuJoCo measured in it in the latest step(i, true), summed
+  /// over the environments (CPU time summed across threads when T > 1), and clears the sums.
+  void record(simprof::StepProfiler& prof, Batch& batch) const {
+    auto& rows = batch.phase_sums();
     for (std::size_t p = 0; p < kNumPhases; ++p) {
       double sum = 0;
       bool ran = false;
-      for (Env& env : envs) {
-        const double now = env.d->timer[kPhases[p]].duration;
-        if (now != env.seen[p]) ran = true;
-        sum += now - env.seen[p];
-        env.seen[p] = now;
+      for (Batch::PhaseSums& row : rows) {
+        sum += row.seconds[p];
+        ran = ran || row.ran[p];
+        row.seconds[p] = 0;
+        row.ran[p] = false;
       }
       if (ran) prof.record(ids[p], std::max(0.0, sum));
     }
@@ -326,7 +356,7 @@ struct RunResult {
   std::vector<PhaseLine> phases;
   bool rate_ok = false;
   bool ok = false;
-  nlohmann::json stages = nlohmann::json::array();
+  simprof::examples::Json stages = simprof::examples::Json::array();
 };
 
 RunResult run(const Args& args, const mjModel* m, bool print) {
@@ -361,8 +391,8 @@ RunResult run(const Args& args, const mjModel* m, bool print) {
   for (int i = 0; i < args.steps; ++i) {
     auto step = prof.step();
     auto s = prof.stage(physics);  // the loop's thread: wall time of the parallel step
-    batch.step(i);
-    phases.record(prof, batch.envs());
+    batch.step(i, true);
+    phases.record(prof, batch);
   }
   RunResult r;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -400,14 +430,7 @@ RunResult run(const Args& args, const mjModel* m, bool print) {
     r.ok = r.ok && line.ok;
     r.phases.push_back(line);
   }
-  for (const auto& row : simprof::stage_rows(prof))
-    r.stages.push_back({{"stage", row.name},
-                        {"mean_us", row.stats.mean * 1e6},
-                        {"p50_us", row.stats.p50 * 1e6},
-                        {"p95_us", row.stats.p95 * 1e6},
-                        {"p99_us", row.stats.p99 * 1e6},
-                        {"steps", row.stats.count},
-                        {"clock", std::string(prof.stage_clock(row.id))}});
+  r.stages = simprof::examples::stage_rows_json(simprof::stage_rows(prof), &prof);
   if (!print) return r;
 
   fmt::print("\n{}", simprof::stage_table(prof));
@@ -463,6 +486,20 @@ struct Testspeed {
   std::vector<std::pair<std::string, double>> phase_ms;  // in its table's order
 };
 
+// Both sides of the testspeed comparison on one CPU: a process moved between CPUs (or started on
+// a slower one) runs at another speed, and separate processes are compared here.
+void pin_to_this_cpu() {
+  const int cpu = sched_getcpu();
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (cpu >= 0) CPU_SET(cpu, &set);
+  if (cpu < 0 || sched_setaffinity(0, sizeof set, &set) != 0)
+    fmt::print("mujoco_example: could not pin to one CPU ({}): the runs may move between CPUs\n",
+               std::strerror(errno));
+  else
+    fmt::print("mujoco_example: this process and testspeed's runs pinned to CPU {}\n", cpu);
+}
+
 Testspeed run_testspeed(const Args& args) {
   const std::string cmd = fmt::format("'{}' '{}' {} 1 {} 1 2>&1", args.testspeed, args.model,
                                       args.steps, args.ctrl_noise);
@@ -502,20 +539,31 @@ double median(std::vector<double> v);
 bool compare_testspeed(const std::vector<Testspeed>& ts, const std::vector<RunResult>& mine) {
   fmt::print(
       "\nsimprof vs mujoco-testspeed (1 env, 1 thread, same model, steps and ctrl noise): {} "
-      "testspeed runs taken in turn with {} runs of this example; medians compared (phases in ms "
-      "per call, as testspeed prints them = simprof's mean over the steps that ran them); "
-      "agreement: within 5 % or 1 us\n",
+      "testspeed runs taken in turn with {} runs of this example, all on one CPU; diff: the median "
+      "of each example run against the two testspeed runs around it (phases in ms per call, as "
+      "testspeed prints them = simprof's mean over the steps that ran them); agreement: within "
+      "5 % or 1 us\n",
       ts.size(), mine.size());
   fmt::print("  {:<18} {:>11} {:>23} {:>11} {:>10}  {}\n", "", "testspeed", "(min .. max)",
-             "simprof", "diff", "verdict");
+             "simprof", "paired diff", "verdict");
+  // Example run k ran between testspeed runs k and k + 1: each is compared with the mean of the
+  // two around it, and the median of those paired differences is the verdict's (a machine that
+  // drifts, or switches between a fast and a slow state, moves both sides of a pair together).
   auto line = [](const std::string& name, const std::vector<double>& theirs,
                  const std::vector<double>& ours, bool rate) {
     const double t = median(theirs), o = median(ours);
-    const bool ok = rate ? agrees(1 / t, 1 / o) : agrees(t * 1e-3, o * 1e-3);
+    std::vector<double> paired;  // rate: ours / theirs; phases: ours - theirs, ms
+    for (std::size_t k = 0; k < ours.size() && k + 1 < theirs.size(); ++k) {
+      const double around = (theirs[k] + theirs[k + 1]) / 2;
+      paired.push_back(rate ? ours[k] / around : ours[k] - around);
+    }
+    const double d = median(paired);
+    const bool ok = rate ? agrees(1 / t, 1 / (t * d)) : agrees(t * 1e-3, (t + d) * 1e-3);
     const auto [lo, hi] = std::minmax_element(theirs.begin(), theirs.end());
+    const std::string diff = rate ? fmt::format("{:+.2f} %", 100 * (d - 1)) : pct(t, t + d);
     fmt::print(rate ? "  {:<18} {:>11.0f} {:>10.0f} .. {:>10.0f} {:>11.0f} {:>10}  {}\n"
                     : "  {:<18} {:>11.5f} {:>10.5f} .. {:>10.5f} {:>11.5f} {:>10}  {}\n",
-               name, t, *lo, *hi, o, pct(t, o), ok ? "ok" : "DIFFERS");
+               name, t, *lo, *hi, o, diff, ok ? "ok" : "DIFFERS");
     return ok;
   };
   std::vector<double> theirs, ours;
@@ -577,10 +625,10 @@ CostResult measure_cost(const Args& args, const mjModel* m, int threads) {
       if (on) {
         auto step = prof.step();
         auto s = prof.stage(physics);
-        batch.step(i);
-        phases.record(prof, batch.envs());
+        batch.step(i, true);
+        phases.record(prof, batch);
       } else {
-        batch.step(i);
+        batch.step(i, false);
       }
     }
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -669,6 +717,7 @@ int main(int argc, char** argv) {
     std::vector<Testspeed> ts;
     std::vector<RunResult> mine;
     const int runs = args.compare_testspeed ? args.compare_runs : 1;
+    if (args.compare_testspeed) pin_to_this_cpu();  // testspeed, a child, inherits it
     for (int k = 0; k < runs; ++k) {  // in turn: testspeed, this example, ..., testspeed
       if (args.compare_testspeed) ts.push_back(run_testspeed(args));
       mine.push_back(run(args, model.m, k == runs - 1));
@@ -680,21 +729,24 @@ int main(int argc, char** argv) {
       ok = compare_testspeed(ts, mine) && ok;
     }
     if (json) {
-      nlohmann::json j = {{"example", "mujoco"},
-                          {"model", args.model},
-                          {"mujoco", mj_versionString()},
-                          {"n_envs", args.n_envs},
-                          {"threads", args.threads},
-                          {"steps", args.steps},
-                          {"ctrl_noise", args.ctrl_noise},
-                          {"seed", args.seed},
-                          {"seconds", r.seconds},
-                          {"env_steps_per_s", r.env_steps_per_s},
-                          {"mujoco_env_steps_per_s", r.mujoco_steps_per_s},
-                          {"fps", std::isnan(r.fps) ? nlohmann::json() : nlohmann::json(r.fps)},
-                          {"phases_summed_over", "envs"},
-                          {"stages", r.stages},
-                          {"agrees", r.ok}};
+      using simprof::examples::Json;
+      Json j = {
+          {"provenance", simprof::examples::provenance("simprof examples/mujoco", args.command)},
+          {"example", "mujoco"},
+          {"model", args.model},
+          {"mujoco", mj_versionString()},
+          {"n_envs", args.n_envs},
+          {"threads", args.threads},
+          {"steps", args.steps},
+          {"ctrl_noise", args.ctrl_noise},
+          {"seed", args.seed},
+          {"seconds", r.seconds},
+          {"env_steps_per_s", r.env_steps_per_s},
+          {"mujoco_env_steps_per_s", r.mujoco_steps_per_s},
+          {"fps", simprof::examples::number(r.fps)},
+          {"phases_summed_over", "envs"},
+          {"stages", r.stages},
+          {"agrees", r.ok}};
       for (const auto& l : r.phases)
         j["phases"].push_back({{"phase", l.name},
                                {"mujoco_ms", l.mujoco_ms},

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "run_record.hpp"
 
+#include "run_json.hpp"
+
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -12,37 +14,9 @@
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
-#ifndef SIMPROF_GIT_COMMIT
-#define SIMPROF_GIT_COMMIT "unknown"
-#endif
-#ifndef SIMPROF_BUILD_TYPE
-#define SIMPROF_BUILD_TYPE "unknown"
-#endif
-
 namespace simprof::examples {
 
 namespace {
-
-using Json = nlohmann::ordered_json;
-
-// NaN and infinities are not JSON: null stands for "no value".
-Json number(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
-
-Json stage_rows_json(const std::vector<StageRow>& rows) {
-  Json out = Json::array();
-  for (const StageRow& r : rows)
-    out.push_back({{"stage", r.name},
-                   {"depth", r.depth},
-                   {"steps", r.stats.count},
-                   {"mean_s", number(r.stats.mean)},
-                   {"sd_s", number(r.stats.stddev)},
-                   {"p50_s", number(r.stats.p50)},
-                   {"p95_s", number(r.stats.p95)},
-                   {"p99_s", number(r.stats.p99)},
-                   {"share_percent", number(r.share)},
-                   {"ran_in_fewer_steps", r.partial}});
-  return out;
-}
 
 Json run_json(const RunRecord& r) {
   Json j = {
@@ -118,30 +92,6 @@ std::int64_t peak_resident_kib() {
   return -1;
 }
 
-std::string utc_now() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string compiler() {
-#if defined(__clang__)
-  return "clang " __clang_version__;
-#elif defined(__GNUC__)
-  return "gcc " __VERSION__;
-#else
-  return "unknown";
-#endif
-}
-
-std::string host_name() {
-  char buf[256] = {};
-  return gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("unknown");
-}
-
 }  // namespace
 
 MemoryRecord memory_record(const StepProfiler& prof, const MemoryTracker& memory,
@@ -195,29 +145,17 @@ JsonReport::JsonReport(const std::string& path, const Args& args, int argc, char
   if (!out_)
     throw std::runtime_error(fmt::format("--json {}: cannot open it for writing ({})", path,
                                          errno ? std::strerror(errno) : "unknown reason"));
-  for (int i = 0; i < argc; ++i) command_ += (i ? " " : "") + std::string(argv[i]);
+  command_ = command_line(argc, argv);
 }
 
 JsonReport::~JsonReport() = default;
 
 void JsonReport::write() {
-  Json prov = {{"tool", "simprof speed_benchmark"},
-               {"simprof_commit", SIMPROF_GIT_COMMIT},
-               {"build_type", SIMPROF_BUILD_TYPE},
-               {"compiler", compiler()},
-               {"date_utc", utc_now()},
-               {"host", host_name()},
-               {"command", command_},
-               {"options",
-                {{"backend", args_.backend},
-                 {"n_envs", args_.n_envs},
-                 {"steps", args_.steps},
-                 {"warmup", args_.warmup},
-                 {"eager", args_.eager},
-                 {"sweep", args_.sweep},
-                 {"in_flight", args_.in_flight},
-                 {"trace", args_.trace},
-                 {"sync", args_.sync}}}};
+  Json prov = provenance("simprof speed_benchmark", command_);
+  prov["options"] = {
+      {"backend", args_.backend},     {"n_envs", args_.n_envs}, {"steps", args_.steps},
+      {"warmup", args_.warmup},       {"eager", args_.eager},   {"sweep", args_.sweep},
+      {"in_flight", args_.in_flight}, {"trace", args_.trace},   {"sync", args_.sync}};
   if (gpu_)
     prov["gpu"] = {{"name", gpu_->name},
                    {"compute_capability", fmt::format("{}.{}", gpu_->compute_capability / 10,

@@ -360,19 +360,17 @@ def test_a_stream_object_lives_as_long_as_what_uses_it():
             self.stream = torch.cuda.Stream()
             self.cuda_stream = self.stream.cuda_stream
 
-    owner = Owner()
-    gone = weakref.ref(owner)
     for make in (lambda s: simprof.StepPacer(quiet(), s), lambda s: simprof.Stopwatch(s),
                  lambda s: simprof.DeviceStageTimer(quiet(), s)):
+        owner = Owner()
+        gone = weakref.ref(owner)
         h = make(owner)
         del owner
         gc.collect()
-        assert gone() is not None, "the stream object went while a handle used it"
+        assert gone() is not None, "the stream object went while %r used it" % (h,)
         h.close()
-        owner = gone()
-    del owner
-    gc.collect()
-    assert gone() is None, "the stream object was kept after close()"
+        gc.collect()
+        assert gone() is None, "the stream object was kept after %r was closed" % (h,)
 
 
 def test_a_stream_of_another_device_is_refused():

@@ -2,6 +2,7 @@
 #include "simprof/profiler/engine_zones.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <exception>
 #include <functional>
 #include <stdexcept>
@@ -18,13 +19,48 @@ namespace simprof {
 // A worker thread's open zones, of every EngineZones that thread enters (owner tells them apart).
 struct EngineZones::WorkerFrame {
   const EngineZones* owner;
+  Lane* lane;
   Node* node;
   std::int64_t begin;
+};
+
+// One worker thread's hand-over to one EngineZones: a ring with one writer (the thread) and one
+// reader (the loop's thread, at step ends), and the thread's own cache of zone names. The ring is
+// allocated once, untouched until used (the pages a thread never fills are never committed).
+struct EngineZones::Lane {
+  explicit Lane(std::uint64_t owner_id) : owner(owner_id), ring(new Finished[kMaxPending]) {}
+  const std::uint64_t owner;
+  std::unique_ptr<Finished[]> ring;
+  std::atomic<std::uint64_t> head{0};                        // written by the worker
+  char apart[64 - sizeof(std::atomic<std::uint64_t>)] = {};  // head and tail on their own lines
+  std::atomic<std::uint64_t> tail{0};                        // written by the loop's thread
+  std::atomic<std::uint64_t> dropped{0};
+  std::atomic<bool> thread_gone{false};  // its thread ended: removed once drained
+  std::atomic<bool> owner_gone{false};   // the EngineZones was destroyed: the thread forgets it
+  std::unordered_map<NodeKey, Node*, NodeKeyHash> names;  // the worker's own, read by it alone
+};
+
+// The lanes of the calling thread. At the thread's exit each is marked, and the loop's thread
+// removes it once it has taken what it holds; the EngineZones may be gone by then (shared_ptr).
+struct EngineZones::ThreadLanes {
+  struct Entry {
+    std::uint64_t owner;
+    std::shared_ptr<Lane> lane;
+  };
+  std::vector<Entry> entries;
+  ~ThreadLanes() {
+    for (const Entry& e : entries) e.lane->thread_gone.store(true, std::memory_order_release);
+  }
 };
 
 // One stack per thread; it allocates when a thread first nests deeper than before, never after.
 // Its destructor, at the thread's exit, reads none of the owners (they may be gone by then).
 thread_local std::vector<EngineZones::WorkerFrame> EngineZones::t_worker_stack;
+thread_local EngineZones::ThreadLanes EngineZones::t_lanes;
+
+namespace {
+std::atomic<std::uint64_t> g_next_zones_id{1};
+}  // namespace
 
 std::size_t EngineZones::NodeKeyHash::operator()(const NodeKey& k) const noexcept {
   const std::size_t a = std::hash<const void*>{}(k.parent);
@@ -44,17 +80,22 @@ EngineZones::Node* EngineZones::NodeTable::find_or_add(const Node* parent, const
 }
 
 EngineZones::EngineZones(StepProfiler& prof, std::string_view under)
-    : prof_(prof), loop_thread_(std::this_thread::get_id()) {
+    : prof_(prof),
+      loop_thread_(std::this_thread::get_id()),
+      id_(g_next_zones_id.fetch_add(1, std::memory_order_relaxed)) {
   if (!under.empty()) under_ = prof_.stage_id(under);  // throws for a bad name, naming it
   root_.path = std::string(under);
   root_.stage = under_;
   loop_stack_.reserve(StepProfiler::kMaxDepth);
-  pending_.reserve(256);
-  draining_.reserve(256);
+  draining_.reserve(64);
   prof_.zones_.push_back(this);
 }
 
 EngineZones::~EngineZones() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& l : lanes_) l->owner_gone.store(true, std::memory_order_release);
+  }
   auto& z = prof_.zones_;
   z.erase(std::remove(z.begin(), z.end(), this), z.end());
 }
@@ -143,24 +184,51 @@ void EngineZones::loop_leave() noexcept {
   prof_.close_stage(id, prof_.clock_.now());
 }
 
+EngineZones::Lane* EngineZones::lane() {
+  for (const ThreadLanes::Entry& e : t_lanes.entries)
+    if (e.owner == id_) return e.lane.get();
+  // This thread's first zone of this EngineZones: the one allocation and lock a thread pays.
+  auto& entries = t_lanes.entries;
+  entries.erase(std::remove_if(entries.begin(), entries.end(),
+                               [](const ThreadLanes::Entry& e) {
+                                 return e.lane->owner_gone.load(std::memory_order_acquire);
+                               }),
+                entries.end());
+  entries.reserve(entries.size() + 1);
+  auto made = std::make_shared<Lane>(id_);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    lanes_.push_back(made);
+  }
+  entries.push_back(ThreadLanes::Entry{id_, made});  // reserved: cannot throw
+  return made.get();
+}
+
 void EngineZones::worker_enter(const char* name) noexcept {
   try {
     if (t_worker_stack.capacity() == 0) t_worker_stack.reserve(StepProfiler::kMaxDepth);
+    Lane* l = lane();
     const Node* parent = &root_;
     for (auto it = t_worker_stack.rbegin(); it != t_worker_stack.rend(); ++it)
       if (it->owner == this) {
         parent = it->node;
         break;
       }
+    const NodeKey key{parent, name == nullptr ? "(null)" : name};
     Node* n = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      n = worker_nodes_.find_or_add(parent, name == nullptr ? "(null)" : name);
+    if (const auto it = l->names.find(key); it != l->names.end()) {
+      n = it->second;
+    } else {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        n = worker_nodes_.find_or_add(key.parent, key.name);
+      }
+      l->names.emplace(key, n);
     }
-    // The zone begins once the lookup (and its lock) is done, as on the loop's thread: the time
-    // spent here belongs to the parent zone, not to this one.
+    // The zone begins once the lookup is done, as on the loop's thread: the time spent here
+    // belongs to the parent zone, not to this one.
     const std::int64_t t = prof_.clock_.now();
-    t_worker_stack.push_back(WorkerFrame{this, n, t});
+    t_worker_stack.push_back(WorkerFrame{this, l, n, t});
   } catch (...) {  // out of memory: the zone is not kept
   }
 }
@@ -175,21 +243,18 @@ void EngineZones::worker_leave() noexcept {
   }
   const WorkerFrame f = t_worker_stack.back();
   t_worker_stack.pop_back();
-  const std::int64_t tid = detail::os_thread_id();
-  bool overflow = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (pending_.size() < kMaxPending) {
-      pending_.push_back(Finished{f.node, f.begin, t, tid});  // grows only past its high mark
-    } else {
-      ++dropped_;
-      overflow = true;
-    }
+  Lane& l = *f.lane;
+  const std::uint64_t h = l.head.load(std::memory_order_relaxed);
+  if (h - l.tail.load(std::memory_order_acquire) >= kMaxPending) {
+    if (l.dropped.fetch_add(1, std::memory_order_relaxed) == 0)
+      say_once(kOverflow,
+               fmt::format("simprof: more than {} worker zones of one thread waited for a step "
+                           "end; the rest are dropped (EngineZones::dropped())",
+                           kMaxPending));
+    return;
   }
-  if (overflow)
-    say_once(kOverflow, fmt::format("simprof: more than {} worker zones waited for a step end; "
-                                    "the rest are dropped (EngineZones::dropped())",
-                                    kMaxPending));
+  l.ring[h % kMaxPending] = Finished{f.node, f.begin, t, detail::os_thread_id()};
+  l.head.store(h + 1, std::memory_order_release);
 }
 
 // At the step's end, on the loop's thread: close the zones left open, then take the workers'
@@ -213,36 +278,64 @@ void EngineZones::step_ending(std::int64_t t) noexcept {
   draining_.clear();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    draining_.swap(pending_);
+    try {
+      draining_.reserve(lanes_.size());  // allocates only when threads were added
+    } catch (...) {
+      return;  // out of memory: the zones wait in their lanes for the next step end
+    }
+    for (const auto& l : lanes_) draining_.push_back(l.get());
   }
   ++cpu_serial_;
-  for (const Finished& f : draining_) {
-    if (!resolve(*f.node)) continue;
-    const StageId id = f.node->stage;
-    const std::int64_t d = f.end - f.begin;
-    // Nested worker zones are inside their parent zone's time already; a top-level one also
-    // counts into `under` and its parents (the loop's scopes do the same for "a/b" into "a").
-    StageId p = id;
-    const bool top = f.node->parent == &root_;
-    while (p != kNoStage) {
-      try {
-        if (cpu_ticks_.size() <= p) {
-          cpu_ticks_.resize(prof_.num_stages(), 0);
-          cpu_in_.resize(prof_.num_stages(), 0);
-        }
-      } catch (...) {
-        break;
-      }
-      if (cpu_in_[p] != cpu_serial_) {
-        cpu_in_[p] = cpu_serial_;
-        cpu_ticks_[p] = 0;
-      }
-      cpu_ticks_[p] += d;
-      if (!top) break;
-      p = prof_.slots_[p].parent;
-    }
-    for (auto* l : prof_.listeners_) l->on_worker_zone(id, f.begin, f.end, f.tid);
+  bool gone = false;
+  for (Lane* l : draining_) {
+    gone = gone || l->thread_gone.load(std::memory_order_acquire);
+    const std::uint64_t head = l->head.load(std::memory_order_acquire);
+    for (std::uint64_t i = l->tail.load(std::memory_order_relaxed); i != head; ++i)
+      hand_over(l->ring[i % kMaxPending]);
+    l->tail.store(head, std::memory_order_release);
   }
+  if (!gone) return;
+  // Lanes of threads that ended, now empty: removed (their drop counts kept).
+  std::lock_guard<std::mutex> lock(mutex_);
+  lanes_.erase(std::remove_if(lanes_.begin(), lanes_.end(),
+                              [&](const std::shared_ptr<Lane>& l) {
+                                if (!l->thread_gone.load(std::memory_order_acquire) ||
+                                    l->head.load(std::memory_order_acquire) !=
+                                        l->tail.load(std::memory_order_relaxed))
+                                  return false;
+                                dropped_ += l->dropped.load(std::memory_order_relaxed);
+                                return true;
+                              }),
+               lanes_.end());
+}
+
+// One worker zone at the step end: the CPU sums and the listeners.
+void EngineZones::hand_over(const Finished& f) noexcept {
+  if (!resolve(*f.node)) return;
+  const StageId id = f.node->stage;
+  const std::int64_t d = f.end - f.begin;
+  // Nested worker zones are inside their parent zone's time already; a top-level one also
+  // counts into `under` and its parents (the loop's scopes do the same for "a/b" into "a").
+  StageId p = id;
+  const bool top = f.node->parent == &root_;
+  while (p != kNoStage) {
+    try {
+      if (cpu_ticks_.size() <= p) {
+        cpu_ticks_.resize(prof_.num_stages(), 0);
+        cpu_in_.resize(prof_.num_stages(), 0);
+      }
+    } catch (...) {
+      break;
+    }
+    if (cpu_in_[p] != cpu_serial_) {
+      cpu_in_[p] = cpu_serial_;
+      cpu_ticks_[p] = 0;
+    }
+    cpu_ticks_[p] += d;
+    if (!top) break;
+    p = prof_.slots_[p].parent;
+  }
+  for (auto* l : prof_.listeners_) l->on_worker_zone(id, f.begin, f.end, f.tid);
 }
 
 std::optional<double> EngineZones::worker_cpu_seconds(StageId id) const noexcept {
@@ -258,7 +351,9 @@ std::optional<double> EngineZones::worker_cpu_seconds(std::string_view name) con
 
 std::uint64_t EngineZones::dropped() const noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
-  return dropped_;
+  std::uint64_t n = dropped_;
+  for (const auto& l : lanes_) n += l->dropped.load(std::memory_order_relaxed);
+  return n;
 }
 
 }  // namespace simprof

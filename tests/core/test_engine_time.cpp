@@ -4,9 +4,16 @@
 // on worker threads. Every time comes from a ManualClock.
 #include <gtest/gtest.h>
 
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <limits>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -464,7 +471,91 @@ TEST(EngineZones, WorkerZonesBeyondTheLimitAreDroppedCountedAndSaidOnce) {
   });
   worker.join();
   EXPECT_EQ(zones.dropped(), extra);
-  EXPECT_EQ(log.count("worker zones waited for a step end"), 1) << log.str();
+  EXPECT_EQ(log.count("worker zones of one thread waited for a step end"), 1) << log.str();
   { auto step = prof.step(); }  // the kept ones are handed over
   EXPECT_TRUE(zones.worker_cpu_seconds("physics/stepSimulation"));
+}
+
+// A pool's threads keep their own queues: zones of many threads running at once all arrive at the
+// step end, none twice, and a thread that has ended leaves nothing behind once it was read.
+TEST(EngineZones, ZonesOfThreadsRunningAtOnceAllArriveOnce) {
+  StepProfiler prof(quiet(), 0);
+  EngineZones zones(prof);
+  Traced tr(prof);
+  constexpr int kThreads = 8, kZones = 500;
+  {
+    auto step = prof.step();
+    std::vector<std::thread> pool;
+    for (int t = 0; t < kThreads; ++t)
+      pool.emplace_back([&] {
+        for (int i = 0; i < kZones; ++i) {
+          zones.enter("stepSimulation");
+          zones.enter("solve");
+          zones.leave();
+          zones.leave();
+        }
+      });
+    for (auto& t : pool) t.join();
+  }
+  ASSERT_EQ(tr.traces.size(), 1u);
+  EXPECT_EQ(named(tr.traces[0], "physics/stepSimulation").size(),
+            static_cast<std::size_t>(kThreads * kZones));
+  EXPECT_EQ(named(tr.traces[0], "physics/stepSimulation/solve").size(),
+            static_cast<std::size_t>(kThreads * kZones));
+  EXPECT_EQ(zones.dropped(), 0u);
+  { auto step = prof.step(); }  // the ended threads' queues were read: nothing comes again
+  EXPECT_FALSE(zones.worker_cpu_seconds("physics/stepSimulation"));
+}
+
+// A thread that outlives an EngineZones (a pool kept across runs) gives its zones to the next
+// one, not to the first one's queue.
+TEST(EngineZones, APoolThreadServesTheNextEngineZonesAfterTheFirstIsGone) {
+  StepProfiler prof(quiet(), 0);
+  std::optional<EngineZones> zones;
+  std::mutex m;
+  std::condition_variable cv;
+  int round = 0, done = 0;
+  std::thread worker([&] {
+    for (int r = 1; r <= 2; ++r) {
+      std::unique_lock<std::mutex> lock(m);
+      cv.wait(lock, [&] { return round == r; });
+      zones->enter("stepSimulation");
+      zones->leave();
+      done = r;
+      cv.notify_all();
+    }
+  });
+  for (int r = 1; r <= 2; ++r) {
+    zones.emplace(prof);
+    Traced tr(prof);
+    {
+      auto step = prof.step();
+      std::unique_lock<std::mutex> lock(m);
+      round = r;
+      cv.notify_all();
+      cv.wait(lock, [&] { return done == r; });
+    }
+    ASSERT_EQ(tr.traces.size(), 1u) << "round " << r;
+    EXPECT_EQ(named(tr.traces[0], "physics/stepSimulation").size(), 1u) << "round " << r;
+    ASSERT_TRUE(zones->worker_cpu_seconds("physics/stepSimulation")) << "round " << r;
+    zones.reset();
+  }
+  worker.join();
+}
+
+TEST(ThreadId, IsTheThreadsOwnAndAskedAgainAfterAFork) {
+  const std::int64_t mine = detail::os_thread_id();
+  EXPECT_EQ(mine, static_cast<std::int64_t>(::syscall(SYS_gettid)));
+  EXPECT_EQ(detail::os_thread_id(), mine) << "the same thread, the same id";
+  std::int64_t other = 0;
+  std::thread([&] { other = detail::os_thread_id(); }).join();
+  EXPECT_NE(other, mine);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0)  // the forked thread's cached id is its parent's: it must ask again
+    ::_exit(detail::os_thread_id() == static_cast<std::int64_t>(::syscall(SYS_gettid)) ? 0 : 1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child read its parent's thread id";
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gpu_test.hpp"
 #include "simprof/cuda/graphs/foreign_graph.hpp"
@@ -172,6 +173,46 @@ TEST_F(GpuTest, ForeignGraphRunsItsStampedCopyOnSampledSteps) {
   SIMPROF_TIMING EXPECT_NEAR(t.at("busy"), 300e-6, 20e-6);
   SIMPROF_TIMING EXPECT_NEAR(t.at("sensors/Cam"), 100e-6, 20e-6);
   SIMPROF_TIMING EXPECT_NEAR(dev.mean("busy"), 300e-6, 20e-6);
+}
+
+// The first stage's begin is stamped before the captured work starts, not in a branch beside it:
+// a root branch of one tiny kernel was run 20-28 us into a 60-kernel chain on the H200, and the
+// first stage read that much short. The copy has one root, the step's begin, and every root of
+// the captured graph waits for the first stamp.
+TEST_F(GpuTest, StampedCopyStampsTheFirstStageBeforeTheCapturedWork) {
+  Stream loop, capture;
+  gt::spin(1000, loop);
+  loop.synchronize();
+  simprof::StepProfiler prof(quiet(), 0);
+  DeviceStageTimer dev(prof, loop, every_step());
+  Step step(prof);
+  GraphHandle graph;
+  {
+    auto s = prof.step();
+    SIMPROF_CUDA_CHECK(cudaStreamBeginCapture(capture, cudaStreamCaptureModeGlobal));
+    {
+      ForeignCapture noted(dev.instrumentation(), capture);
+      step.enqueue(capture, false);
+    }
+    SIMPROF_CUDA_CHECK(cudaStreamEndCapture(capture, graph.out()));
+  }
+  std::size_t n = 0;
+  SIMPROF_CUDA_CHECK(cudaGraphGetRootNodes(graph.get(), nullptr, &n));
+  std::vector<cudaGraphNode_t> captured_roots(n);
+  SIMPROF_CUDA_CHECK(cudaGraphGetRootNodes(graph.get(), captured_roots.data(), &n));
+  ASSERT_GE(n, 1u);
+  GraphHandle copy(dev.instrumentation()->instrumented_copy(graph.get()));
+  ASSERT_NE(copy.get(), nullptr);
+  std::size_t copy_roots = 0;
+  SIMPROF_CUDA_CHECK(cudaGraphGetRootNodes(copy.get(), nullptr, &copy_roots));
+  EXPECT_EQ(copy_roots, 1u) << "the step's begin is the copy's only root";
+  for (const cudaGraphNode_t r : captured_roots) {
+    cudaGraphNode_t mine = nullptr;
+    SIMPROF_CUDA_CHECK(cudaGraphNodeFindInClone(&mine, r, copy.get()));
+    std::size_t deps = 0;
+    SIMPROF_CUDA_CHECK(cudaGraphNodeGetDependencies(mine, nullptr, nullptr, &deps));
+    EXPECT_EQ(deps, 1u) << "a captured root waits for the first stage's begin stamp";
+  }
 }
 
 TEST_F(GpuTest, VetoedStepsAreNotPublishedOnTheDevice) {

@@ -6,7 +6,7 @@
 
 namespace simprof::detail {
 
-/// gettid() on Linux; 1 elsewhere.
+/// gettid() on Linux (asked once per thread, and again after a fork()); 1 elsewhere.
 std::int64_t os_thread_id() noexcept;
 
 }  // namespace simprof::detail

@@ -20,10 +20,12 @@
 // zone): engines pass string literals, so a repeated zone costs a hash lookup and no string work.
 //
 // On any other thread (a pool stepping several worlds) a zone never touches the loop's stages: it
-// is kept on that thread's own stack and, when it ends, handed over under a lock. At the loop's
-// step end the finished zones go to the listeners (on_worker_zone(): the trace puts them on their
-// thread's track) and are summed by stage into worker_cpu_seconds(): CPU time summed across
-// threads, which may exceed the step's wall time, so it is never added to timings().
+// is kept on that thread's own stack and, when it ends, handed over through that thread's own
+// queue (one writer, one reader: no lock; the thread's name cache makes a repeated zone a lookup in
+// a map of its own). At the loop's step end the finished zones go to the listeners
+// (on_worker_zone(): the trace puts them on their thread's track) and are summed by stage into
+// worker_cpu_seconds(): CPU time summed across threads, which may exceed the step's wall time, so
+// it is never added to timings(). A thread's first zone allocates its queue and takes a lock once.
 //
 // Misuse is said once (a warning through simprof's logger) and corrupts nothing: a zone still open
 // on the loop's thread when the step ends is closed there and the step still ends (the engine's
@@ -33,6 +35,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -48,8 +51,9 @@ namespace simprof {
 /// An engine's zone hooks as stages of a StepProfiler (see the header comment).
 class EngineZones {
  public:
-  /// Worker-thread zones kept between two step ends; beyond, dropped (and said once).
-  static constexpr std::size_t kMaxPending = std::size_t{1} << 16;
+  /// Worker-thread zones kept between two step ends, per worker thread; beyond, dropped (counted
+  /// in dropped(), and said once).
+  static constexpr std::size_t kMaxPending = std::size_t{1} << 14;
 
   /// Attaches to `prof` (which must outlive this), with zones as sub-stages of `under` ("" for
   /// top-level stages; otherwise a valid stage name, std::invalid_argument if not). The calling
@@ -109,15 +113,20 @@ class EngineZones {
     Node* node;
     std::int64_t begin, end, tid;
   };
+  struct Lane;  // one worker thread's queue and name cache, for this EngineZones
   struct WorkerFrame;
+  struct ThreadLanes;
   static thread_local std::vector<WorkerFrame> t_worker_stack;  // the calling thread's open zones
+  static thread_local ThreadLanes t_lanes;                      // the calling thread's lanes
   enum Problem : unsigned { kLeftOpen = 1, kStrayLeave = 2, kNotOpened = 4, kOverflow = 8 };
 
-  void step_ending(std::int64_t t) noexcept;  // the profiler's step end, on the loop's thread
+  void step_ending(std::int64_t t) noexcept;   // the profiler's step end, on the loop's thread
+  void hand_over(const Finished& f) noexcept;  // one worker zone, at the step end
   void loop_enter(const char* name) noexcept;
   void loop_leave() noexcept;
   void worker_enter(const char* name) noexcept;
   void worker_leave() noexcept;
+  Lane* lane();                    // the calling thread's lane, made on its first zone
   bool resolve(Node& n) noexcept;  // loop's thread: n.stage from n.path; false when bad
   void say_once(Problem p, const std::string& message) noexcept;
 
@@ -129,11 +138,12 @@ class EngineZones {
   std::vector<LoopFrame> loop_stack_;
   unsigned said_ = 0;  // Problem bits already said (loop's thread and workers: under mutex_)
 
-  mutable std::mutex mutex_;  // guards the workers' nodes, pending_, dropped_, said_
+  const std::uint64_t id_;    // tells this EngineZones apart in the threads' lanes (never reused)
+  mutable std::mutex mutex_;  // guards the workers' nodes, lanes_, dropped_, said_
   NodeTable worker_nodes_;
-  std::vector<Finished> pending_;   // handed over since the last step end
-  std::vector<Finished> draining_;  // swapped with pending_ at the step end: no allocation
-  std::uint64_t dropped_ = 0;
+  std::vector<std::shared_ptr<Lane>> lanes_;  // one per worker thread that entered a zone
+  std::vector<Lane*> draining_;               // lanes_ at the step end, read without the lock
+  std::uint64_t dropped_ = 0;                 // of lanes whose thread has ended
 
   // The latest step end's worker CPU ticks by stage: valid where cpu_in_[id] == cpu_serial_.
   std::vector<std::int64_t> cpu_ticks_;

@@ -35,7 +35,10 @@ InstrumentedGraph::InstrumentedGraph(std::shared_ptr<GraphInstrumentation> tool,
         "torch.cuda.CUDAGraph(keep_graph=True) so raw_cuda_graph() has it)");
   GraphHandle copy(tool->instrumented_copy(captured));
   if (!copy) return;
-  SIMPROF_CUDA_CHECK(cudaGraphInstantiateWithFlags(exec_.out(), copy.get(), 0));
+  // Node priorities: the timer's stamps run at the greatest (stage_timer.cu), the captured work
+  // at the priority it was captured with.
+  SIMPROF_CUDA_CHECK(cudaGraphInstantiateWithFlags(exec_.out(), copy.get(),
+                                                   cudaGraphInstantiateFlagUseNodePriority));
 }
 
 bool InstrumentedGraph::launch(cudaStream_t stream) {

@@ -349,7 +349,9 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
   e.epoch = epoch_;
   if (instrumented) {
     const auto t3 = std::chrono::steady_clock::now();
-    SIMPROF_CUDA_CHECK(cudaGraphInstantiate(e.instrumented.out(), instrumented.get(), 0));
+    // Node priorities: the stamps at the greatest (stage_timer.cu), the captured work as captured.
+    SIMPROF_CUDA_CHECK(cudaGraphInstantiate(e.instrumented.out(), instrumented.get(),
+                                            cudaGraphInstantiateFlagUseNodePriority));
     cold.instrumented_instantiate_s = seconds_since(t3);
   }
   e.cold = cold;

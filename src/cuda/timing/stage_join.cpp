@@ -210,7 +210,10 @@ std::vector<DeviceStageRow> device_stage_rows(const StepProfiler& prof,
       if (s.count) r.host_mean_s = s.mean;
     }
     const double sampled = dev.sampled_mean(id);
-    r.device_share = dev_step > 0 && std::isfinite(sampled) ? 100.0 * sampled / dev_step : 0.0;
+    // The period is not a part of the step: no share (the table prints "-").
+    r.device_share = id != kPeriodStage && dev_step > 0 && std::isfinite(sampled)
+                         ? 100.0 * sampled / dev_step
+                         : 0.0;
     rows.push_back(std::move(r));
   });
   return rows;
@@ -223,8 +226,10 @@ std::string device_stage_table(const StepProfiler& prof, const DeviceStageTimer&
   for (const DeviceStageRow& r : device_stage_rows(prof, dev)) {
     const std::string host =
         std::isnan(r.host_mean_s) ? std::string("-") : fmt::format("{:.1f}", r.host_mean_s * 1e6);
-    fmt::format_to(std::back_inserter(out), "{:<28} {:>12} {:>12.1f} {:>7.1f}%\n",
-                   stage_label(prof, r.id, r.depth), host, r.device_mean_s * 1e6, r.device_share);
+    const std::string share =
+        r.id == kPeriodStage ? std::string("-") : fmt::format("{:.1f}%", r.device_share);
+    fmt::format_to(std::back_inserter(out), "{:<28} {:>12} {:>12.1f} {:>8}\n",
+                   stage_label(prof, r.id, r.depth), host, r.device_mean_s * 1e6, share);
   }
   return fmt::to_string(out);
 }

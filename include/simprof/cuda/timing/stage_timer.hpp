@@ -128,7 +128,8 @@ struct DeviceStageRow {
   double host_mean_s = std::numeric_limits<double>::quiet_NaN();  ///< NaN: no host statistics
   /// Mean seconds of the stage on the device over the sampled steps.
   double device_mean_s = 0;
-  double device_share = 0;  ///< percent of the mean sampled step (sampled_mean("step"))
+  /// Percent of the mean sampled step (sampled_mean("step")); 0 for "period", not a part of it.
+  double device_share = 0;
 };
 /// The stages `dev` timed, in the profiler's stage order, with the host means where the profiler
 /// keeps statistics: the rows of device_stage_table().

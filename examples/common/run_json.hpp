@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: MIT
+// What every example's --json FILE shares with speed_benchmark's run record: where the figures came
+// from (the provenance: tool, commit, build, compiler, date, host, CPU, command) and the host stage
+// rows in one shape, so a figure in any of them can be traced to its machine, build and command.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "simprof/profiler/report.hpp"
+#include "simprof/profiler/step_profiler.hpp"
+
+namespace simprof::examples {
+
+using Json = nlohmann::ordered_json;
+
+/// `v` as JSON; NaN and infinities (not JSON) as null: "no value".
+Json number(double v);
+
+/// argv joined by spaces: the command as it was typed.
+std::string command_line(int argc, char** argv);
+
+/// {"tool", "simprof_commit", "build_type", "compiler", "date_utc", "host", "cpu", "cpus",
+/// "command"}: the commit and build type are the ones this binary was configured from.
+Json provenance(const std::string& tool, const std::string& command);
+
+/// The rows of stage_rows()/stage_table(): stage, depth, steps, mean/sd/p50/p95/p99 in seconds,
+/// share of the step, and whether the stage ran in fewer steps. With `prof`, a stage timed on
+/// another clock than simprof's (set_stage_clock) names it ("clock").
+Json stage_rows_json(const std::vector<StageRow>& rows, const StepProfiler* prof = nullptr);
+
+}  // namespace simprof::examples
