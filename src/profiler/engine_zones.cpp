@@ -17,8 +17,10 @@
 namespace simprof {
 
 // A worker thread's open zones, of every EngineZones that thread enters (owner tells them apart).
+// The owner is named by its id, never its address: an EngineZones made where a destroyed one was
+// is another owner, and a frame left open in the old one is not its parent.
 struct EngineZones::WorkerFrame {
-  const EngineZones* owner;
+  std::uint64_t owner;
   Lane* lane;
   Node* node;
   std::int64_t begin;
@@ -26,7 +28,8 @@ struct EngineZones::WorkerFrame {
 
 // One worker thread's hand-over to one EngineZones: a ring with one writer (the thread) and one
 // reader (the loop's thread, at step ends), and the thread's own cache of zone names. The ring is
-// allocated once, untouched until used (the pages a thread never fills are never committed).
+// allocated once; its pages are committed as the ring goes round (up to kMaxPending x 32 bytes,
+// 512 KiB, per worker thread and EngineZones over a long run).
 struct EngineZones::Lane {
   explicit Lane(std::uint64_t owner_id) : owner(owner_id), ring(new Finished[kMaxPending]) {}
   const std::uint64_t owner;
@@ -48,10 +51,20 @@ struct EngineZones::ThreadLanes {
     std::shared_ptr<Lane> lane;
   };
   std::vector<Entry> entries;
-  ~ThreadLanes() {
-    for (const Entry& e : entries) e.lane->thread_gone.store(true, std::memory_order_release);
-  }
+  ~ThreadLanes();
 };
+
+namespace {
+// Set when the calling thread's lanes are gone (its exit, before other thread_local destructors
+// that may still call enter()/leave()): its zones are then ignored. Trivially destructible, so it
+// can be read at any point of the thread's exit.
+thread_local bool t_lanes_gone = false;
+}  // namespace
+
+EngineZones::ThreadLanes::~ThreadLanes() {
+  t_lanes_gone = true;
+  for (const Entry& e : entries) e.lane->thread_gone.store(true, std::memory_order_release);
+}
 
 // One stack per thread; it allocates when a thread first nests deeper than before, never after.
 // Its destructor, at the thread's exit, reads none of the owners (they may be gone by then).
@@ -188,6 +201,13 @@ EngineZones::Lane* EngineZones::lane() {
   for (const ThreadLanes::Entry& e : t_lanes.entries)
     if (e.owner == id_) return e.lane.get();
   // This thread's first zone of this EngineZones: the one allocation and lock a thread pays.
+  // Zones this thread left open in EngineZones that are gone are forgotten first, while their
+  // lanes are still held here.
+  t_worker_stack.erase(std::remove_if(t_worker_stack.begin(), t_worker_stack.end(),
+                                      [](const WorkerFrame& f) {
+                                        return f.lane->owner_gone.load(std::memory_order_acquire);
+                                      }),
+                       t_worker_stack.end());
   auto& entries = t_lanes.entries;
   entries.erase(std::remove_if(entries.begin(), entries.end(),
                                [](const ThreadLanes::Entry& e) {
@@ -205,12 +225,13 @@ EngineZones::Lane* EngineZones::lane() {
 }
 
 void EngineZones::worker_enter(const char* name) noexcept {
+  if (t_lanes_gone) return;
   try {
     if (t_worker_stack.capacity() == 0) t_worker_stack.reserve(StepProfiler::kMaxDepth);
     Lane* l = lane();
     const Node* parent = &root_;
     for (auto it = t_worker_stack.rbegin(); it != t_worker_stack.rend(); ++it)
-      if (it->owner == this) {
+      if (it->owner == id_) {
         parent = it->node;
         break;
       }
@@ -228,14 +249,15 @@ void EngineZones::worker_enter(const char* name) noexcept {
     // The zone begins once the lookup is done, as on the loop's thread: the time spent here
     // belongs to the parent zone, not to this one.
     const std::int64_t t = prof_.clock_.now();
-    t_worker_stack.push_back(WorkerFrame{this, l, n, t});
+    t_worker_stack.push_back(WorkerFrame{id_, l, n, t});
   } catch (...) {  // out of memory: the zone is not kept
   }
 }
 
 void EngineZones::worker_leave() noexcept {
+  if (t_lanes_gone) return;
   const std::int64_t t = prof_.clock_.now();
-  if (t_worker_stack.empty() || t_worker_stack.back().owner != this) {
+  if (t_worker_stack.empty() || t_worker_stack.back().owner != id_) {
     say_once(kStrayLeave,
              "simprof: EngineZones::leave() with no zone open on a worker thread; "
              "ignored");
@@ -246,11 +268,15 @@ void EngineZones::worker_leave() noexcept {
   Lane& l = *f.lane;
   const std::uint64_t h = l.head.load(std::memory_order_relaxed);
   if (h - l.tail.load(std::memory_order_acquire) >= kMaxPending) {
-    if (l.dropped.fetch_add(1, std::memory_order_relaxed) == 0)
-      say_once(kOverflow,
-               fmt::format("simprof: more than {} worker zones of one thread waited for a step "
-                           "end; the rest are dropped (EngineZones::dropped())",
-                           kMaxPending));
+    if (l.dropped.fetch_add(1, std::memory_order_relaxed) == 0) {
+      try {
+        say_once(kOverflow,
+                 fmt::format("simprof: more than {} worker zones of one thread waited for a "
+                             "step end; the rest are dropped (EngineZones::dropped())",
+                             kMaxPending));
+      } catch (...) {  // out of memory for the message: the count still says it
+      }
+    }
     return;
   }
   l.ring[h % kMaxPending] = Finished{f.node, f.begin, t, detail::os_thread_id()};
@@ -335,7 +361,12 @@ void EngineZones::hand_over(const Finished& f) noexcept {
     if (!top) break;
     p = prof_.slots_[p].parent;
   }
-  for (auto* l : prof_.listeners_) l->on_worker_zone(id, f.begin, f.end, f.tid);
+  for (auto* l : prof_.listeners_) {
+    try {
+      l->on_worker_zone(id, f.begin, f.end, f.tid);
+    } catch (...) {  // a listener's failure must not end the step (or the process)
+    }
+  }
 }
 
 std::optional<double> EngineZones::worker_cpu_seconds(StageId id) const noexcept {

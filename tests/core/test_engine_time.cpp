@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
@@ -505,6 +506,85 @@ TEST(EngineZones, ZonesOfThreadsRunningAtOnceAllArriveOnce) {
   EXPECT_EQ(zones.dropped(), 0u);
   { auto step = prof.step(); }  // the ended threads' queues were read: nothing comes again
   EXPECT_FALSE(zones.worker_cpu_seconds("physics/stepSimulation"));
+}
+
+// Workers hand zones over while the loop's thread ends steps and reads their queues (the reader
+// and the writers at once, the rings going round more than once): every zone arrives exactly once.
+TEST(EngineZones, ZonesHandedOverWhileWorkersRunArriveOnce) {
+  StepProfiler prof(quiet(), 0);
+  EngineZones zones(prof);
+  struct Count : StepListener {
+    std::uint64_t zones = 0;
+    void on_worker_zone(StageId, std::int64_t, std::int64_t, std::int64_t) override { ++zones; }
+  } count;
+  prof.add_listener(&count);
+  constexpr int kThreads = 4;
+  constexpr std::size_t kPerThread = EngineZones::kMaxPending * 2 + 100;
+  std::atomic<std::uint64_t> step_ends{0};
+  std::atomic<int> running{kThreads};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < kThreads; ++t)
+    pool.emplace_back([&] {
+      for (std::size_t i = 0; i < kPerThread; ++i) {
+        zones.enter("stepSimulation");
+        zones.leave();
+        if (i % 4096 == 4095) {  // at most 2 x 4096 waiting: none is dropped, however slow
+          const std::uint64_t seen = step_ends.load();
+          while (step_ends.load() == seen) std::this_thread::yield();
+        }
+      }
+      running.fetch_sub(1);
+    });
+  while (running.load() > 0) {
+    { auto step = prof.step(); }
+    step_ends.fetch_add(1);
+  }
+  for (auto& t : pool) t.join();
+  { auto step = prof.step(); }  // what the last step end did not see
+  EXPECT_EQ(zones.dropped(), 0u);
+  EXPECT_EQ(count.zones, static_cast<std::uint64_t>(kThreads) * kPerThread);
+  EXPECT_GT(step_ends.load(), 8u) << "the steps ended while the workers ran";
+  { auto step = prof.step(); }
+  EXPECT_EQ(count.zones, static_cast<std::uint64_t>(kThreads) * kPerThread) << "none came twice";
+  prof.remove_listener(&count);
+}
+
+// A zone a pool thread left open in an EngineZones that is gone is forgotten: the next one, made
+// at the same address, does not take it as a parent.
+TEST(EngineZones, AZoneLeftOpenInAGoneEngineZonesIsForgotten) {
+  StepProfiler prof(quiet(), 0);
+  std::optional<EngineZones> zones(std::in_place, prof);
+  std::mutex m;
+  std::condition_variable cv;
+  int stage = 0;
+  auto wait_for = [&](int s) {
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return stage == s; });
+  };
+  auto go = [&](int s) {
+    std::lock_guard<std::mutex> lock(m);
+    stage = s;
+    cv.notify_all();
+  };
+  std::thread worker([&] {
+    zones->enter("stepSimulation");  // never left
+    go(1);
+    wait_for(2);
+    zones->enter("solve");
+    zones->leave();
+    go(3);
+  });
+  wait_for(1);
+  zones.reset();
+  zones.emplace(prof);
+  {
+    auto step = prof.step();
+    go(2);
+    wait_for(3);
+  }
+  worker.join();
+  EXPECT_TRUE(zones->worker_cpu_seconds("physics/solve")) << "a top-level zone of the new one";
+  EXPECT_FALSE(zones->worker_cpu_seconds("physics/stepSimulation/solve"));
 }
 
 // A thread that outlives an EngineZones (a pool kept across runs) gives its zones to the next

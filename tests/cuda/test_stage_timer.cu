@@ -206,12 +206,30 @@ TEST_F(GpuTest, StampedCopyStampsTheFirstStageBeforeTheCapturedWork) {
   std::size_t copy_roots = 0;
   SIMPROF_CUDA_CHECK(cudaGraphGetRootNodes(copy.get(), nullptr, &copy_roots));
   EXPECT_EQ(copy_roots, 1u) << "the step's begin is the copy's only root";
+  // CUDA 13 added the edge data to the dependency queries.
+  auto dependencies = [](cudaGraphNode_t node) {
+    std::size_t count = 0;
+#if CUDART_VERSION >= 13000
+    SIMPROF_CUDA_CHECK(cudaGraphNodeGetDependencies(node, nullptr, nullptr, &count));
+    std::vector<cudaGraphNode_t> deps(count);
+    SIMPROF_CUDA_CHECK(cudaGraphNodeGetDependencies(node, deps.data(), nullptr, &count));
+#else
+    SIMPROF_CUDA_CHECK(cudaGraphNodeGetDependencies(node, nullptr, &count));
+    std::vector<cudaGraphNode_t> deps(count);
+    SIMPROF_CUDA_CHECK(cudaGraphNodeGetDependencies(node, deps.data(), &count));
+#endif
+    return deps;
+  };
   for (const cudaGraphNode_t r : captured_roots) {
     cudaGraphNode_t mine = nullptr;
     SIMPROF_CUDA_CHECK(cudaGraphNodeFindInClone(&mine, r, copy.get()));
-    std::size_t deps = 0;
-    SIMPROF_CUDA_CHECK(cudaGraphNodeGetDependencies(mine, nullptr, nullptr, &deps));
-    EXPECT_EQ(deps, 1u) << "a captured root waits for the first stage's begin stamp";
+    const auto deps = dependencies(mine);
+    ASSERT_EQ(deps.size(), 1u) << "a captured root waits for the first stage's begin stamp";
+    // That is the stamp, which waits for the step's begin (the copy's root), not the begin itself.
+    EXPECT_EQ(dependencies(deps[0]).size(), 1u) << "a captured root waits for the begin node";
+    cudaGraphNodeType type{};
+    SIMPROF_CUDA_CHECK(cudaGraphNodeGetType(deps[0], &type));
+    EXPECT_EQ(type, cudaGraphNodeTypeKernel);
   }
 }
 

@@ -358,7 +358,11 @@ cudaGraph_t DeviceStageTimer::Impl::instrumented_copy(cudaGraph_t graph) noexcep
       if (stamp_priority != 0) {
         cudaKernelNodeAttrValue v{};
         v.priority = stamp_priority;
-        (void)cudaGraphKernelNodeSetAttribute(node, cudaKernelNodeAttributePriority, &v);
+        if (cudaGraphKernelNodeSetAttribute(node, cudaKernelNodeAttributePriority, &v) !=
+            cudaSuccess) {
+          (void)cudaGetLastError();  // not left for the next launch check to find
+          stamp_priority = 0;        // and not asked again
+        }
       }
     }
     // The stamps noted before any captured work (the first stage's begin) come before the graph's
@@ -367,7 +371,11 @@ cudaGraph_t DeviceStageTimer::Impl::instrumented_copy(cudaGraph_t graph) noexcep
     if (heads.empty()) heads.push_back(begin);
     for (const cudaGraphNode_t h : heads)
       for (const cudaGraphNode_t r : roots)
+#if CUDART_VERSION >= 13000
         if ((e = cudaGraphAddDependencies(copy.get(), &h, &r, nullptr, 1)) != cudaSuccess) {
+#else
+        if ((e = cudaGraphAddDependencies(copy.get(), &h, &r, 1)) != cudaSuccess) {
+#endif
           report("cudaGraphAddDependencies", e);
           return nullptr;
         }
