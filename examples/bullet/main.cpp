@@ -22,7 +22,6 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -302,12 +301,8 @@ struct ZoneRow {
 };
 
 int run_profile(const Args& a) {
-  std::optional<std::ofstream> json_out;
-  if (!a.json.empty()) {  // a bad path fails before the run
-    json_out.emplace(a.json);
-    if (!*json_out)
-      throw std::runtime_error(fmt::format("--json {}: cannot open it for writing", a.json));
-  }
+  std::optional<JsonFile> json_out;
+  if (!a.json.empty()) json_out.emplace(a.json);  // a bad path fails before the run
   auto worlds = make_worlds(a);
   ProfilingOptions options = ProfilingOptions::from_env();
   if (a.quiet) options.show_fps = false;
@@ -482,9 +477,7 @@ int run_profile(const Args& a) {
                                           {"agree", r.ok}});
     j["comparison"]["all_agree"] = all_ok;
     j["comparison"]["attempt"] = attempt;
-    *json_out << j.dump(2) << "\n";
-    json_out->close();
-    if (!*json_out) throw std::runtime_error(fmt::format("--json {}: write failed", a.json));
+    json_out->write(j);
     fmt::print("wrote {}\n", a.json);
   }
   return all_ok ? 0 : 3;

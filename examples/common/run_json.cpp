@@ -3,11 +3,15 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <ctime>
-#include <fstream>
+#include <stdexcept>
 #include <thread>
+
+#include <fmt/format.h>
 
 #ifndef SIMPROF_GIT_COMMIT
 #define SIMPROF_GIT_COMMIT "unknown"
@@ -76,6 +80,20 @@ Json provenance(const std::string& tool, const std::string& command) {
           {"cpu", cpu_model()},
           {"cpus", std::thread::hardware_concurrency()},
           {"command", command}};
+}
+
+JsonFile::JsonFile(const std::string& path) : path_(path) {
+  errno = 0;
+  out_.open(path, std::ios::out | std::ios::trunc);
+  if (!out_)
+    throw std::runtime_error(fmt::format("--json {}: cannot open it for writing ({})", path,
+                                         errno ? std::strerror(errno) : "unknown reason"));
+}
+
+void JsonFile::write(const Json& doc) {
+  out_ << doc.dump(2) << '\n';
+  out_.flush();
+  if (!out_) throw std::runtime_error(fmt::format("--json {}: the write failed", path_));
 }
 
 Json stage_rows_json(const std::vector<StageRow>& rows, const StepProfiler* prof) {

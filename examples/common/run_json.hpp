@@ -4,6 +4,7 @@
 // rows in one shape, so a figure in any of them can be traced to its machine, build and command.
 #pragma once
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,21 @@ std::string command_line(int argc, char** argv);
 /// {"tool", "simprof_commit", "build_type", "compiler", "date_utc", "host", "cpu", "cpus",
 /// "command"}: the commit and build type are the ones this binary was configured from.
 Json provenance(const std::string& tool, const std::string& command);
+
+/// --json FILE: opened when made, so that a missing directory or an unwritable path fails before a
+/// long run (std::runtime_error naming the path and the reason); write() writes the document and
+/// says when that failed.
+class JsonFile {
+ public:
+  explicit JsonFile(const std::string& path);
+  /// `doc`, indented, then a newline; std::runtime_error naming the path when the write fails.
+  void write(const Json& doc);
+  const std::string& path() const noexcept { return path_; }
+
+ private:
+  std::string path_;
+  std::ofstream out_;
+};
 
 /// The rows of stage_rows()/stage_table(): stage, depth, steps, mean/sd/p50/p95/p99 in seconds,
 /// share of the step, and whether the stage ran in fewer steps. With `prof`, a stage timed on

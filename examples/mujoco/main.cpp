@@ -20,7 +20,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -703,13 +702,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    std::optional<std::ofstream> json;
-    if (!args.json.empty()) {  // a bad path fails before the run
-      json.emplace(args.json);
-      if (!*json)
-        throw std::runtime_error(fmt::format("--json {}: cannot open it for writing ({})",
-                                             args.json, std::strerror(errno)));
-    }
+    std::optional<simprof::examples::JsonFile> json;
+    if (!args.json.empty()) json.emplace(args.json);  // a bad path fails before the run
     const Model model(args.model);
     mjcb_time = mj_clock;  // MuJoCo measures its phases (d->timer), as testspeed's profile mode
     if (args.cost) return run_cost(args, model.m);
@@ -755,9 +749,7 @@ int main(int argc, char** argv) {
                                {"ran_steps", l.ran},
                                {"agrees", l.ok}});
       for (const auto& t : ts) j["testspeed_steps_per_s"].push_back(t.steps_per_s);
-      *json << j.dump(2) << "\n";
-      json->close();
-      if (!*json) throw std::runtime_error(fmt::format("--json {}: write failed", args.json));
+      json->write(j);
       std::printf("wrote %s\n", args.json.c_str());
     }
     return ok ? 0 : 3;

@@ -273,6 +273,19 @@ def cost_check(n_envs, kernels, graph, iterations, steps, fw="torch"):
             "timed_pct": 100 * ratio["timed"], "joined": timer.joined, "dropped": timer.dropped}
 
 
+def stages_met(r):
+    """Every stage within its target, and every traced step joined."""
+    return all(s["ok"] for s in r["stages"]) and r["joined_steps"] == r["traced_steps"]
+
+
+def stages_text(r):
+    """'physics device/CUPTI[/[boundaries]] (diff %)' for each stage of a result."""
+    return "  ".join("%s %.1f/%.1f%s (%+.1f %%)" % (
+        s["stage"], s["device_us"], s["cupti_us"],
+        "" if s["rule"] == "kernels" else "/[%.1f]" % s["cupti_boundaries_us"], s["diff_pct"])
+        for s in r["stages"])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n-envs", type=int, nargs="+", default=[1024, 30000])
@@ -345,13 +358,10 @@ def main():
     ok_all = True
     if a.stages_only:
         for r in results:
-            ok = all(s["ok"] for s in r["stages"]) and r["joined_steps"] == r["traced_steps"]
+            ok = stages_met(r)
             ok_all = ok_all and ok
-            print("%-12s %6d | %s %s" % (r["framework"] + " " + r["mode"], r["n_envs"], "  ".join(
-                "%s %.1f/%.1f%s (%+.1f %%)" % (
-                    s["stage"], s["device_us"], s["cupti_us"],
-                    "" if s["rule"] == "kernels" else "/[%.1f]" % s["cupti_boundaries_us"],
-                    s["diff_pct"]) for s in r["stages"]), "met" if ok else "MISSED"))
+            print("%-12s %6d | %s %s" % (r["framework"] + " " + r["mode"], r["n_envs"],
+                                         stages_text(r), "met" if ok else "MISSED"))
         return 0 if ok_all else 1
     print()
     print("%-12s %6s %9s | %-24s | %-35s | %s" % ("loop", "envs", "us/step", "FPS line / events",
@@ -365,13 +375,10 @@ def main():
         target = (3.0 if r["n_envs"] <= 1024 else 1.0) if graph else 3.0
         fps_ok = abs(r["fps_ratio"] - 1) <= 0.02 and abs(r["fps_ratio_pacer"] - 1) <= 0.02
         cost_ok = r["timed_pct"] <= target
-        stages_ok = all(s["ok"] for s in r["stages"]) and r["joined_steps"] == r["traced_steps"]
+        stages_ok = stages_met(r)
         r["verdicts"] = {"fps": fps_ok, "cost": cost_ok, "stages": stages_ok}
         ok_all = ok_all and fps_ok and cost_ok and stages_ok
-        st = "  ".join("%s %.1f/%.1f%s (%+.1f %%)" % (
-            s["stage"], s["device_us"], s["cupti_us"],
-            "" if s["rule"] == "kernels" else "/[%.1f]" % s["cupti_boundaries_us"], s["diff_pct"])
-            for s in r["stages"])
+        st = stages_text(r)
         print("%-12s %6d %9.1f | %7.4f %7.4f %8.3f | %+9.2f %% %+8.2f %% %9s %s | %s %s"
               % (r["framework"] + " " + r["mode"], r["n_envs"], r["step_us"], r["fps_ratio"], r["fps_ratio_pacer"],
                  r["fps_ratio_host"], r["timed_pct"], r["paced_pct"], "<= %.0f %%" % target,

@@ -3,15 +3,10 @@
 
 #include "run_json.hpp"
 
-#include <cerrno>
-#include <chrono>
-#include <cmath>
-#include <cstring>
-#include <ctime>
-#include <stdexcept>
+#include <fstream>
+#include <string>
 
 #include <fmt/format.h>
-#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 namespace simprof::examples {
@@ -139,12 +134,7 @@ std::string memory_line(const MemoryRecord& m) {
 }
 
 JsonReport::JsonReport(const std::string& path, const Args& args, int argc, char** argv)
-    : path_(path), args_(args) {
-  errno = 0;
-  out_.open(path, std::ios::out | std::ios::trunc);
-  if (!out_)
-    throw std::runtime_error(fmt::format("--json {}: cannot open it for writing ({})", path,
-                                         errno ? std::strerror(errno) : "unknown reason"));
+    : file_(path), args_(args) {
   command_ = command_line(argc, argv);
 }
 
@@ -179,9 +169,7 @@ void JsonReport::write() {
            {"speedup", s.graph_us > 0 ? number(s.eager_us / s.graph_us) : Json(nullptr)}});
     root["sweep"] = rows;
   }
-  out_ << root.dump(2) << '\n';
-  out_.flush();
-  if (!out_) throw std::runtime_error(fmt::format("--json {}: the write failed", path_));
+  file_.write(root);
 }
 
 }  // namespace simprof::examples

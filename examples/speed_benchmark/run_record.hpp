@@ -4,12 +4,12 @@
 #pragma once
 
 #include <cstdint>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "args.hpp"
+#include "run_json.hpp"
 #include "simprof/memory/tracker.hpp"
 #include "simprof/profiler/report.hpp"
 
@@ -108,8 +108,7 @@ class JsonReport {
   void write();
 
  private:
-  std::string path_;
-  std::ofstream out_;
+  JsonFile file_;
   std::string command_;
   Args args_;
   std::optional<GpuInfo> gpu_;

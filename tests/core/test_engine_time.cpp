@@ -61,6 +61,15 @@ struct Traced {
   std::vector<Trace> traces;
 };
 
+// One step in which the loop's thread runs one zone `name` of `ns` on the manual clock.
+void step_with_zone(StepProfiler& prof, EngineZones& zones, ManualClock& mc, const char* name,
+                    std::int64_t ns) {
+  auto step = prof.step();
+  zones.enter(name);
+  mc.advance_ns(ns);
+  zones.leave();
+}
+
 // The spans of `trace` named `name`.
 std::vector<const Span*> named(const Trace& trace, const std::string& name) {
   std::vector<const Span*> out;
@@ -261,12 +270,7 @@ TEST(EngineZones, OpenZoneAtStepEndIsClosedThereAndSaidOnce) {
   zones.enter("stepSimulation");
   EXPECT_TRUE(prof.end_step());
   zones.leave();
-  {
-    auto step = prof.step();
-    zones.enter("stepSimulation");
-    mc.advance_ns(2'000);
-    zones.leave();
-  }
+  step_with_zone(prof, zones, mc, "stepSimulation", 2'000);
   EXPECT_DOUBLE_EQ(prof.timings().at("physics/stepSimulation"), 2e-6);
 }
 
@@ -294,12 +298,7 @@ TEST(EngineZones, ZonesOutsideAStepCountNothingAndStillPair) {
   SimprofLog log;
   zones.enter("init");  // before any step: nothing to count into
   zones.leave();
-  {
-    auto step = prof.step();
-    zones.enter("stepSimulation");
-    mc.advance_ns(1'000);
-    zones.leave();
-  }
+  step_with_zone(prof, zones, mc, "stepSimulation", 1'000);
   EXPECT_FALSE(prof.timings().contains("physics/init"));
   EXPECT_DOUBLE_EQ(prof.timings().at("physics/stepSimulation"), 1e-6);
   EXPECT_EQ(log.str(), "");
@@ -312,12 +311,7 @@ TEST(EngineZones, TopLevelZonesAndABadUnder) {
       error_of<std::invalid_argument>([&] { EngineZones z(prof, "/physics"); }).find("'/physics'"),
       std::string::npos);
   EngineZones zones(prof, "");
-  {
-    auto step = prof.step();
-    zones.enter("bullet");
-    mc.advance_ns(1'000);
-    zones.leave();
-  }
+  step_with_zone(prof, zones, mc, "bullet", 1'000);
   EXPECT_DOUBLE_EQ(prof.timings().at("bullet"), 1e-6);
 }
 
@@ -448,12 +442,7 @@ TEST(EngineZones, AScopeLeftOpenInsideAZoneDropsTheStepAndTheZonesRecover) {
   EXPECT_FALSE(prof.in_step());
   zones.leave();  // the engine's leave(): pairs with its zone, touches nothing
   EXPECT_EQ(log.count("leave()"), 0) << log.str();
-  {
-    auto step = prof.step();
-    zones.enter("stepSimulation");
-    mc.advance_ns(1'000);
-    zones.leave();
-  }
+  step_with_zone(prof, zones, mc, "stepSimulation", 1'000);
   EXPECT_EQ(prof.steps(), 1u);
   EXPECT_DOUBLE_EQ(prof.timings().at("physics/stepSimulation"), 1e-6);
 }
