@@ -56,16 +56,19 @@ def split(kernels):
 
 
 class Loop:
-    """One variant of the loop: its own profiler, array, graph and simprof.cuda tools.
+    """One variant of the loop: its own profiler, graph and simprof.cuda tools, and its own array
+    unless given one (x).
     tool: None (the profiler alone), "pacer" (a StepPacer) or "timer" (a DeviceStageTimer).
     fw: "torch" (a torch.cuda.CUDAGraph) or "cupy" (CuPy's stream capture, stamped through
     DeviceStageTimer.capturing() and stamp()); every loop runs on the legacy default stream."""
 
     def __init__(self, n_envs, kernels, graph, tool, sample_every=16, settle=10, fw="torch",
-                 interval_ms=None):
+                 interval_ms=None, x=None):
         self.prof = simprof.StepProfiler(n_envs=n_envs, show_fps=False, interval_ms=interval_ms)
         self.fw = fw
-        if fw == "torch":
+        if x is not None:
+            self.x = x  # another loop's array: the same memory, the same work
+        elif fw == "torch":
             self.x = torch.zeros(n_envs, 64, device="cuda")
         else:
             import cupy
@@ -251,9 +254,14 @@ def stage_check(n_envs, kernels, graph, steps, out_dir, fw="torch"):
 
 
 def cost_check(n_envs, kernels, graph, iterations, steps, fw="torch"):
-    """Interleaved loops, the median over iterations of each loop over its baseline."""
-    loops = {name: Loop(n_envs, kernels, graph, tool, fw=fw)
-             for name, tool in (("plain", None), ("paced", "pacer"), ("timed", "timer"))}
+    """Interleaved loops, the median over iterations of each loop over its baseline. Every loop
+    works on one array: at 30,000 envs a loop's speed depends on where its 7.7 MB lie (on the H200,
+    loops with arrays of their own differed by up to 2 % with the same tools). "null" is a second
+    loop without tools: its ratio is the method's own spread, printed beside the costs."""
+    first = Loop(n_envs, kernels, graph, None, fw=fw)
+    loops = {"plain": first}
+    for name, tool in (("paced", "pacer"), ("timed", "timer"), ("null", None)):
+        loops[name] = Loop(n_envs, kernels, graph, tool, fw=fw, x=first.x)
     watch = {name: simprof.Stopwatch() for name in loops}
     names = list(loops)
     per = {name: [] for name in names}
@@ -266,11 +274,12 @@ def cost_check(n_envs, kernels, graph, iterations, steps, fw="torch"):
         for name in names:
             per[name].append(watch[name].last_s)
     ratio = {name: statistics.median(a / b - 1.0 for a, b in zip(per[name], per["plain"]))
-             for name in ("paced", "timed")}
+             for name in ("paced", "timed", "null")}
     us = {name: 1e6 * statistics.mean(per[name]) / steps for name in names}
     timer = loops["timed"].timer
     return {"us_per_step": us, "paced_pct": 100 * ratio["paced"],
-            "timed_pct": 100 * ratio["timed"], "joined": timer.joined, "dropped": timer.dropped}
+            "timed_pct": 100 * ratio["timed"], "null_pct": 100 * ratio["null"],
+            "joined": timer.joined, "dropped": timer.dropped}
 
 
 def stages_met(r):
@@ -347,9 +356,9 @@ def main():
                             a.steps, fw))
         results.append(r)
         print("  %s %s %6d envs: %.1f us/step, FPS/events %.4f (timer) %.4f (pacer) %.3f (host "
-              "clock), cost timer %+.2f %% pacer %+.2f %%"
+              "clock), cost timer %+.2f %% pacer %+.2f %% (null %+.2f %%)"
               % (fw, mode, n, r["step_us"], r["fps_ratio"], r["fps_ratio_pacer"],
-                 r["fps_ratio_host"], r["timed_pct"], r["paced_pct"]), flush=True)
+                 r["fps_ratio_host"], r["timed_pct"], r["paced_pct"], r["null_pct"]), flush=True)
     for r, (fw, graph, n) in zip(results, configs):
         rows, traced, joined, physics = stage_check(n, a.kernels, graph, a.traced, out_dir, fw)
         r["stages"], r["traced_steps"], r["joined_steps"], r["trace_physics"] = (
@@ -364,25 +373,29 @@ def main():
                                          stages_text(r), "met" if ok else "MISSED"))
         return 0 if ok_all else 1
     print()
-    print("%-12s %6s %9s | %-24s | %-35s | %s" % ("loop", "envs", "us/step", "FPS line / events",
+    print("%-12s %6s %9s | %-24s | %-46s | %s" % ("loop", "envs", "us/step", "FPS line / events",
                                                 "cost vs the same loop without", "stages: device"
                                                 " vs CUPTI (us)"))
-    print("%-12s %6s %9s | %7s %7s %8s | %10s %10s %11s |" % ("", "", "", "timer", "pacer",
-                                                             "no pacer", "timer+pacer", "pacer",
-                                                             "target"))
+    print("%-12s %6s %9s | %7s %7s %8s | %10s %10s %9s %12s |" % (
+        "", "", "", "timer", "pacer", "no pacer", "timer+pacer", "pacer", "null", "target"))
     for r in results:
         graph = r["mode"] == "graph"
         target = (3.0 if r["n_envs"] <= 1024 else 1.0) if graph else 3.0
         fps_ok = abs(r["fps_ratio"] - 1) <= 0.02 and abs(r["fps_ratio_pacer"] - 1) <= 0.02
-        cost_ok = r["timed_pct"] <= target
+        # A cost is read against the method's own spread: a null loop (the same loop twice) off by
+        # more than half the target leaves the cost unmeasured, not met.
+        quiet = abs(r["null_pct"]) <= target / 2
+        cost_ok = quiet and r["timed_pct"] <= target
         stages_ok = stages_met(r)
         r["verdicts"] = {"fps": fps_ok, "cost": cost_ok, "stages": stages_ok}
         ok_all = ok_all and fps_ok and cost_ok and stages_ok
         st = stages_text(r)
-        print("%-12s %6d %9.1f | %7.4f %7.4f %8.3f | %+9.2f %% %+8.2f %% %9s %s | %s %s"
-              % (r["framework"] + " " + r["mode"], r["n_envs"], r["step_us"], r["fps_ratio"], r["fps_ratio_pacer"],
-                 r["fps_ratio_host"], r["timed_pct"], r["paced_pct"], "<= %.0f %%" % target,
-                 "met" if cost_ok else "MISSED", st, "met" if stages_ok else "MISSED"))
+        print("%-12s %6d %9.1f | %7.4f %7.4f %8.3f | %+9.2f %% %+8.2f %% %+7.2f %% %5s %6s | %s %s"
+              % (r["framework"] + " " + r["mode"], r["n_envs"], r["step_us"], r["fps_ratio"],
+                 r["fps_ratio_pacer"], r["fps_ratio_host"], r["timed_pct"], r["paced_pct"],
+                 r["null_pct"], "<= %.0f %%" % target,
+                 "met" if cost_ok else ("MISSED" if quiet else "NOISY"), st,
+                 "met" if stages_ok else "MISSED"))
         if not fps_ok:
             print("       FPS line off by more than 2 %: MISSED")
     print("\n(FPS targets: within 2 %%; stage targets: within 5 %% or 2 us; %d CUPTI-traced steps "
