@@ -34,6 +34,7 @@
 
 #include <btBulletDynamicsCommon.h>
 #include <fmt/format.h>
+#include "on_off_cost.hpp"
 #include "run_json.hpp"
 
 #include "cli.hpp"
@@ -45,6 +46,10 @@
 
 namespace simprof::examples::bullet {
 namespace {
+using simprof::examples::CostRun;
+using simprof::examples::measure_on_off;
+using simprof::examples::OnOffCost;
+using simprof::examples::process_cpu_seconds;
 
 struct Args {
   int n_envs = 4;
@@ -483,17 +488,13 @@ int run_profile(const Args& a) {
   return all_ok ? 0 : 3;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // simprof's hooks on (a profiled step, the "physics" stage, Bullet's zones into EngineZones) vs
-// off (a bare step; Bullet's own, empty, zone functions), in blocks that alternate in one run.
+// off (a bare step; Bullet's own, empty, zone functions), in blocks of 5 steps: on, off, off'
+// (the null pair), off, ... (simprof::examples::measure_on_off).
 int run_cost(const Args& a) {
-  constexpr int kPairs = 50;
-  const int block = std::max(1, a.steps / (2 * kPairs));  // --steps on and off together
+  constexpr int kBlock = 5;
+  const int rounds = std::max(1, a.steps / (4 * kBlock));  // --steps: on, off, off' and off
+  const int block = kBlock;
   auto worlds = make_worlds(a);
   ProfilingOptions options = ProfilingOptions::from_env();
   options.show_fps = false;
@@ -503,9 +504,10 @@ int run_cost(const Args& a) {
   const Hooks hooks;
   g_zones = &zones;
   fmt::print(
-      "bullet --cost: Bullet {}, {} worlds x {} bodies; {} pairs of {}-step blocks, hooks on "
-      "and off alternating (order swapped every pair), after {} warm-up steps\n",
-      bullet_version(), a.n_envs, a.bodies, kPairs, block, a.warmup);
+      "bullet --cost: Bullet {}, {} worlds x {} bodies; {} rounds of {}-step blocks, hooks on / "
+      "off / off' / off (each on block and each off' block, the null pair, against the off blocks "
+      "either side), after {} warm-up steps\n",
+      bullet_version(), a.n_envs, a.bodies, rounds, block, a.warmup);
   // The hook's own cost: on the loop's thread (nested stages) and on one worker (handed over).
   double loop_ns = 0, worker_ns = 0;
   {
@@ -516,7 +518,6 @@ int run_cost(const Args& a) {
   {
     auto step = prof.step();
     auto s = prof.stage(physics);
-    // 5 x 3,000 zones in one step: within what a thread keeps between step ends (kMaxPending).
     std::thread worker([&] { worker_ns = zone_ns(1500); });
     worker.join();
   }
@@ -531,6 +532,7 @@ int run_cost(const Args& a) {
       loop_ns, worker_ns, zones_per_step);
   std::vector<int> counts{1};
   if (a.threads > 1) counts.push_back(a.threads);
+  bool ok = true;
   for (const int t : counts) {
     std::optional<Pool> pool;
     if (t > 1) pool.emplace(t, worlds);
@@ -538,52 +540,42 @@ int run_cost(const Args& a) {
     auto on = [&](int n) {
       btSetCustomEnterProfileZoneFunc(enter_simprof);
       btSetCustomLeaveProfileZoneFunc(leave_simprof);
+      const double c0 = process_cpu_seconds();
       const auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < n; ++i) {
         auto step = prof.step();
         auto s = prof.stage(physics);
         step_all(worlds, p);
       }
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return CostRun{std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                     process_cpu_seconds() - c0};
     };
     auto off = [&](int n) {
       hooks.restore();
+      const double c0 = process_cpu_seconds();
       const auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < n; ++i) step_all(worlds, p);
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return CostRun{std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                     process_cpu_seconds() - c0};
     };
     on(a.warmup);
     off(a.warmup);
-    std::vector<double> ratios;  // on/off steps per second
-    double on_s = 0, off_s = 0;
-    for (int k = 0; k < kPairs; ++k) {
-      double ton = 0, toff = 0;
-      if (k % 2 == 0) {
-        ton = on(block);
-        toff = off(block);
-      } else {
-        toff = off(block);
-        ton = on(block);
-      }
-      ratios.push_back(toff / ton);
-      on_s += ton;
-      off_s += toff;
-    }
+    const OnOffCost c =
+        measure_on_off(rounds, [&](bool is_on) { return is_on ? on(block) : off(block); });
     hooks.restore();
-    const double m = median(ratios);
-    const double steps = static_cast<double>(kPairs) * block;
+    ok = ok && c.resolved(1.0) && c.cost_pct <= 1.0;
     // The same cost from the hook's own time: zones x ns, spread over t threads, per step (off).
     const double estimate =
-        zones_per_step * (t > 1 ? worker_ns : loop_ns) * 1e-9 / t / (off_s / steps);
+        zones_per_step * (t > 1 ? worker_ns : loop_ns) * 1e-9 / t / (c.off_wall_s / block);
     fmt::print(
-        "  {} thread{}: steps/s on {:.1f}, off {:.1f}; median of on/off ratios {:.4f} (cost "
-        "{:+.2f} %: {}); from the hook's own time {:.3f} %; envs/s off {}\n",
-        t, t > 1 ? "s" : "", steps / on_s, steps / off_s, m, 100 * (1 - m),
-        1 - m <= 0.01 ? "within 1 %" : "OVER 1 %", 100 * estimate,
-        format_thousands(a.n_envs * steps / off_s));
+        "  {} thread{}: steps/s on {:.1f}, off {:.1f} (medians); cost {:+.2f} % ({}); from the "
+        "hook's own time {:.3f} %; envs/s off {}\n{}",
+        t, t > 1 ? "s" : "", block / c.on_wall_s, block / c.off_wall_s, c.cost_pct, c.verdict(1.0),
+        100 * estimate, format_thousands(a.n_envs * block / c.off_wall_s), c.details("    "));
   }
   g_zones = nullptr;
-  return 0;
+  fmt::print("cost: {}\n", ok ? "ok (within 1 %)" : "not shown within 1 % (see above)");
+  return ok ? 0 : 3;
 }
 
 }  // namespace

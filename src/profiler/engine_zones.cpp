@@ -23,24 +23,51 @@ struct EngineZones::WorkerFrame {
   std::uint64_t owner;
   Lane* lane;
   Node* node;
+  std::uint32_t sum;  // the lane's sum for the node, kNoSum for none
   std::int64_t begin;
 };
 
-// One worker thread's hand-over to one EngineZones: a ring with one writer (the thread) and one
-// reader (the loop's thread, at step ends), and the thread's own cache of zone names. The ring is
-// allocated once; its pages are committed as the ring goes round (up to kMaxPending x 32 bytes,
-// 512 KiB, per worker thread and EngineZones over a long run).
+namespace {
+constexpr std::uint32_t kNoSum = ~std::uint32_t{0};
+}  // namespace
+
+// One worker thread's hand-over to one EngineZones, with one writer (the thread) and one reader
+// (the loop's thread, at step ends): a running sum per zone path the thread ran, a ring of single
+// zones for the listeners that want them, and the thread's own cache of zone names. Both are
+// allocated once; the ring's pages are committed as it goes round (up to kMaxPending x 40 bytes,
+// 640 KiB, per worker thread and EngineZones over a long run, and only while spans are wanted).
 struct EngineZones::Lane {
-  explicit Lane(std::uint64_t owner_id) : owner(owner_id), ring(new Finished[kMaxPending]) {}
+  struct Sum {  // written by the worker: ticks, then count (release); read by the loop's thread
+    std::atomic<std::int64_t> ticks{0};
+    std::atomic<std::uint64_t> count{0};
+  };
+  struct Seen {  // what the loop's thread has taken of a Sum
+    std::int64_t ticks = 0;
+    std::uint64_t count = 0;
+  };
+  explicit Lane(std::uint64_t owner_id)
+      : owner(owner_id),
+        ring(new Finished[kMaxPending]),
+        sums(new Sum[kMaxSums]),
+        sum_node(new Node*[kMaxSums]),
+        seen(new Seen[kMaxSums]) {}
   const std::uint64_t owner;
   std::unique_ptr<Finished[]> ring;
-  std::atomic<std::uint64_t> head{0};                        // written by the worker
+  std::unique_ptr<Sum[]> sums;
+  std::unique_ptr<Node*[]> sum_node;     // set before n_sums is raised past it, then fixed
+  std::unique_ptr<Seen[]> seen;          // the loop's thread's alone
+  std::atomic<std::uint32_t> n_sums{0};  // sums in use (release: their sum_node is set)
+  std::atomic<std::uint64_t> head{0};    // written by the worker
   char apart[64 - sizeof(std::atomic<std::uint64_t>)] = {};  // head and tail on their own lines
   std::atomic<std::uint64_t> tail{0};                        // written by the loop's thread
   std::atomic<std::uint64_t> dropped{0};
   std::atomic<bool> thread_gone{false};  // its thread ended: removed once drained
   std::atomic<bool> owner_gone{false};   // the EngineZones was destroyed: the thread forgets it
-  std::unordered_map<NodeKey, Node*, NodeKeyHash> names;  // the worker's own, read by it alone
+  struct Named {
+    Node* node;
+    std::uint32_t sum;
+  };
+  std::unordered_map<NodeKey, Named, NodeKeyHash> names;  // the worker's own, read by it alone
 };
 
 // The lanes of the calling thread. At the thread's exit each is marked, and the loop's thread
@@ -102,6 +129,7 @@ EngineZones::EngineZones(StepProfiler& prof, std::string_view under)
   loop_stack_.reserve(StepProfiler::kMaxDepth);
   draining_.reserve(64);
   prof_.zones_.push_back(this);
+  listeners_changed();
 }
 
 EngineZones::~EngineZones() {
@@ -111,6 +139,12 @@ EngineZones::~EngineZones() {
   }
   auto& z = prof_.zones_;
   z.erase(std::remove(z.begin(), z.end(), this), z.end());
+}
+
+void EngineZones::listeners_changed() noexcept {
+  bool want = false;
+  for (const StepListener* l : prof_.listeners_) want = want || l->wants_worker_zones();
+  spans_.store(want, std::memory_order_relaxed);
 }
 
 void EngineZones::enter(const char* name) noexcept {
@@ -236,20 +270,26 @@ void EngineZones::worker_enter(const char* name) noexcept {
         break;
       }
     const NodeKey key{parent, name == nullptr ? "(null)" : name};
-    Node* n = nullptr;
+    Lane::Named named{};
     if (const auto it = l->names.find(key); it != l->names.end()) {
-      n = it->second;
+      named = it->second;
     } else {
       {
         std::lock_guard<std::mutex> lock(mutex_);
-        n = worker_nodes_.find_or_add(key.parent, key.name);
+        named.node = worker_nodes_.find_or_add(key.parent, key.name);
       }
-      l->names.emplace(key, n);
+      const std::uint32_t k = l->n_sums.load(std::memory_order_relaxed);
+      named.sum = k < kMaxSums ? k : kNoSum;  // beyond: each zone of it goes through the ring
+      l->names.emplace(key, named);
+      if (named.sum != kNoSum) {
+        l->sum_node[k] = named.node;
+        l->n_sums.store(k + 1, std::memory_order_release);
+      }
     }
     // The zone begins once the lookup is done, as on the loop's thread: the time spent here
     // belongs to the parent zone, not to this one.
     const std::int64_t t = prof_.clock_.now();
-    t_worker_stack.push_back(WorkerFrame{id_, l, n, t});
+    t_worker_stack.push_back(WorkerFrame{id_, l, named.node, named.sum, t});
   } catch (...) {  // out of memory: the zone is not kept
   }
 }
@@ -266,6 +306,14 @@ void EngineZones::worker_leave() noexcept {
   const WorkerFrame f = t_worker_stack.back();
   t_worker_stack.pop_back();
   Lane& l = *f.lane;
+  const bool summed = f.sum != kNoSum;
+  if (summed) {  // one writer: a plain add, published for the loop's thread by the count
+    Lane::Sum& s = l.sums[f.sum];
+    s.ticks.store(s.ticks.load(std::memory_order_relaxed) + (t - f.begin),
+                  std::memory_order_relaxed);
+    s.count.store(s.count.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    if (!spans_.load(std::memory_order_relaxed)) return;
+  }
   const std::uint64_t h = l.head.load(std::memory_order_relaxed);
   if (h - l.tail.load(std::memory_order_acquire) >= kMaxPending) {
     if (l.dropped.fetch_add(1, std::memory_order_relaxed) == 0) {
@@ -279,12 +327,12 @@ void EngineZones::worker_leave() noexcept {
     }
     return;
   }
-  l.ring[h % kMaxPending] = Finished{f.node, f.begin, t, detail::os_thread_id()};
+  l.ring[h % kMaxPending] = Finished{f.node, f.begin, t, detail::os_thread_id(), summed};
   l.head.store(h + 1, std::memory_order_release);
 }
 
-// At the step's end, on the loop's thread: close the zones left open, then take the workers'
-// finished zones to the listeners and the CPU sums.
+// At the step's end, on the loop's thread: close the zones left open, then take the workers' sums
+// that moved into the CPU times and their queued zones to the listeners.
 void EngineZones::step_ending(std::int64_t t) noexcept {
   for (auto it = loop_stack_.rbegin(); it != loop_stack_.rend(); ++it) {
     if (!it->opened) continue;
@@ -315,6 +363,15 @@ void EngineZones::step_ending(std::int64_t t) noexcept {
   bool gone = false;
   for (Lane* l : draining_) {
     gone = gone || l->thread_gone.load(std::memory_order_acquire);
+    const std::uint32_t n = l->n_sums.load(std::memory_order_acquire);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const std::uint64_t count = l->sums[i].count.load(std::memory_order_acquire);
+      Lane::Seen& seen = l->seen[i];
+      if (count == seen.count) continue;
+      const std::int64_t ticks = l->sums[i].ticks.load(std::memory_order_relaxed);
+      add_cpu(*l->sum_node[i], ticks - seen.ticks);
+      seen = Lane::Seen{ticks, count};
+    }
     const std::uint64_t head = l->head.load(std::memory_order_acquire);
     for (std::uint64_t i = l->tail.load(std::memory_order_relaxed); i != head; ++i)
       hand_over(l->ring[i % kMaxPending]);
@@ -325,9 +382,7 @@ void EngineZones::step_ending(std::int64_t t) noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
   lanes_.erase(std::remove_if(lanes_.begin(), lanes_.end(),
                               [&](const std::shared_ptr<Lane>& l) {
-                                if (!l->thread_gone.load(std::memory_order_acquire) ||
-                                    l->head.load(std::memory_order_acquire) !=
-                                        l->tail.load(std::memory_order_relaxed))
+                                if (!l->thread_gone.load(std::memory_order_acquire) || !drained(*l))
                                   return false;
                                 dropped_ += l->dropped.load(std::memory_order_relaxed);
                                 return true;
@@ -335,15 +390,22 @@ void EngineZones::step_ending(std::int64_t t) noexcept {
                lanes_.end());
 }
 
-// One worker zone at the step end: the CPU sums and the listeners.
-void EngineZones::hand_over(const Finished& f) noexcept {
-  if (!resolve(*f.node)) return;
-  const StageId id = f.node->stage;
-  const std::int64_t d = f.end - f.begin;
+bool EngineZones::drained(const Lane& l) noexcept {
+  if (l.head.load(std::memory_order_acquire) != l.tail.load(std::memory_order_relaxed))
+    return false;
+  const std::uint32_t n = l.n_sums.load(std::memory_order_acquire);
+  for (std::uint32_t i = 0; i < n; ++i)
+    if (l.sums[i].count.load(std::memory_order_acquire) != l.seen[i].count) return false;
+  return true;
+}
+
+// A worker zone path's CPU ticks at the step end, into its stage's sum.
+void EngineZones::add_cpu(Node& n, std::int64_t d) noexcept {
+  if (!resolve(n)) return;
   // Nested worker zones are inside their parent zone's time already; a top-level one also
   // counts into `under` and its parents (the loop's scopes do the same for "a/b" into "a").
-  StageId p = id;
-  const bool top = f.node->parent == &root_;
+  StageId p = n.stage;
+  const bool top = n.parent == &root_;
   while (p != kNoStage) {
     try {
       if (cpu_ticks_.size() <= p) {
@@ -361,6 +423,13 @@ void EngineZones::hand_over(const Finished& f) noexcept {
     if (!top) break;
     p = prof_.slots_[p].parent;
   }
+}
+
+// One queued worker zone at the step end: the listeners, and the CPU sums if not summed already.
+void EngineZones::hand_over(const Finished& f) noexcept {
+  if (!f.summed) add_cpu(*f.node, f.end - f.begin);
+  if (!resolve(*f.node)) return;
+  const StageId id = f.node->stage;
   for (auto* l : prof_.listeners_) {
     try {
       l->on_worker_zone(id, f.begin, f.end, f.tid);

@@ -143,10 +143,12 @@ void StepProfiler::add_listener(StepListener* listener) {
   if (listener == nullptr) throw std::invalid_argument("simprof: add_listener: null listener");
   if (in_step_) throw std::logic_error("simprof: add_listener inside a step");
   listeners_.push_back(listener);
+  for (auto* z : zones_) z->listeners_changed();
 }
 
 void StepProfiler::remove_listener(StepListener* listener) noexcept {
   listeners_.erase(std::remove(listeners_.begin(), listeners_.end(), listener), listeners_.end());
+  for (auto* z : zones_) z->listeners_changed();
 }
 
 void StepProfiler::set_error_handler(std::function<void(const std::string&)> handler) {

@@ -447,15 +447,24 @@ TEST(EngineZones, AScopeLeftOpenInsideAZoneDropsTheStepAndTheZonesRecover) {
   EXPECT_DOUBLE_EQ(prof.timings().at("physics/stepSimulation"), 1e-6);
 }
 
+// A listener that wants worker zones, counting them.
+struct ZoneCount : StepListener {
+  std::uint64_t zones = 0;
+  void on_worker_zone(StageId, std::int64_t, std::int64_t, std::int64_t) override { ++zones; }
+};
+
 TEST(EngineZones, WorkerZonesBeyondTheLimitAreDroppedCountedAndSaidOnce) {
   ManualClock mc;
   StepProfiler prof(quiet(), 0, mc.clock());
   EngineZones zones(prof);
+  ZoneCount count;
+  prof.add_listener(&count);  // spans wanted: every zone goes through the thread's queue
   SimprofLog log;
   const std::size_t extra = 10;
   std::thread worker([&] {  // no step ends meanwhile: they wait
     for (std::size_t i = 0; i < EngineZones::kMaxPending + extra; ++i) {
       zones.enter("stepSimulation");
+      mc.advance_ns(1);
       zones.leave();
     }
   });
@@ -463,7 +472,94 @@ TEST(EngineZones, WorkerZonesBeyondTheLimitAreDroppedCountedAndSaidOnce) {
   EXPECT_EQ(zones.dropped(), extra);
   EXPECT_EQ(log.count("worker zones of one thread waited for a step end"), 1) << log.str();
   { auto step = prof.step(); }  // the kept ones are handed over
-  EXPECT_TRUE(zones.worker_cpu_seconds("physics/stepSimulation"));
+  EXPECT_EQ(count.zones, EngineZones::kMaxPending);
+  // The dropped zones' spans are gone; their time is not: the thread summed it itself.
+  EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/stepSimulation"),
+                   static_cast<double>(EngineZones::kMaxPending + extra) * 1e-9);
+  prof.remove_listener(&count);
+}
+
+// While no listener wants worker zones, a worker thread sums them itself and queues none: any
+// number waits for a step end, and the step end reads one sum per thread and path.
+TEST(EngineZones, WithoutAListenerForThemWorkerZonesAreSummedOnTheirThread) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  EngineZones zones(prof);
+  struct Timing : ZoneCount {  // a listener that only times steps (as StepPacer does)
+    bool wants_worker_zones() const noexcept override { return false; }
+  } timing;
+  prof.add_listener(&timing);
+  const std::size_t n = EngineZones::kMaxPending * 2;
+  std::thread worker([&] {
+    for (std::size_t i = 0; i < n; ++i) {
+      zones.enter("stepSimulation");
+      zones.enter("solve");
+      mc.advance_ns(2);
+      zones.leave();
+      mc.advance_ns(1);
+      zones.leave();
+    }
+  });
+  worker.join();
+  { auto step = prof.step(); }
+  EXPECT_EQ(zones.dropped(), 0u);
+  EXPECT_EQ(timing.zones, 0u) << "a listener that does not want them is not called";
+  EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/stepSimulation"), 3e-9 * n);
+  EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/stepSimulation/solve"), 2e-9 * n);
+  { auto step = prof.step(); }  // nothing ran since: none
+  EXPECT_FALSE(zones.worker_cpu_seconds("physics/stepSimulation"));
+
+  // A listener that wants them, added between steps: the next zones reach it, and are counted once.
+  ZoneCount spans;
+  prof.add_listener(&spans);
+  std::thread again([&] {
+    zones.enter("stepSimulation");
+    mc.advance_ns(5);
+    zones.leave();
+  });
+  again.join();
+  { auto step = prof.step(); }
+  EXPECT_EQ(spans.zones, 1u);
+  EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/stepSimulation"), 5e-9);
+  // Removed again: sums only.
+  prof.remove_listener(&spans);
+  std::thread third([&] {
+    zones.enter("stepSimulation");
+    mc.advance_ns(7);
+    zones.leave();
+  });
+  third.join();
+  { auto step = prof.step(); }
+  EXPECT_EQ(spans.zones, 1u);
+  EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/stepSimulation"), 7e-9);
+  prof.remove_listener(&timing);
+}
+
+// A thread that runs more distinct zone paths than it sums (kMaxSums) hands the rest over one zone
+// at a time: every path's time arrives, none twice.
+TEST(EngineZones, PathsBeyondAThreadsSumsStillCount) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  EngineZones zones(prof);
+  std::vector<std::string> names;
+  for (std::uint32_t i = 0; i < EngineZones::kMaxSums + 5; ++i)
+    names.push_back("zone" + std::to_string(i));
+  std::thread worker([&] {
+    for (int round = 0; round < 2; ++round)
+      for (const std::string& name : names) {
+        zones.enter(name.c_str());
+        mc.advance_ns(3);
+        zones.leave();
+      }
+  });
+  worker.join();
+  { auto step = prof.step(); }
+  EXPECT_EQ(zones.dropped(), 0u);
+  EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/zone0"), 6e-9);
+  EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/zone1023"), 6e-9);  // the last summed
+  EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/zone1024"), 6e-9);  // the first queued
+  EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/zone1028"), 6e-9);
+  EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics"), 6e-9 * static_cast<double>(names.size()));
 }
 
 // A pool's threads keep their own queues: zones of many threads running at once all arrive at the
@@ -502,10 +598,7 @@ TEST(EngineZones, ZonesOfThreadsRunningAtOnceAllArriveOnce) {
 TEST(EngineZones, ZonesHandedOverWhileWorkersRunArriveOnce) {
   StepProfiler prof(quiet(), 0);
   EngineZones zones(prof);
-  struct Count : StepListener {
-    std::uint64_t zones = 0;
-    void on_worker_zone(StageId, std::int64_t, std::int64_t, std::int64_t) override { ++zones; }
-  } count;
+  ZoneCount count;
   prof.add_listener(&count);
   constexpr int kThreads = 4;
   constexpr std::size_t kPerThread = EngineZones::kMaxPending * 2 + 100;

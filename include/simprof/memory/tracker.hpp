@@ -173,6 +173,7 @@ class MemoryTracker final : public StepListener, public TraceSource {
   void on_stage_begin(StageId id, std::int64_t ticks) override;
   void on_stage_end(StageId id, std::int64_t ticks) override;
   void on_step_end(std::uint64_t step, std::int64_t ticks, StepOutcome outcome) override;
+  bool wants_worker_zones() const noexcept override { return false; }
   // TraceSource: a counter sample per step end while a window runs.
   void bind(const TimeBase& time_base) override { time_base_ = time_base; }
   void start() override;

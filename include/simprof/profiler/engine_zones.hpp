@@ -20,18 +20,22 @@
 // zone): engines pass string literals, so a repeated zone costs a hash lookup and no string work.
 //
 // On any other thread (a pool stepping several worlds) a zone never touches the loop's stages: it
-// is kept on that thread's own stack and, when it ends, handed over through that thread's own
-// queue (one writer, one reader: no lock; the thread's name cache makes a repeated zone a lookup in
-// a map of its own). At the loop's step end the finished zones go to the listeners
-// (on_worker_zone(): the trace puts them on their thread's track) and are summed by stage into
+// is kept on that thread's own stack and, when it ends, added to that thread's own sum for its zone
+// path (one writer, one reader: no lock; the thread's name cache makes a repeated zone a lookup in
+// a map of its own). At the loop's step end the sums that moved are read into
 // worker_cpu_seconds(): CPU time summed across threads, which may exceed the step's wall time, so
-// it is never added to timings(). A thread's first zone allocates its queue and takes a lock once.
+// it is never added to timings(). The step end reads a few values per thread and zone path, not
+// one per zone: on a pool it is on the step's critical path. Only while a listener wants worker
+// zones (StepListener::wants_worker_zones(), a TraceSession: spans on their thread's track) does
+// each zone also go through the thread's queue, to on_worker_zone() at the step end. A thread's
+// first zone allocates its queue and sums and takes a lock once.
 //
 // Misuse is said once (a warning through simprof's logger) and corrupts nothing: a zone still open
 // on the loop's thread when the step ends is closed there and the step still ends (the engine's
 // later leave() pairs with it silently); a leave() with no zone open does nothing.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -51,9 +55,11 @@ namespace simprof {
 /// An engine's zone hooks as stages of a StepProfiler (see the header comment).
 class EngineZones {
  public:
-  /// Worker-thread zones kept between two step ends, per worker thread; beyond, dropped (counted
-  /// in dropped(), and said once).
+  /// Worker-thread zones kept for the listeners between two step ends, per worker thread; beyond,
+  /// their spans are dropped (counted in dropped(), and said once). Their CPU time still counts.
   static constexpr std::size_t kMaxPending = std::size_t{1} << 14;
+  /// Distinct zone paths a worker thread sums itself; a path beyond goes through the queue.
+  static constexpr std::uint32_t kMaxSums = 1024;
 
   /// Attaches to `prof` (which must outlive this), with zones as sub-stages of `under` ("" for
   /// top-level stages; otherwise a valid stage name, std::invalid_argument if not). The calling
@@ -75,7 +81,8 @@ class EngineZones {
   std::optional<double> worker_cpu_seconds(StageId id) const noexcept;
   /// worker_cpu_seconds() by name; nullopt for an unknown name too.
   std::optional<double> worker_cpu_seconds(std::string_view name) const noexcept;
-  /// Worker-thread zones dropped so far because more than kMaxPending waited for a step end.
+  /// Worker-thread zones whose spans (or, for a path beyond kMaxSums, whose time) were dropped so
+  /// far because more than kMaxPending waited for a step end.
   std::uint64_t dropped() const noexcept;
   /// The stage zones are sub-stages of (kNoStage for top-level zones).
   StageId under() const noexcept { return under_; }
@@ -112,6 +119,7 @@ class EngineZones {
   struct Finished {  // a worker-thread zone, handed over
     Node* node;
     std::int64_t begin, end, tid;
+    bool summed;  // its time is in the lane's sums already
   };
   struct Lane;  // one worker thread's queue and name cache, for this EngineZones
   struct WorkerFrame;
@@ -120,8 +128,11 @@ class EngineZones {
   static thread_local ThreadLanes t_lanes;                      // the calling thread's lanes
   enum Problem : unsigned { kLeftOpen = 1, kStrayLeave = 2, kNotOpened = 4, kOverflow = 8 };
 
-  void step_ending(std::int64_t t) noexcept;   // the profiler's step end, on the loop's thread
-  void hand_over(const Finished& f) noexcept;  // one worker zone, at the step end
+  void step_ending(std::int64_t t) noexcept;  // the profiler's step end, on the loop's thread
+  void listeners_changed() noexcept;          // the profiler's listeners changed (between steps)
+  void add_cpu(Node& n, std::int64_t ticks) noexcept;  // a worker zone path's time, at a step end
+  void hand_over(const Finished& f) noexcept;          // one queued worker zone, at a step end
+  static bool drained(const Lane& l) noexcept;         // nothing in l the loop has not read
   void loop_enter(const char* name) noexcept;
   void loop_leave() noexcept;
   void worker_enter(const char* name) noexcept;
@@ -144,6 +155,7 @@ class EngineZones {
   std::vector<std::shared_ptr<Lane>> lanes_;  // one per worker thread that entered a zone
   std::vector<Lane*> draining_;               // lanes_ at the step end, read without the lock
   std::uint64_t dropped_ = 0;                 // of lanes whose thread has ended
+  std::atomic<bool> spans_{false};  // a listener wants worker zones: they go through the queues
 
   // The latest step end's worker CPU ticks by stage: valid where cpu_in_[id] == cpu_serial_.
   std::vector<std::int64_t> cpu_ticks_;

@@ -43,6 +43,10 @@ class StepListener {
   /// step in which the zone was handed over; its time is that thread's, not the loop's.
   virtual void on_worker_zone(StageId /*id*/, std::int64_t /*begin_ticks*/,
                               std::int64_t /*end_ticks*/, std::int64_t /*tid*/) {}
+  /// Whether on_worker_zone() is wanted. While no listener of a profiler wants it, EngineZones
+  /// hands no single worker zone over: a step end reads one sum per worker thread and zone path.
+  /// Asked when a listener is added or removed; a listener that only times steps says false.
+  virtual bool wants_worker_zones() const noexcept { return true; }
   /// Step `step` ended at `ticks`; the outcome says whether it was published, vetoed or aborted.
   virtual void on_step_end(std::uint64_t /*step*/, std::int64_t /*ticks*/, StepOutcome) {}
   /// A collective scope (profiler/collective.hpp) ended, on the thread that ran it.

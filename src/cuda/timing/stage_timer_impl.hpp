@@ -78,6 +78,7 @@ struct DeviceStageTimer::Impl final : StepListener {
   void on_stage_begin(StageId id, std::int64_t ticks) override;
   void on_stage_end(StageId id, std::int64_t ticks) override;
   void on_step_end(std::uint64_t step, std::int64_t ticks, StepOutcome outcome) override;
+  bool wants_worker_zones() const noexcept override { return false; }
 
   void set_stream(cudaStream_t stream) noexcept;
   void poll() noexcept;

@@ -97,6 +97,7 @@ class StepPacer : public StepListener {
 
   void on_step_begin(std::uint64_t step, std::int64_t ticks) override;
   void on_step_end(std::uint64_t step, std::int64_t ticks, StepOutcome outcome) override;
+  bool wants_worker_zones() const noexcept override { return false; }
 
  private:
   struct Slot {

@@ -38,6 +38,7 @@ class NvtxRanges : public StepListener {
   void on_stage_begin(StageId id, std::int64_t ticks) override;
   void on_stage_end(StageId id, std::int64_t ticks) override;
   void on_step_end(std::uint64_t step, std::int64_t ticks, StepOutcome outcome) override;
+  bool wants_worker_zones() const noexcept override { return false; }
 
  private:
   StepProfiler& prof_;
