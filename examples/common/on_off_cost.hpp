@@ -30,9 +30,10 @@ struct OnOffCost {
   double cpu_pct = 0;   // median over rounds of on/off process CPU time, - 1
   /// The null within half the target: the cost is measured, not the machine.
   bool resolved(double target_pct) const noexcept;
-  /// "within 1 %", "OVER 1 %" or "not resolved (null +1.23 % > half of 1 %)".
+  /// "within 1 %", "OVER 1 %" or "not resolved: the null pair differs by +1.23 %, over half of
+  /// 1 %".
   std::string verdict(double target_pct) const;
-  /// Two lines of figures, each starting with `indent`.
+  /// One line of figures (the null pair and the load-robust views), starting with `indent`.
   std::string details(const std::string& indent) const;
 };
 

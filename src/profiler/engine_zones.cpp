@@ -37,7 +37,7 @@ constexpr std::uint32_t kNoSum = ~std::uint32_t{0};
 // allocated once; the ring's pages are committed as it goes round (up to kMaxPending x 40 bytes,
 // 640 KiB, per worker thread and EngineZones over a long run, and only while spans are wanted).
 struct EngineZones::Lane {
-  struct Sum {  // written by the worker: ticks, then count (release); read by the loop's thread
+  struct Sum {  // written by the worker (count: a sequence count, +2 a zone); read by the loop
     std::atomic<std::int64_t> ticks{0};
     std::atomic<std::uint64_t> count{0};
   };
@@ -142,9 +142,14 @@ EngineZones::~EngineZones() {
 }
 
 void EngineZones::listeners_changed() noexcept {
-  bool want = false;
-  for (const StepListener* l : prof_.listeners_) want = want || l->wants_worker_zones();
-  spans_.store(want, std::memory_order_relaxed);
+  span_listeners_.clear();
+  try {
+    for (StepListener* l : prof_.listeners_)
+      if (l->wants_worker_zones()) span_listeners_.push_back(l);
+  } catch (...) {  // out of memory: no spans (the CPU sums do not need them)
+    span_listeners_.clear();
+  }
+  spans_.store(!span_listeners_.empty(), std::memory_order_relaxed);
 }
 
 void EngineZones::enter(const char* name) noexcept {
@@ -307,11 +312,14 @@ void EngineZones::worker_leave() noexcept {
   t_worker_stack.pop_back();
   Lane& l = *f.lane;
   const bool summed = f.sum != kNoSum;
-  if (summed) {  // one writer: a plain add, published for the loop's thread by the count
+  if (summed) {  // one writer; a sequence count: odd while the ticks change, +2 a zone
     Lane::Sum& s = l.sums[f.sum];
+    const std::uint64_t c = s.count.load(std::memory_order_relaxed);
+    s.count.store(c + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
     s.ticks.store(s.ticks.load(std::memory_order_relaxed) + (t - f.begin),
                   std::memory_order_relaxed);
-    s.count.store(s.count.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    s.count.store(c + 2, std::memory_order_release);
     if (!spans_.load(std::memory_order_relaxed)) return;
   }
   const std::uint64_t h = l.head.load(std::memory_order_relaxed);
@@ -365,10 +373,14 @@ void EngineZones::step_ending(std::int64_t t) noexcept {
     gone = gone || l->thread_gone.load(std::memory_order_acquire);
     const std::uint32_t n = l->n_sums.load(std::memory_order_acquire);
     for (std::uint32_t i = 0; i < n; ++i) {
-      const std::uint64_t count = l->sums[i].count.load(std::memory_order_acquire);
+      Lane::Sum& s = l->sums[i];
       Lane::Seen& seen = l->seen[i];
-      if (count == seen.count) continue;
-      const std::int64_t ticks = l->sums[i].ticks.load(std::memory_order_relaxed);
+      const std::uint64_t count = s.count.load(std::memory_order_acquire);
+      if (count == seen.count || (count & 1) != 0) continue;  // unchanged, or being written
+      const std::int64_t ticks = s.ticks.load(std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      // A zone that ended while this read: left for the next step end, which reads it whole.
+      if (s.count.load(std::memory_order_relaxed) != count) continue;
       add_cpu(*l->sum_node[i], ticks - seen.ticks);
       seen = Lane::Seen{ticks, count};
     }
@@ -430,7 +442,7 @@ void EngineZones::hand_over(const Finished& f) noexcept {
   if (!f.summed) add_cpu(*f.node, f.end - f.begin);
   if (!resolve(*f.node)) return;
   const StageId id = f.node->stage;
-  for (auto* l : prof_.listeners_) {
+  for (auto* l : span_listeners_) {
     try {
       l->on_worker_zone(id, f.begin, f.end, f.tid);
     } catch (...) {  // a listener's failure must not end the step (or the process)

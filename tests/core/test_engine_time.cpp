@@ -450,7 +450,11 @@ TEST(EngineZones, AScopeLeftOpenInsideAZoneDropsTheStepAndTheZonesRecover) {
 // A listener that wants worker zones, counting them.
 struct ZoneCount : StepListener {
   std::uint64_t zones = 0;
-  void on_worker_zone(StageId, std::int64_t, std::int64_t, std::int64_t) override { ++zones; }
+  std::int64_t ticks = 0;
+  void on_worker_zone(StageId, std::int64_t begin, std::int64_t end, std::int64_t) override {
+    ++zones;
+    ticks += end - begin;
+  }
 };
 
 TEST(EngineZones, WorkerZonesBeyondTheLimitAreDroppedCountedAndSaidOnce) {
@@ -520,6 +524,7 @@ TEST(EngineZones, WithoutAListenerForThemWorkerZonesAreSummedOnTheirThread) {
   again.join();
   { auto step = prof.step(); }
   EXPECT_EQ(spans.zones, 1u);
+  EXPECT_EQ(timing.zones, 0u) << "only the listeners that want worker zones get them";
   EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/stepSimulation"), 5e-9);
   // Removed again: sums only.
   prof.remove_listener(&spans);
@@ -533,6 +538,27 @@ TEST(EngineZones, WithoutAListenerForThemWorkerZonesAreSummedOnTheirThread) {
   EXPECT_EQ(spans.zones, 1u);
   EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/stepSimulation"), 7e-9);
   prof.remove_listener(&timing);
+}
+
+// An EngineZones made after a listener that wants worker zones sends them there; a zone that took
+// no time still ran (0 s, not nullopt).
+TEST(EngineZones, MadeAfterATraceItSendsWorkerZonesThereAndZeroLongZonesCount) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  Traced tr(prof);  // first: the EngineZones finds it when it is made
+  EngineZones zones(prof);
+  {
+    auto step = prof.step();
+    std::thread worker([&] {
+      zones.enter("stepSimulation");
+      zones.leave();
+    });
+    worker.join();
+  }
+  ASSERT_EQ(tr.traces.size(), 1u);
+  EXPECT_EQ(named(tr.traces[0], "physics/stepSimulation").size(), 1u);
+  ASSERT_TRUE(zones.worker_cpu_seconds("physics/stepSimulation"));
+  EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/stepSimulation"), 0.0);
 }
 
 // A thread that runs more distinct zone paths than it sums (kMaxSums) hands the rest over one zone
@@ -617,17 +643,25 @@ TEST(EngineZones, ZonesHandedOverWhileWorkersRunArriveOnce) {
       }
       running.fetch_sub(1);
     });
-  while (running.load() > 0) {
+  double cpu = 0;  // the threads' own sums, read at every step end while they write them
+  auto step_end = [&] {
     { auto step = prof.step(); }
+    cpu += zones.worker_cpu_seconds("physics/stepSimulation").value_or(0.0);
+  };
+  while (running.load() > 0) {
+    step_end();
     step_ends.fetch_add(1);
   }
   for (auto& t : pool) t.join();
-  { auto step = prof.step(); }  // what the last step end did not see
+  step_end();  // what the last step end did not see
   EXPECT_EQ(zones.dropped(), 0u);
   EXPECT_EQ(count.zones, static_cast<std::uint64_t>(kThreads) * kPerThread);
   EXPECT_GT(step_ends.load(), 8u) << "the steps ended while the workers ran";
-  { auto step = prof.step(); }
+  step_end();
   EXPECT_EQ(count.zones, static_cast<std::uint64_t>(kThreads) * kPerThread) << "none came twice";
+  // The sums, read while being written, hold every zone's time once: the spans' total.
+  const double spans = prof.clock().seconds(count.ticks);
+  EXPECT_NEAR(cpu, spans, 1e-9 * spans + 1e-12);
   prof.remove_listener(&count);
 }
 

@@ -156,6 +156,7 @@ class EngineZones {
   std::vector<Lane*> draining_;               // lanes_ at the step end, read without the lock
   std::uint64_t dropped_ = 0;                 // of lanes whose thread has ended
   std::atomic<bool> spans_{false};  // a listener wants worker zones: they go through the queues
+  std::vector<StepListener*> span_listeners_;  // the listeners that want them (loop's thread)
 
   // The latest step end's worker CPU ticks by stage: valid where cpu_in_[id] == cpu_serial_.
   std::vector<std::int64_t> cpu_ticks_;

@@ -45,7 +45,8 @@ class StepListener {
                               std::int64_t /*end_ticks*/, std::int64_t /*tid*/) {}
   /// Whether on_worker_zone() is wanted. While no listener of a profiler wants it, EngineZones
   /// hands no single worker zone over: a step end reads one sum per worker thread and zone path.
-  /// Asked when a listener is added or removed; a listener that only times steps says false.
+  /// Asked when a listener is added or removed, so the answer must not change while it is attached;
+  /// a listener that only times steps says false (and then gets no on_worker_zone() calls).
   virtual bool wants_worker_zones() const noexcept { return true; }
   /// Step `step` ended at `ticks`; the outcome says whether it was published, vetoed or aborted.
   virtual void on_step_end(std::uint64_t /*step*/, std::int64_t /*ticks*/, StepOutcome) {}
