@@ -213,7 +213,8 @@ simprof_status simprof_stream_check(void* stream, int* device);
  * ("GPU clock" in the line), each step's device period and span (CUDA events on `stream`) ----- */
 typedef struct simprof_step_pacer simprof_step_pacer;
 /* max_in_flight >= 1 (2: the GPU runs a step while the host enqueues the next); mark_every >= 1
- * (an end event every mark_every steps); span_every >= 0 (a start event every span_every steps,
+ * (a timed end event every mark_every steps, an untimed one after the others: the steps between
+ * two timed ones share their period); span_every >= 0 (a start event every span_every steps,
  * 0: none); fps_from_device: the FPS line reads the GPU's step-end times. Free before the
  * profiler. */
 simprof_status simprof_step_pacer_new(simprof_profiler* prof, void* stream, int max_in_flight,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "simprof/cuda/timing/step_pacer.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -65,25 +66,27 @@ void StepPacer::report(const char* call, cudaError_t e) noexcept {
 void StepPacer::on_step_begin(std::uint64_t step, std::int64_t) {
   const auto n = static_cast<std::uint64_t>(options_.max_in_flight);
   const auto m = static_cast<std::uint64_t>(options_.mark_every);
-  if (recorded_ >= n) {
-    // The step max_in_flight before this one must have ended on the GPU: the latest marked step at
-    // or before it (at most mark_every - 1 earlier) is waited for, unless it was taken in already.
-    for (std::uint64_t j = recorded_ - n + 1; j-- > taken_ && j + m > recorded_ - n;) {
+  if (recorded_ >= n && recorded_ - n >= std::max(taken_, done_)) {
+    // The step max_in_flight before this one must have ended on the GPU: its end event (timed or
+    // not) is waited for. Without one (a failed record) the latest marked step before it is.
+    for (std::uint64_t j = recorded_ - n + 1; j-- > taken_ && j + m + 1 > recorded_ - n;) {
       const Slot& s = slot(j);
-      if (!s.marked) continue;
-      if (cudaEventQuery(s.end.get()) == cudaErrorNotReady) {
+      const cudaEvent_t e = s.marked ? s.end.get() : s.paced ? s.pace.get() : nullptr;
+      if (e == nullptr) continue;
+      if (cudaEventQuery(e) == cudaErrorNotReady) {
         const auto t0 = std::chrono::steady_clock::now();
-        if (const cudaError_t e = cudaEventSynchronize(s.end.get()); e != cudaSuccess)
-          report("cudaEventSynchronize", e);
+        if (const cudaError_t r = cudaEventSynchronize(e); r != cudaSuccess)
+          report("cudaEventSynchronize", r);
         counters_.wait_s +=
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         ++counters_.waits;
       }
+      done_ = j + 1;
       break;
     }
   }
   take_in(false);
-  const std::uint64_t in_flight = recorded_ - taken_ + 1;  // with this one
+  const std::uint64_t in_flight = recorded_ - std::max(taken_, done_) + 1;  // with this one
   if (in_flight > counters_.most_in_flight) counters_.most_in_flight = in_flight;
   Slot& s = slot(recorded_);
   s.marked = false;
@@ -103,9 +106,16 @@ void StepPacer::on_step_end(std::uint64_t step, std::int64_t, StepOutcome outcom
   open_ = false;
   Slot& s = slot(recorded_);
   const auto m = static_cast<std::uint64_t>(options_.mark_every);
-  if (s.spanned || recorded_ % m == m - 1) {
+  s.paced = false;
+  if (s.spanned || step % m == 0) {
     if (const cudaError_t e = cudaEventRecord(s.end.get(), stream_); e == cudaSuccess)
       s.marked = true;
+    else
+      report("cudaEventRecord", e);
+  }
+  if (!s.marked) {  // ordering only: the bound, at no cost to the GPU
+    if (const cudaError_t e = cudaEventRecord(s.pace.get(), stream_); e == cudaSuccess)
+      s.paced = true;
     else
       report("cudaEventRecord", e);
   }

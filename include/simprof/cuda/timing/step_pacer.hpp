@@ -4,14 +4,16 @@
 // A GPU step loop only enqueues: without a bound the host runs hundreds of steps ahead until the
 // launch queue fills, and everything timed on the host (the FPS line, the loop period) says how
 // fast the host enqueues, not how fast the GPU simulates. Attached to a profiler, the pacer records
-// an event on the engine's stream at the end of every step (every mark_every-th: see the option;
-// after the step's launches, so a replayed graph's end event completes with the graph) and, when a
-// step begins, waits until the step `max_in_flight` before it has ended on the GPU, as game engines
-// bound frames in flight: at most max_in_flight steps are enqueued and unfinished, the new one
-// included (plus mark_every - 1). In steady state the loop then runs at the GPU's rate.
+// an event on the engine's stream at the end of every step (after the step's launches, so a
+// replayed graph's end event completes with the graph) and, when a step begins, waits until the
+// step `max_in_flight` before it has ended on the GPU, as game engines bound frames in flight: at
+// most max_in_flight steps are enqueued and unfinished, the new one included. In steady state the
+// loop then runs at the GPU's rate.
 //
-// The events also time the steps on the device: the time since the step before ended (every step)
-// and the step's span from a start event (one step in span_every). They go to a DeviceSteps
+// The end events of every mark_every-th step (and of every spanned one) are timed; the others only
+// order (cudaEventDisableTiming). The timed ones time the steps on the device: the time since the
+// mark before, shared by the steps between (with mark_every 1: every step's own period), and the
+// step's span from a start event (one step in span_every). They go to a DeviceSteps
 // (profiler/device_steps.hpp), which by default feeds the profiler's FPS line from the GPU's
 // step-end times ("GPU clock" in the line).
 //
@@ -22,8 +24,10 @@
 //   pacer.device_steps().mean_period_s();                   // seconds per step on the GPU
 /* clang-format on */
 //
-// Cost: an event record every mark_every steps on the stream (and a start event every span_every),
-// no kernel, and, when the GPU is behind, the host waiting for it — which is the point.
+// Cost: an event record per step on the stream and, when the GPU is behind, the host waiting for it
+// (which is the point); no kernel. A timed event costs the GPU about 1.5 us between two steps on
+// the H200 (a 100-kernel graph, 1,024 and 30,000 envs), an untimed one nothing measurable:
+// mark_every and span_every set how many steps pay it.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -46,11 +50,10 @@ struct StepPacerOptions {
   /// state; 1 serialises host and GPU (the GPU idles while the host enqueues).
   int max_in_flight = 2;
   bool fps_from_device = true;  ///< feed the profiler's FPS line from the GPU's step-end times
-  /// An end event after every mark_every-th step (and after every spanned one). 1: one per step,
-  /// as the bound and the per-step period need. An event costs the GPU about a microsecond between
-  /// two steps (H200, bench/truth_bench); 2 halves that, and then the steps between two events
-  /// share their period (the mean over the group), at most max_in_flight + mark_every - 1 steps are
-  /// in flight, and the host waits every mark_every steps (its step times turn bimodal).
+  /// A timed end event after every step whose index is a multiple of mark_every (and after every
+  /// spanned one); the other steps end with an untimed event, which keeps the bound exact. 1: every
+  /// step's own period. A timed event costs the GPU about 1.5 us between two steps (H200); with 8,
+  /// the steps between two timed events share their period (the mean over the group).
   int mark_every = 1;
   /// Steps whose index is a multiple of span_every also get a start event, which times their span
   /// on the GPU (DeviceStep::step_s); the others have none. 0: no step is spanned.
@@ -102,10 +105,12 @@ class StepPacer : public StepListener {
  private:
   struct Slot {
     Event begin, end;
+    Event pace{cudaEventDisableTiming};  // the end of an unmarked step: ordering only
     std::uint64_t step = 0;
     bool completed = false;
     bool spanned = false;  // the begin event was recorded
     bool marked = false;   // the end event was recorded
+    bool paced = false;    // the pace event was recorded (an unmarked step)
   };
   Slot& slot(std::uint64_t seq) noexcept { return ring_[seq % ring_.size()]; }
   /// Takes in the recorded steps whose end event completed (all of them when `wait`).
@@ -119,6 +124,7 @@ class StepPacer : public StepListener {
   std::vector<Slot> ring_;      // max_in_flight + mark_every + 2 steps
   std::uint64_t recorded_ = 0;  // steps ended (in the pacer's own sequence)
   std::uint64_t taken_ = 0;     // steps taken in: every step before the latest mark taken in
+  std::uint64_t done_ = 0;      // steps known to have ended on the GPU (a wait, or taken in)
   bool have_mark_ = false;      // slot(taken_ - 1) holds the latest mark taken in
   bool open_ = false;           // a step began and its begin event is recorded
   DeviceSteps steps_;
