@@ -5,7 +5,8 @@
 //   * paced   a StepPacer with the default options: at most 2 steps in flight, an end event after
 //             every step, a start event every 8th
 //   * nospan  the same without start events
-//   * mark2   an end event after every other step (and every 8th's start)
+//   * mark2   a timed end event after every other step, an untimed one after the others (and
+//             every 8th's start)
 //   * timed   a DeviceStageTimer with the default options (paced, stamps on one step in 16)
 //   * never   a DeviceStageTimer that samples no step after the first (the unstamped graph alone)
 // Each loop has its own engine, profiler and graph cache; the order rotates between iterations.

@@ -508,7 +508,7 @@ int run_cost(const Args& a) {
       "off / off' / off (each on block and each off' block, the null pair, against the off blocks "
       "either side), after {} warm-up steps\n",
       bullet_version(), a.n_envs, a.bodies, rounds, block, a.warmup);
-  // The hook's own cost: on the loop's thread (nested stages) and on one worker (handed over).
+  // The hook's own cost: on the loop's thread (nested stages) and on one worker (summed there).
   double loop_ns = 0, worker_ns = 0;
   {
     auto step = prof.step();

@@ -103,8 +103,9 @@ class StepPacer(Handle):
     line says how fast the host enqueues. Attached to `prof`, the pacer records a CUDA event on
     `stream` at every step's end and, when a step begins, waits until the step max_in_flight
     before it has ended on the GPU. The FPS line then reads the GPU's step-end times ("GPU clock"
-    in the line; fps_from_device=False keeps the host's). mark_every: a timed end event every
-    mark_every steps, an untimed one after the others (a timed event costs the GPU about 1.5 us
+    in the line; fps_from_device=False keeps the host's). mark_every: a timed end event on the
+    steps whose index is a multiple of mark_every and on the spanned ones, an untimed one after
+    the others (a timed event costs the GPU about 1.5 us
     between two steps on the H200, an untimed one nothing; the steps between two timed events
     share their period); span_every: a start event (the step's span on the GPU) every span_every
     steps (0: none). Call finish() at the end of a run, before reading results."""
@@ -222,7 +223,8 @@ class DeviceStageTimer(Handle):
     @property
     def device_timings(self) -> Dict[str, float]:
         """Device seconds per stage of the latest sampled step joined, with "step" (its span on
-        the GPU) and "period" (since the step before ended); {} until one is joined."""
+        the GPU) and "period" (since the step before ended: paced, the mean over the pacer's
+        group of steps that ends at it); {} until one is joined."""
         n = size()
         check(lib.simprof_stage_timer_timings_count(self._h, ctypes.byref(n)))
         out, name, value = {}, cstr(), dbl()
@@ -240,8 +242,8 @@ class DeviceStageTimer(Handle):
 
     def mean(self, stage: str) -> float:
         """Mean device seconds of `stage` over the sampled steps that ran it; "step" and "period"
-        over the unsampled steps when pacing (the loop as it runs without the timer). NaN when
-        none did."""
+        over the unsampled steps when pacing (the loop as it runs without the timer; a period
+        shared with a sampled step is left out). NaN when none did."""
         return self._mean(stage, 0)
 
     def sampled_mean(self, stage: str) -> float:

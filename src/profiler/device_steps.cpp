@@ -27,6 +27,7 @@ const DeviceStep& DeviceSteps::add(std::uint64_t step, bool completed, double st
   }
   DeviceStep d;
   d.step = step;
+  d.group_end = step;
   d.completed = completed;
   d.step_s = step_s;
   d.end_ns = static_cast<std::int64_t>(std::llround(clock_ns_));

@@ -35,7 +35,8 @@ constexpr std::uint32_t kNoSum = ~std::uint32_t{0};
 // (the loop's thread, at step ends): a running sum per zone path the thread ran, a ring of single
 // zones for the listeners that want them, and the thread's own cache of zone names. Both are
 // allocated once; the ring's pages are committed as it goes round (up to kMaxPending x 40 bytes,
-// 640 KiB, per worker thread and EngineZones over a long run, and only while spans are wanted).
+// 640 KiB, per worker thread and EngineZones over a long run, and only while spans are wanted or
+// for paths beyond kMaxSums).
 struct EngineZones::Lane {
   struct Sum {  // written by the worker (count: a sequence count, +2 a zone); read by the loop
     std::atomic<std::int64_t> ticks{0};

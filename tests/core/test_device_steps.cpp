@@ -34,6 +34,7 @@ TEST(DeviceSteps, PeriodsOfConsecutiveStepsAndTheFpsLineFromTheDevice) {
     const DeviceStep& d = steps.add(s, true, 90e-6, 100e-6);  // 100 us apart on the GPU
     EXPECT_DOUBLE_EQ(d.period_s, 100e-6) << s;
     EXPECT_EQ(d.end_ns, static_cast<std::int64_t>(s) * 100'000);
+    EXPECT_EQ(d.group_end, s) << "a step added alone closes its own period";
   }
   EXPECT_EQ(steps.periods(), 600u);
   EXPECT_NEAR(steps.mean_period_s(), 100e-6, 1e-15);

@@ -213,10 +213,10 @@ simprof_status simprof_stream_check(void* stream, int* device);
  * ("GPU clock" in the line), each step's device period and span (CUDA events on `stream`) ----- */
 typedef struct simprof_step_pacer simprof_step_pacer;
 /* max_in_flight >= 1 (2: the GPU runs a step while the host enqueues the next); mark_every >= 1
- * (a timed end event every mark_every steps, an untimed one after the others: the steps between
- * two timed ones share their period); span_every >= 0 (a start event every span_every steps,
- * 0: none); fps_from_device: the FPS line reads the GPU's step-end times. Free before the
- * profiler. */
+ * (a timed end event on the steps whose index is a multiple of mark_every and on the spanned ones,
+ * an untimed one after the others: the steps between two timed ones share their period); span_every
+ * >= 0 (a start event every span_every steps, 0: none); fps_from_device: the FPS line reads the
+ * GPU's step-end times. Free before the profiler. */
 simprof_status simprof_step_pacer_new(simprof_profiler* prof, void* stream, int max_in_flight,
                                       int mark_every, int span_every, int fps_from_device,
                                       simprof_step_pacer** out);

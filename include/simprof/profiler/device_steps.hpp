@@ -32,6 +32,10 @@ struct DeviceStep {
   /// The step's end on the feed's running device clock (nanoseconds since the feed began or last
   /// lost track); what the FPS line is ticked with.
   std::int64_t end_ns = 0;
+  /// The step whose timed end closed the period this step shares: the step itself when its own
+  /// end was timed; a later one when the steps between two timed ends share their mean (a
+  /// StepPacer with mark_every > 1).
+  std::uint64_t group_end = 0;
 };
 
 /// The device times of a profiler's steps, added in step order by a device timer (the CUDA

@@ -27,8 +27,9 @@
 // it is never added to timings(). The step end reads a few values per thread and zone path, not
 // one per zone: on a pool it is on the step's critical path. Only while a listener wants worker
 // zones (StepListener::wants_worker_zones(), a TraceSession: spans on their thread's track) does
-// each zone also go through the thread's queue, to on_worker_zone() at the step end. A thread's
-// first zone allocates its queue and sums and takes a lock once.
+// each zone also go through the thread's queue, to on_worker_zone() at the step end (and a zone of
+// a path beyond kMaxSums always does). A thread's first zone allocates its queue and sums once,
+// and each zone path's first use on a thread takes a lock.
 //
 // Misuse is said once (a warning through simprof's logger) and corrupts nothing: a zone still open
 // on the loop's thread when the step ends is closed there and the step still ends (the engine's
@@ -56,7 +57,8 @@ namespace simprof {
 class EngineZones {
  public:
   /// Worker-thread zones kept for the listeners between two step ends, per worker thread; beyond,
-  /// their spans are dropped (counted in dropped(), and said once). Their CPU time still counts.
+  /// their spans are dropped (counted in dropped(), and said once). Their CPU time still counts,
+  /// except for paths beyond kMaxSums (which have no sum).
   static constexpr std::size_t kMaxPending = std::size_t{1} << 14;
   /// Distinct zone paths a worker thread sums itself; a path beyond goes through the queue.
   static constexpr std::uint32_t kMaxSums = 1024;

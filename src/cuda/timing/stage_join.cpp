@@ -35,7 +35,11 @@ void DeviceStageTimer::Impl::device_step(const DeviceStep& d) {
     loop[0].seconds += d.step_s;
     ++loop[0].count;
   }
-  if (std::isfinite(d.period_s)) {
+  // A period shared with a stamped step (its group ends there) carries a share of the stamps'
+  // cost: not the loop as it runs without the timer.
+  const bool shares_stamps =
+      d.group_end != d.step && slots[d.group_end % options.ring].stamped != 0;
+  if (std::isfinite(d.period_s) && !shares_stamps) {
     loop[1].seconds += d.period_s;
     ++loop[1].count;
   }

@@ -68,7 +68,8 @@ void StepPacer::on_step_begin(std::uint64_t step, std::int64_t) {
   const auto m = static_cast<std::uint64_t>(options_.mark_every);
   if (recorded_ >= n && recorded_ - n >= std::max(taken_, done_)) {
     // The step max_in_flight before this one must have ended on the GPU: its end event (timed or
-    // not) is waited for. Without one (a failed record) the latest marked step before it is.
+    // not) is waited for. Without one (a failed record), the latest step before it with an event
+    // (within mark_every).
     for (std::uint64_t j = recorded_ - n + 1; j-- > taken_ && j + m + 1 > recorded_ - n;) {
       const Slot& s = slot(j);
       const cudaEvent_t e = s.marked ? s.end.get() : s.paced ? s.pace.get() : nullptr;
@@ -148,7 +149,11 @@ void StepPacer::take_in(bool wait) noexcept {
       const double span = s.spanned && taken_ == j ? elapsed_s(s.begin, s.end) : DeviceStep::kNone;
       try {
         const DeviceStep& d = steps_.add(s.step, s.completed, span, per_step);
-        if (on_step_) on_step_(d);
+        if (on_step_) {
+          DeviceStep shared = d;
+          shared.group_end = mark.step;  // the period is the group's, closed by this mark
+          on_step_(shared);
+        }
       } catch (const std::exception& e) {
         try {
           default_logger()->error("simprof: StepPacer: {}", e.what());  // an FPS callback threw

@@ -16,7 +16,9 @@
 //
 // It paces the loop too (a StepPacer, unless max_in_flight is 0): "period" is the time between
 // consecutive steps' ends and "step" a step's span, from CUDA events, and no reading is ever
-// overwritten. Without pacing, a GPU a full ring behind leaves steps untimed (counted).
+// overwritten. The pacer times the ends of 1 step in sample_every / 2 (the spanned ones, sampled
+// steps among them): the steps between two timed ends share their mean period. Without pacing, a
+// GPU a full ring behind leaves steps untimed (counted).
 //
 /* clang-format off */
 //   simprof::cuda::DeviceStageTimer dev(prof, stream);
@@ -78,15 +80,17 @@ class DeviceStageTimer {
   /// weakly, so the timer and the cache may be made and destroyed in either order.
   std::shared_ptr<GraphInstrumentation> instrumentation() const noexcept;
   /// Device seconds per stage of the latest sampled step whose readings are in ("step" is the
-  /// step's span on the GPU, "period" the time since the previous step ended). Empty until one is.
+  /// step's span on the GPU, "period" the time since the previous step ended: paced, the mean over
+  /// the pacer's group of steps that ends at this one). Empty until one is.
   const TimingsSnapshot& device_timings() const noexcept;
   /// Joins every step whose readings are in, without waiting. Called at every step end.
   void poll() noexcept;
   /// Waits for the GPU, then joins everything (and completes the FPS sample in progress).
   void synchronize();
   /// Mean device seconds of `stage` over the sampled steps that ran it (NaN when none did). For
-  /// kStepStage and kPeriodStage when pacing: over the steps that were not stamped (the loop as it
-  /// runs without the timer; every step when sample_every is 1).
+  /// kStepStage and kPeriodStage when pacing: over the steps that were not stamped and, for the
+  /// period, whose group holds no stamped step (the loop as it runs without the timer; every step
+  /// when sample_every is 1).
   double mean(StageId stage) const noexcept;
   /// mean() by stage name ("physics", "step", "period"); NaN for a name the profiler never saw.
   double mean(std::string_view stage) const noexcept;

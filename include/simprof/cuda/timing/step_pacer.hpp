@@ -24,10 +24,10 @@
 //   pacer.device_steps().mean_period_s();                   // seconds per step on the GPU
 /* clang-format on */
 //
-// Cost: an event record per step on the stream and, when the GPU is behind, the host waiting for it
-// (which is the point); no kernel. A timed event costs the GPU about 1.5 us between two steps on
-// the H200 (a 100-kernel graph, 1,024 and 30,000 envs), an untimed one nothing measurable:
-// mark_every and span_every set how many steps pay it.
+// Cost: an event record per step on the stream (and a start event every span_every) and, when the
+// GPU is behind, the host waiting for it (which is the point); no kernel. A timed event costs the
+// GPU about 1.5 us between two steps on the H200 (a 100-kernel graph, 1,024 and 30,000 envs), an
+// untimed one nothing measurable: mark_every and span_every set how many steps pay it.
 #pragma once
 
 #include <cuda_runtime_api.h>
