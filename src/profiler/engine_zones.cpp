@@ -317,9 +317,9 @@ void EngineZones::worker_leave() noexcept {
     Lane::Sum& s = l.sums[f.sum];
     const std::uint64_t c = s.count.load(std::memory_order_relaxed);
     s.count.store(c + 1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
+    // Release: a reader that sees the new ticks sees the odd count too (no fence: TSan has none).
     s.ticks.store(s.ticks.load(std::memory_order_relaxed) + (t - f.begin),
-                  std::memory_order_relaxed);
+                  std::memory_order_release);
     s.count.store(c + 2, std::memory_order_release);
     if (!spans_.load(std::memory_order_relaxed)) return;
   }
@@ -378,8 +378,8 @@ void EngineZones::step_ending(std::int64_t t) noexcept {
       Lane::Seen& seen = l->seen[i];
       const std::uint64_t count = s.count.load(std::memory_order_acquire);
       if (count == seen.count || (count & 1) != 0) continue;  // unchanged, or being written
-      const std::int64_t ticks = s.ticks.load(std::memory_order_relaxed);
-      std::atomic_thread_fence(std::memory_order_acquire);
+      // Acquire: the count read after it is at least the one stored before these ticks.
+      const std::int64_t ticks = s.ticks.load(std::memory_order_acquire);
       // A zone that ended while this read: left for the next step end, which reads it whole.
       if (s.count.load(std::memory_order_relaxed) != count) continue;
       add_cpu(*l->sum_node[i], ticks - seen.ticks);
