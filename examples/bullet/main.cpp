@@ -46,10 +46,9 @@
 
 namespace simprof::examples::bullet {
 namespace {
-using simprof::examples::CostRun;
 using simprof::examples::measure_on_off;
 using simprof::examples::OnOffCost;
-using simprof::examples::process_cpu_seconds;
+using simprof::examples::time_run;
 
 struct Args {
   int n_envs = 4;
@@ -492,9 +491,8 @@ int run_profile(const Args& a) {
 // off (a bare step; Bullet's own, empty, zone functions), in blocks of 5 steps: on, off, off'
 // (the null pair), off, ... (simprof::examples::measure_on_off).
 int run_cost(const Args& a) {
-  constexpr int kBlock = 5;
-  const int rounds = std::max(1, a.steps / (4 * kBlock));  // --steps: on, off, off' and off
-  const int block = kBlock;
+  constexpr int block = 5;
+  const int rounds = std::max(1, a.steps / (4 * block));  // --steps: on, off, off' and off
   auto worlds = make_worlds(a);
   ProfilingOptions options = ProfilingOptions::from_env();
   options.show_fps = false;
@@ -540,23 +538,19 @@ int run_cost(const Args& a) {
     auto on = [&](int n) {
       btSetCustomEnterProfileZoneFunc(enter_simprof);
       btSetCustomLeaveProfileZoneFunc(leave_simprof);
-      const double c0 = process_cpu_seconds();
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < n; ++i) {
-        auto step = prof.step();
-        auto s = prof.stage(physics);
-        step_all(worlds, p);
-      }
-      return CostRun{std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-                     process_cpu_seconds() - c0};
+      return time_run([&] {
+        for (int i = 0; i < n; ++i) {
+          auto step = prof.step();
+          auto s = prof.stage(physics);
+          step_all(worlds, p);
+        }
+      });
     };
     auto off = [&](int n) {
       hooks.restore();
-      const double c0 = process_cpu_seconds();
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < n; ++i) step_all(worlds, p);
-      return CostRun{std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-                     process_cpu_seconds() - c0};
+      return time_run([&] {
+        for (int i = 0; i < n; ++i) step_all(worlds, p);
+      });
     };
     on(a.warmup);
     off(a.warmup);

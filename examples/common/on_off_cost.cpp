@@ -66,7 +66,6 @@ OnOffCost measure_on_off(int rounds, const std::function<CostRun(bool on)>& run)
     null.push_back(again.wall_s / (0.5 * (after.wall_s + before.wall_s)));
   }
   OnOffCost c;
-  c.rounds = rounds;
   c.on_wall_s = median(on_s);
   c.off_wall_s = median(off_s);
   c.cost_pct = 100 * (median(ratio) - 1);

@@ -5,6 +5,7 @@
 // Shared by the engine examples' --cost.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -20,9 +21,18 @@ struct CostRun {
 /// Process CPU seconds so far (CLOCK_PROCESS_CPUTIME_ID: every thread, blind to time not run).
 double process_cpu_seconds();
 
+/// Runs `block` once and returns its wall-clock and process CPU seconds.
+template <class Block>
+CostRun time_run(Block&& block) {
+  const double c0 = process_cpu_seconds();
+  const auto t0 = std::chrono::steady_clock::now();
+  block();
+  return CostRun{std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                 process_cpu_seconds() - c0};
+}
+
 /// The figures of one measurement. Costs are per cent of the off run's time (positive: slower).
 struct OnOffCost {
-  int rounds = 0;
   double on_wall_s = 0, off_wall_s = 0;  // medians over the rounds
   double cost_pct = 0;  // median over rounds of on / its neighbours' wall time, - 1
   double null_pct = 0;  // the same for off': the method's spread on this machine and engine

@@ -601,21 +601,18 @@ simprof::examples::OnOffCost measure_cost(const Args& args, const mjModel* m, in
   const PhaseStages phases(prof);
   int i = 0;
   auto timed = [&](bool on) {
-    const double c0 = simprof::examples::process_cpu_seconds();
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int k = 0; k < args.cost_steps; ++k, ++i) {
-      if (on) {
-        auto step = prof.step();
-        auto s = prof.stage(physics);
-        batch.step(i, true);
-        phases.record(prof, batch);
-      } else {
-        batch.step(i, false);
+    return simprof::examples::time_run([&] {
+      for (int k = 0; k < args.cost_steps; ++k, ++i) {
+        if (on) {
+          auto step = prof.step();
+          auto s = prof.stage(physics);
+          batch.step(i, true);
+          phases.record(prof, batch);
+        } else {
+          batch.step(i, false);
+        }
       }
-    }
-    return simprof::examples::CostRun{
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-        simprof::examples::process_cpu_seconds() - c0};
+    });
   };
   timed(true);  // warm-up: first touches, stage registration
   timed(false);

@@ -513,28 +513,26 @@ TEST(EngineZones, WithoutAListenerForThemWorkerZonesAreSummedOnTheirThread) {
   { auto step = prof.step(); }  // nothing ran since: none
   EXPECT_FALSE(zones.worker_cpu_seconds("physics/stepSimulation"));
 
+  // One step in which a worker thread runs one zone of `ns`.
+  auto step_with_worker_zone = [&](std::int64_t ns) {
+    std::thread one([&] {
+      zones.enter("stepSimulation");
+      mc.advance_ns(ns);
+      zones.leave();
+    });
+    one.join();
+    auto step = prof.step();
+  };
   // A listener that wants them, added between steps: the next zones reach it, and are counted once.
   ZoneCount spans;
   prof.add_listener(&spans);
-  std::thread again([&] {
-    zones.enter("stepSimulation");
-    mc.advance_ns(5);
-    zones.leave();
-  });
-  again.join();
-  { auto step = prof.step(); }
+  step_with_worker_zone(5);
   EXPECT_EQ(spans.zones, 1u);
   EXPECT_EQ(timing.zones, 0u) << "only the listeners that want worker zones get them";
   EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/stepSimulation"), 5e-9);
   // Removed again: sums only.
   prof.remove_listener(&spans);
-  std::thread third([&] {
-    zones.enter("stepSimulation");
-    mc.advance_ns(7);
-    zones.leave();
-  });
-  third.join();
-  { auto step = prof.step(); }
+  step_with_worker_zone(7);
   EXPECT_EQ(spans.zones, 1u);
   EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/stepSimulation"), 7e-9);
   prof.remove_listener(&timing);
