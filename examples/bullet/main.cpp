@@ -535,14 +535,27 @@ int run_cost(const Args& a) {
     std::optional<Pool> pool;
     if (t > 1) pool.emplace(t, worlds);
     Pool* p = pool ? &*pool : nullptr;
+    // simprof's own time on the loop's thread per step (the step and stage scopes, the workers'
+    // sums read at the step's end), timed in the on blocks: the part of the cost that the pool's
+    // threads wait for, and so the part that does not spread over them.
+    std::vector<double> loop_ticks;  // one per on step: its median (a preemption moves a mean)
+    loop_ticks.reserve(static_cast<std::size_t>(a.steps + a.warmup));
     auto on = [&](int n) {
       btSetCustomEnterProfileZoneFunc(enter_simprof);
       btSetCustomLeaveProfileZoneFunc(leave_simprof);
+      const simprof::Clock& clock = prof.clock();
       return time_run([&] {
         for (int i = 0; i < n; ++i) {
-          auto step = prof.step();
-          auto s = prof.stage(physics);
-          step_all(worlds, p);
+          const std::int64_t t0 = clock.now();
+          std::int64_t t1 = 0, t2 = 0;
+          {
+            auto step = prof.step();
+            auto s = prof.stage(physics);
+            t1 = clock.now();
+            step_all(worlds, p);
+            t2 = clock.now();
+          }
+          loop_ticks.push_back(static_cast<double>(clock.now() - t2 + t1 - t0));
         }
       });
     };
@@ -554,6 +567,7 @@ int run_cost(const Args& a) {
     };
     on(a.warmup);
     off(a.warmup);
+    loop_ticks.clear();
     const OnOffCost c =
         measure_on_off(rounds, [&](bool is_on) { return is_on ? on(block) : off(block); });
     hooks.restore();
@@ -561,11 +575,14 @@ int run_cost(const Args& a) {
     // The same cost from the hook's own time: zones x ns, spread over t threads, per step (off).
     const double estimate =
         zones_per_step * (t > 1 ? worker_ns : loop_ns) * 1e-9 / t / (c.off_wall_s / block);
+    const double loop_s = prof.clock().seconds(static_cast<std::int64_t>(median(loop_ticks)));
     fmt::print(
         "  {} thread{}: steps/s on {:.1f}, off {:.1f} (medians); cost {:+.2f} % ({}); from the "
-        "hook's own time {:.3f} %; envs/s off {}\n{}",
+        "hook's own time {:.3f} % + on the loop's thread {:.2f} us a step ({:.3f} %); envs/s off "
+        "{}\n{}",
         t, t > 1 ? "s" : "", block / c.on_wall_s, block / c.off_wall_s, c.cost_pct, c.verdict(1.0),
-        100 * estimate, format_thousands(a.n_envs * block / c.off_wall_s), c.details("    "));
+        100 * estimate, 1e6 * loop_s, 100 * loop_s / (c.off_wall_s / block),
+        format_thousands(a.n_envs * block / c.off_wall_s), c.details("    "));
   }
   g_zones = nullptr;
   fmt::print("cost: {}\n", ok ? "ok (within 1 %)" : "not shown within 1 % (see above)");

@@ -4,10 +4,11 @@
 
     check_run_json.py OUT.json STAGE EXE [ARGS...]
 
-runs EXE ARGS --json OUT.json, then checks that the file parses, that its provenance names the
-tool, commit, build, compiler, date, host, CPU and the command that was run, and that its stage
-rows hold STAGE with a positive mean and every row's times in order (p50 <= p95 <= p99, none
-negative). Prints "json ok" when all hold; exits 1 naming what does not."""
+runs EXE ARGS --json OUT.json (exit 0, or 3: the run's comparison with the engine's own figures
+differed, which a loaded machine can cause and which this check is not about), then checks that
+the file parses, that its provenance names the tool, commit, build, compiler, date, host, CPU and
+the command that was run, and that its stage rows hold STAGE with a positive mean and every row's
+times in order (p50 <= p95 <= p99, none negative). Prints "json ok" when all hold; exits 1 naming what does not."""
 import json
 import math
 import subprocess
@@ -22,7 +23,7 @@ def fail(msg):
 def main():
     out, stage, cmd = sys.argv[1], sys.argv[2], sys.argv[3:]
     run = subprocess.run(cmd + ["--json", out], capture_output=True, text=True)
-    if run.returncode != 0:
+    if run.returncode not in (0, 3):
         fail("%s exited %d:\n%s%s" % (cmd[0], run.returncode, run.stdout, run.stderr))
     with open(out, encoding="utf-8") as f:
         doc = json.load(f)

@@ -591,7 +591,10 @@ bool compare_testspeed(const std::vector<Testspeed>& ts, const std::vector<RunRe
 
 // --- cost: simprof on vs off, interleaved -----------------------------------------------------
 
-simprof::examples::OnOffCost measure_cost(const Args& args, const mjModel* m, int threads) {
+// The cost, and in `loop_ticks` simprof's own time on the loop's thread in each on step (ticks of
+// `ticks_per_s`).
+simprof::examples::OnOffCost measure_cost(const Args& args, const mjModel* m, int threads,
+                                          std::vector<double>& loop_ticks, double& ticks_per_s) {
   simprof::ProfilingOptions options = simprof::ProfilingOptions::from_env();
   options.show_fps = false;
   options.stats_window = static_cast<std::size_t>(args.cost_steps);
@@ -600,22 +603,36 @@ simprof::examples::OnOffCost measure_cost(const Args& args, const mjModel* m, in
   const simprof::StageId physics = prof.stage_id("physics");
   const PhaseStages phases(prof);
   int i = 0;
+  const simprof::Clock& clock = prof.clock();
+  loop_ticks.clear();
+  loop_ticks.reserve(static_cast<std::size_t>(args.cost_rounds + 1) *
+                     static_cast<std::size_t>(args.cost_steps));
   auto timed = [&](bool on) {
     return simprof::examples::time_run([&] {
       for (int k = 0; k < args.cost_steps; ++k, ++i) {
         if (on) {
-          auto step = prof.step();
-          auto s = prof.stage(physics);
-          batch.step(i, true);
-          phases.record(prof, batch);
+          // simprof's own time on the loop's thread (the pool waits for it): t1 - t0 + end - t2.
+          const std::int64_t t0 = clock.now();
+          std::int64_t t1 = 0, t2 = 0;
+          {
+            auto step = prof.step();
+            auto s = prof.stage(physics);
+            t1 = clock.now();
+            batch.step(i, true);
+            t2 = clock.now();
+            phases.record(prof, batch);
+          }
+          loop_ticks.push_back(static_cast<double>(clock.now() - t2 + t1 - t0));
         } else {
           batch.step(i, false);
         }
       }
     });
   };
+  ticks_per_s = clock.ticks_per_second();
   timed(true);  // warm-up: first touches, stage registration
   timed(false);
+  loop_ticks.clear();
   return simprof::examples::measure_on_off(args.cost_rounds, timed);
 }
 
@@ -632,16 +649,20 @@ int run_cost(const Args& args, const mjModel* m) {
   bool ok = true;
   double base = 0;
   for (const int t : counts) {
-    const simprof::examples::OnOffCost c = measure_cost(args, m, t);
+    std::vector<double> loop_ticks;
+    double ticks_per_s = 1;
+    const simprof::examples::OnOffCost c = measure_cost(args, m, t, loop_ticks, ticks_per_s);
     const double off_rate = args.n_envs * args.cost_steps / c.off_wall_s;
+    const double loop_s = median(loop_ticks) / ticks_per_s;  // the median on step's
+    const double off_step_s = c.off_wall_s / args.cost_steps;
     if (t == 1) base = off_rate;
     ok = ok && c.resolved(1.0) && c.cost_pct <= 1.0;
     fmt::print(
         "  {} thread{}: off {} env-steps/s, on {} env-steps/s (medians); cost {:+.2f} % "
-        "({}){}\n{}",
+        "({}); simprof on the loop's thread {:.2f} us a step ({:.3f} % of {:.1f} us){}\n{}",
         t, t > 1 ? "s" : "", simprof::format_thousands(off_rate, 0),
         simprof::format_thousands(args.n_envs * args.cost_steps / c.on_wall_s, 0), c.cost_pct,
-        c.verdict(1.0),
+        c.verdict(1.0), 1e6 * loop_s, 100 * loop_s / off_step_s, 1e6 * off_step_s,
         t > 1 ? fmt::format("; scaling {:.2f}x over 1 thread", off_rate / base) : std::string(),
         c.details("    "));
   }

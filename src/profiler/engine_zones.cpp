@@ -38,25 +38,47 @@ constexpr std::uint32_t kNoSum = ~std::uint32_t{0};
 // 640 KiB, per worker thread and EngineZones over a long run, and only while spans are wanted or
 // for paths beyond kMaxSums).
 struct EngineZones::Lane {
-  struct Sum {  // written by the worker (count: a sequence count, +2 a zone); read by the loop
-    std::atomic<std::int64_t> ticks{0};
-    std::atomic<std::uint64_t> count{0};
+  // A sum is one word, so that a reader takes it whole in one load and the step end reads 8 bytes
+  // per path and thread: the ticks in the low 48 bits (modulo 2^48: the reader takes differences,
+  // and 2^48 ticks are a day or more between two step ends), the zones in the high 16 (modulo
+  // 2^16: only that the word moved matters, so that a zone of no time still counts as run).
+  static constexpr int kTickBits = 48;
+  static constexpr std::uint64_t kTickMask = (std::uint64_t{1} << kTickBits) - 1;
+  static constexpr std::uint64_t kOneZone = std::uint64_t{1} << kTickBits;
+  // The worker's cache of its zone names: direct-mapped by (parent, name pointer), one line a
+  // hit; a miss (a new name, or two names on one slot) goes to `names`, and fills the slot.
+  static constexpr std::size_t kSlots = 128;
+  struct Named {
+    Node* node = nullptr;
+    std::uint32_t sum = 0;
   };
-  struct Seen {  // what the loop's thread has taken of a Sum
-    std::int64_t ticks = 0;
-    std::uint64_t count = 0;
+  struct Slot {
+    NodeKey key{nullptr, nullptr};
+    Named named;
   };
   explicit Lane(std::uint64_t owner_id)
       : owner(owner_id),
         ring(new Finished[kMaxPending]),
-        sums(new Sum[kMaxSums]),
+        sums(new std::atomic<std::uint64_t>[kMaxSums]),
         sum_node(new Node*[kMaxSums]),
-        seen(new Seen[kMaxSums]) {}
+        taken(new Taken[kMaxSums]),
+        slots(new Slot[kSlots]) {
+    for (std::uint32_t i = 0; i < kMaxSums; ++i) sums[i].store(0, std::memory_order_relaxed);
+  }
   const std::uint64_t owner;
   std::unique_ptr<Finished[]> ring;
-  std::unique_ptr<Sum[]> sums;
-  std::unique_ptr<Node*[]> sum_node;     // set before n_sums is raised past it, then fixed
-  std::unique_ptr<Seen[]> seen;          // the loop's thread's alone
+  std::unique_ptr<std::atomic<std::uint64_t>[]> sums;  // written by the worker, read by the loop
+  std::unique_ptr<Node*[]> sum_node;  // set before n_sums is raised past it, then fixed
+  // The loop's thread's own, beside each sum: the word it took last, and the sum's stage once
+  // resolved (so that a step end reads no node).
+  struct Taken {
+    std::uint64_t seen = 0;
+    StageId stage = kNoStage;
+    bool resolved = false;  // stage is set (or kNoStage: a bad name, ignored)
+    bool top = false;       // a top-level zone: it counts into `under` and its parents too
+  };
+  std::unique_ptr<Taken[]> taken;
+  std::unique_ptr<Slot[]> slots;         // the worker's own
   std::atomic<std::uint32_t> n_sums{0};  // sums in use (release: their sum_node is set)
   std::atomic<std::uint64_t> head{0};    // written by the worker
   char apart[64 - sizeof(std::atomic<std::uint64_t>)] = {};  // head and tail on their own lines
@@ -64,10 +86,6 @@ struct EngineZones::Lane {
   std::atomic<std::uint64_t> dropped{0};
   std::atomic<bool> thread_gone{false};  // its thread ended: removed once drained
   std::atomic<bool> owner_gone{false};   // the EngineZones was destroyed: the thread forgets it
-  struct Named {
-    Node* node;
-    std::uint32_t sum;
-  };
   std::unordered_map<NodeKey, Named, NodeKeyHash> names;  // the worker's own, read by it alone
 };
 
@@ -108,15 +126,28 @@ std::size_t EngineZones::NodeKeyHash::operator()(const NodeKey& k) const noexcep
   return a ^ (std::hash<const void*>{}(k.name) + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
 }
 
+std::size_t EngineZones::slot_of(const NodeKey& k, std::size_t slots) noexcept {
+  constexpr std::uint64_t kMix = 0x9e3779b97f4a7c15ULL;  // Fibonacci hashing: the high bits
+  const std::uint64_t h = (reinterpret_cast<std::uintptr_t>(k.parent) * kMix) ^
+                          reinterpret_cast<std::uintptr_t>(k.name);
+  return static_cast<std::size_t>((h * kMix) >> 32) & (slots - 1);  // slots: a power of two
+}
+
 EngineZones::Node* EngineZones::NodeTable::find_or_add(const Node* parent, const char* name) {
   const NodeKey key{parent, name};
-  if (const auto it = index.find(key); it != index.end()) return it->second;
+  Slot& slot = slots[slot_of(key, kSlots)];
+  if (slot.key == key) return slot.node;
+  if (const auto it = index.find(key); it != index.end()) {
+    slot = Slot{key, it->second};
+    return it->second;
+  }
   // First sight of this (parent, pointer): the only string work a zone ever costs.
   Node n;
   n.parent = parent;
   n.path = parent->path.empty() ? std::string(name) : fmt::format("{}/{}", parent->path, name);
   nodes.push_back(std::move(n));
   index.emplace(key, &nodes.back());
+  slot = Slot{key, &nodes.back()};
   return &nodes.back();
 }
 
@@ -276,22 +307,27 @@ void EngineZones::worker_enter(const char* name) noexcept {
         break;
       }
     const NodeKey key{parent, name == nullptr ? "(null)" : name};
-    Lane::Named named{};
-    if (const auto it = l->names.find(key); it != l->names.end()) {
-      named = it->second;
-    } else {
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        named.node = worker_nodes_.find_or_add(key.parent, key.name);
+    Lane::Slot& slot = l->slots[slot_of(key, Lane::kSlots)];
+    if (!(slot.key == key)) {  // this thread's first sight of the zone path, or a collision
+      Lane::Named named;
+      if (const auto it = l->names.find(key); it != l->names.end()) {
+        named = it->second;
+      } else {
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          named.node = worker_nodes_.find_or_add(key.parent, key.name);
+        }
+        const std::uint32_t k = l->n_sums.load(std::memory_order_relaxed);
+        named.sum = k < kMaxSums ? k : kNoSum;  // beyond: each zone of it goes through the ring
+        l->names.emplace(key, named);
+        if (named.sum != kNoSum) {
+          l->sum_node[k] = named.node;
+          l->n_sums.store(k + 1, std::memory_order_release);
+        }
       }
-      const std::uint32_t k = l->n_sums.load(std::memory_order_relaxed);
-      named.sum = k < kMaxSums ? k : kNoSum;  // beyond: each zone of it goes through the ring
-      l->names.emplace(key, named);
-      if (named.sum != kNoSum) {
-        l->sum_node[k] = named.node;
-        l->n_sums.store(k + 1, std::memory_order_release);
-      }
+      slot = Lane::Slot{key, named};
     }
+    const Lane::Named named = slot.named;
     // The zone begins once the lookup is done, as on the loop's thread: the time spent here
     // belongs to the parent zone, not to this one.
     const std::int64_t t = prof_.clock_.now();
@@ -312,15 +348,13 @@ void EngineZones::worker_leave() noexcept {
   const WorkerFrame f = t_worker_stack.back();
   t_worker_stack.pop_back();
   Lane& l = *f.lane;
-  const bool summed = f.sum != kNoSum;
-  if (summed) {  // one writer; a sequence count: odd while the ticks change, +2 a zone
-    Lane::Sum& s = l.sums[f.sum];
-    const std::uint64_t c = s.count.load(std::memory_order_relaxed);
-    s.count.store(c + 1, std::memory_order_relaxed);
-    // Release: a reader that sees the new ticks sees the odd count too (no fence: TSan has none).
-    s.ticks.store(s.ticks.load(std::memory_order_relaxed) + (t - f.begin),
-                  std::memory_order_release);
-    s.count.store(c + 2, std::memory_order_release);
+  // A zone of 2^48 ticks or more (a day or more) has no place in a sum: it goes through the ring.
+  const std::int64_t d = std::max<std::int64_t>(t - f.begin, 0);
+  const bool summed = f.sum != kNoSum && static_cast<std::uint64_t>(d) <= Lane::kTickMask;
+  if (summed) {  // one writer: a plain add, stored whole for the loop's thread to load whole
+    std::atomic<std::uint64_t>& s = l.sums[f.sum];
+    s.store(s.load(std::memory_order_relaxed) + static_cast<std::uint64_t>(d) + Lane::kOneZone,
+            std::memory_order_relaxed);
     if (!spans_.load(std::memory_order_relaxed)) return;
   }
   const std::uint64_t h = l.head.load(std::memory_order_relaxed);
@@ -374,16 +408,17 @@ void EngineZones::step_ending(std::int64_t t) noexcept {
     gone = gone || l->thread_gone.load(std::memory_order_acquire);
     const std::uint32_t n = l->n_sums.load(std::memory_order_acquire);
     for (std::uint32_t i = 0; i < n; ++i) {
-      Lane::Sum& s = l->sums[i];
-      Lane::Seen& seen = l->seen[i];
-      const std::uint64_t count = s.count.load(std::memory_order_acquire);
-      if (count == seen.count || (count & 1) != 0) continue;  // unchanged, or being written
-      // Acquire: the count read after it is at least the one stored before these ticks.
-      const std::int64_t ticks = s.ticks.load(std::memory_order_acquire);
-      // A zone that ended while this read: left for the next step end, which reads it whole.
-      if (s.count.load(std::memory_order_relaxed) != count) continue;
-      add_cpu(*l->sum_node[i], ticks - seen.ticks);
-      seen = Lane::Seen{ticks, count};
+      const std::uint64_t v = l->sums[i].load(std::memory_order_relaxed);
+      Lane::Taken& k = l->taken[i];
+      if (v == k.seen) continue;  // no zone of that path ended since the last step end
+      if (!k.resolved) {
+        Node& node = *l->sum_node[i];
+        k.stage = resolve(node) ? node.stage : kNoStage;
+        k.top = node.parent == &root_;
+        k.resolved = true;
+      }
+      add_cpu(k.stage, k.top, static_cast<std::int64_t>((v - k.seen) & Lane::kTickMask));
+      k.seen = v;
     }
     const std::uint64_t head = l->head.load(std::memory_order_acquire);
     for (std::uint64_t i = l->tail.load(std::memory_order_relaxed); i != head; ++i)
@@ -408,17 +443,15 @@ bool EngineZones::drained(const Lane& l) noexcept {
     return false;
   const std::uint32_t n = l.n_sums.load(std::memory_order_acquire);
   for (std::uint32_t i = 0; i < n; ++i)
-    if (l.sums[i].count.load(std::memory_order_acquire) != l.seen[i].count) return false;
+    if (l.sums[i].load(std::memory_order_relaxed) != l.taken[i].seen) return false;
   return true;
 }
 
-// A worker zone path's CPU ticks at the step end, into its stage's sum.
-void EngineZones::add_cpu(Node& n, std::int64_t d) noexcept {
-  if (!resolve(n)) return;
+// A worker zone path's CPU ticks at the step end, into its stage's sum (kNoStage: none).
+void EngineZones::add_cpu(StageId stage, bool top, std::int64_t d) noexcept {
   // Nested worker zones are inside their parent zone's time already; a top-level one also
   // counts into `under` and its parents (the loop's scopes do the same for "a/b" into "a").
-  StageId p = n.stage;
-  const bool top = n.parent == &root_;
+  StageId p = stage;
   while (p != kNoStage) {
     try {
       if (cpu_ticks_.size() <= p) {
@@ -440,8 +473,8 @@ void EngineZones::add_cpu(Node& n, std::int64_t d) noexcept {
 
 // One queued worker zone at the step end: the listeners, and the CPU sums if not summed already.
 void EngineZones::hand_over(const Finished& f) noexcept {
-  if (!f.summed) add_cpu(*f.node, f.end - f.begin);
   if (!resolve(*f.node)) return;
+  if (!f.summed) add_cpu(f.node->stage, f.node->parent == &root_, f.end - f.begin);
   const StageId id = f.node->stage;
   for (auto* l : span_listeners_) {
     try {

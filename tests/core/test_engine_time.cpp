@@ -559,6 +559,32 @@ TEST(EngineZones, MadeAfterATraceItSendsWorkerZonesThereAndZeroLongZonesCount) {
   EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/stepSimulation"), 0.0);
 }
 
+// A thread's sum of a path is one word with its ticks modulo 2^48 (the step end takes
+// differences): a run whose total passes 2^48 ns (78 hours) reads each step exactly, and a zone of
+// 2^48 ticks or more (which has no place in the sum) is handed over whole through the queue.
+TEST(EngineZones, WorkerSumsStayExactPastTwoToThe48Ticks) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  EngineZones zones(prof, "physics");
+  constexpr std::int64_t kWrap = std::int64_t{1} << 48;
+  const std::int64_t lengths[] = {kWrap / 2, kWrap / 2 + 7, kWrap - 1, 5, kWrap, 3 * kWrap + 11, 0};
+  std::thread worker;
+  for (const std::int64_t ns : lengths) {
+    {
+      auto step = prof.step();
+      worker = std::thread([&] {
+        zones.enter("stepSimulation");
+        mc.advance_ns(ns);
+        zones.leave();
+      });
+      worker.join();
+    }
+    const auto got = zones.worker_cpu_seconds("physics/stepSimulation");
+    ASSERT_TRUE(got.has_value()) << ns << " ns";
+    EXPECT_EQ(prof.clock().ticks(*got), ns) << ns << " ns";  // ns: the ManualClock's ticks
+  }
+}
+
 // A thread that runs more distinct zone paths than it sums (kMaxSums) hands the rest over one zone
 // at a time: every path's time arrives, none twice.
 TEST(EngineZones, PathsBeyondAThreadsSumsStillCount) {

@@ -17,14 +17,16 @@
 //
 // On the loop's thread (the one that made the EngineZones) a zone is a stage scope: wall time, in
 // timings(), stats() and the trace. Names are mapped to stage ids once per (name pointer, parent
-// zone): engines pass string literals, so a repeated zone costs a hash lookup and no string work.
+// zone): engines pass string literals, so a repeated zone costs a look in a small direct-mapped
+// cache (a hash map behind it) and no string work.
 //
 // On any other thread (a pool stepping several worlds) a zone never touches the loop's stages: it
 // is kept on that thread's own stack and, when it ends, added to that thread's own sum for its zone
-// path (one writer, one reader: no lock; the thread's name cache makes a repeated zone a lookup in
-// a map of its own). At the loop's step end the sums that moved are read into
-// worker_cpu_seconds(): CPU time summed across threads, which may exceed the step's wall time, so
-// it is never added to timings(). The step end reads a few values per thread and zone path, not
+// path (one writer, one reader: no lock; one word, its ticks modulo 2^48, so that the step end
+// reads each whole in one load: a day of a 3 GHz clock between two step ends; the thread's own
+// name cache makes a repeated zone one look). At the loop's step end the sums that moved are read
+// into worker_cpu_seconds(): CPU time summed across threads, which may exceed the step's wall time,
+// so it is never added to timings(). The step end reads a few values per thread and zone path, not
 // one per zone: on a pool it is on the step's critical path. Only while a listener wants worker
 // zones (StepListener::wants_worker_zones(), a TraceSession: spans on their thread's track) does
 // each zone also go through the thread's queue, to on_worker_zone() at the step end (and a zone of
@@ -36,6 +38,7 @@
 // later leave() pairs with it silently); a leave() with no zone open does nothing.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -108,10 +111,19 @@ class EngineZones {
   struct NodeKeyHash {
     std::size_t operator()(const NodeKey& k) const noexcept;
   };
-  // The nodes one side knows: the loop's (its thread only) or the workers' (under mutex_).
+  // Slot of `k` in a direct-mapped cache of `slots` (a power of two) entries.
+  static std::size_t slot_of(const NodeKey& k, std::size_t slots) noexcept;
+  // The nodes one side knows: the loop's (its thread only) or the workers' (under mutex_). A
+  // direct-mapped cache in front of the index makes a repeated zone one line and no division.
   struct NodeTable {
+    static constexpr std::size_t kSlots = 64;
+    struct Slot {
+      NodeKey key{nullptr, nullptr};
+      Node* node = nullptr;
+    };
     std::deque<Node> nodes;  // deque: pointers stay valid as it grows
     std::unordered_map<NodeKey, Node*, NodeKeyHash> index;
+    std::array<Slot, kSlots> slots{};
     Node* find_or_add(const Node* parent, const char* name);
   };
   struct LoopFrame {
@@ -132,9 +144,9 @@ class EngineZones {
 
   void step_ending(std::int64_t t) noexcept;  // the profiler's step end, on the loop's thread
   void listeners_changed() noexcept;          // the profiler's listeners changed (between steps)
-  void add_cpu(Node& n, std::int64_t ticks) noexcept;  // a worker zone path's time, at a step end
-  void hand_over(const Finished& f) noexcept;          // one queued worker zone, at a step end
-  static bool drained(const Lane& l) noexcept;         // nothing in l the loop has not read
+  void add_cpu(StageId stage, bool top, std::int64_t ticks) noexcept;  // a worker path's time
+  void hand_over(const Finished& f) noexcept;   // one queued worker zone, at a step end
+  static bool drained(const Lane& l) noexcept;  // nothing in l the loop has not read
   void loop_enter(const char* name) noexcept;
   void loop_leave() noexcept;
   void worker_enter(const char* name) noexcept;
