@@ -6,8 +6,8 @@
 
 runs EXE ARGS --json OUT.json (exit 0, or 3: the run's comparison with the engine's own figures
 differed, which a loaded machine can cause and which this check is not about), then checks that
-the file parses, that its provenance names the tool, commit, build, compiler, date, host, CPU and
-the command that was run, and that its stage rows hold STAGE with a positive mean and every row's
+the file parses, that its provenance names the tool, commit, build, compiler, date, host, CPU,
+the NVIDIA driver (null where none is loaded) and the command that was run, and that its stage rows hold STAGE with a positive mean and every row's
 times in order (p50 <= p95 <= p99, none negative). Prints "json ok" when all hold; exits 1 naming what does not."""
 import json
 import math
@@ -32,6 +32,9 @@ def main():
                 "cpus", "command"):
         if prov.get(key) in (None, ""):
             fail("provenance.%s is missing or empty: %r" % (key, prov))
+    drv = prov.get("nvidia_driver", "missing")  # null without a driver (CI); "580.159.04"
+    if drv is not None and not (isinstance(drv, str) and drv and set(drv) <= set("0123456789.")):
+        fail("provenance.nvidia_driver is neither null nor a driver version: %r" % drv)
     if "--json" not in prov["command"] or out not in prov["command"]:
         fail("provenance.command is not the command run: %r" % prov["command"])
     rows = doc.get("stages") or fail("no stage rows")

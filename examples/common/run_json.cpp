@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "run_json.hpp"
 
+#include "simprof/base/io.hpp"
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -71,6 +73,7 @@ std::string command_line(int argc, char** argv) {
 }
 
 Json provenance(const std::string& tool, const std::string& command) {
+  const std::string driver = nvidia_driver_version();  // "": none here (null: no GPU driver)
   return {{"tool", tool},
           {"simprof_commit", SIMPROF_GIT_COMMIT},
           {"build_type", SIMPROF_BUILD_TYPE},
@@ -79,6 +82,7 @@ Json provenance(const std::string& tool, const std::string& command) {
           {"host", host_name()},
           {"cpu", cpu_model()},
           {"cpus", std::thread::hardware_concurrency()},
+          {"nvidia_driver", driver.empty() ? Json(nullptr) : Json(driver)},
           {"command", command}};
 }
 

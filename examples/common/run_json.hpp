@@ -24,7 +24,8 @@ Json number(double v);
 std::string command_line(int argc, char** argv);
 
 /// {"tool", "simprof_commit", "build_type", "compiler", "date_utc", "host", "cpu", "cpus",
-/// "command"}: the commit and build type are the ones this binary was configured from.
+/// "nvidia_driver", "command"}: the commit and build type are the ones this binary was configured
+/// from; "nvidia_driver" is the kernel driver's version ("580.159.04"), null where none is loaded.
 Json provenance(const std::string& tool, const std::string& command);
 
 /// --json FILE: opened when made, so that a missing directory or an unwritable path fails before a

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "run_record.hpp"
 
+#include "simprof/base/io.hpp"
+
 #include "run_json.hpp"
 
 #include <fstream>
@@ -150,7 +152,8 @@ void JsonReport::write() {
     prov["gpu"] = {{"name", gpu_->name},
                    {"compute_capability", fmt::format("{}.{}", gpu_->compute_capability / 10,
                                                       gpu_->compute_capability % 10)},
-                   {"driver_version", gpu_->driver_version},
+                   {"driver_version", nvidia_driver_version()},        // "580.159.04"
+                   {"cuda_driver_api_version", gpu_->driver_version},  // 13000: CUDA 13.0
                    {"runtime_version", gpu_->runtime_version},
                    {"sm_clock_mhz_at_start", number(gpu_->sm_clock_mhz)},
                    {"sm_clock_nominal_mhz", number(gpu_->sm_clock_nominal_mhz)}};

@@ -19,7 +19,7 @@ namespace simprof::examples {
 struct GpuInfo {
   std::string name;
   int compute_capability = 0;       ///< major * 10 + minor
-  int driver_version = 0;           ///< cudaDriverGetVersion: 13000 for CUDA 13.0
+  int driver_version = 0;           ///< cudaDriverGetVersion: 13000 for CUDA 13.0 (the API's)
   int runtime_version = 0;          ///< cudaRuntimeGetVersion
   double sm_clock_mhz = 0;          ///< measured at start: clock64 cycles over global-timer ns
   double sm_clock_nominal_mhz = 0;  ///< cudaDevAttrClockRate

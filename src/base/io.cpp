@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -33,6 +35,37 @@ void write_file_atomic(const std::string& path, std::string_view text) {
     throw std::runtime_error(
         fmt::format("simprof: cannot rename '{}' to '{}': {}", tmp, path, std::strerror(e)));
   }
+}
+
+std::string parse_nvidia_driver_version(std::string_view text) {
+  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Thu Oct 30 ... UTC 2025"; the
+  // open kernel modules say "NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build".
+  const std::size_t line = text.find("NVRM version:");
+  if (line == std::string_view::npos) return "";
+  const std::string_view rest = text.substr(line, text.find('\n', line) - line);
+  std::size_t at = rest.find("Kernel Module");
+  if (at == std::string_view::npos) return "";
+  at += 13;
+  if (const std::size_t f = rest.find(" for ", at); f == at) {  // "Module for x86_64"
+    at = rest.find_first_not_of(' ', f + 5);
+    at = at == std::string_view::npos ? at : rest.find(' ', at);
+    if (at == std::string_view::npos) return "";
+  }
+  const std::size_t b = rest.find_first_not_of(' ', at);
+  if (b == std::string_view::npos) return "";
+  const std::size_t e = rest.find(' ', b);
+  const std::string_view v = rest.substr(b, e == std::string_view::npos ? e : e - b);
+  // A version is digits and dots ("580.159.04"); anything else is not one.
+  if (v.empty() || v.find_first_not_of("0123456789.") != std::string_view::npos) return "";
+  return std::string(v);
+}
+
+std::string nvidia_driver_version() {
+  std::ifstream in("/proc/driver/nvidia/version");
+  if (!in) return "";
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_nvidia_driver_version(text.str());
 }
 
 }  // namespace simprof

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "simprof/base/io.hpp"
 #include "simprof/profiler/options.hpp"
 #include "test_util.hpp"
 
@@ -148,4 +149,23 @@ TEST(ProfilingOptions, ToStringNamesEveryField) {
   for (const char* f : {"show_fps=true", "fps_tracker_alpha=0.95", "fps_sample_interval=50ms",
                         "timings_window=1", "stats_window=0", "clock=auto"})
     EXPECT_NE(s.find(f), std::string::npos) << s;
+}
+
+// The driver's own version, as users compare it (nvidia-smi's), from /proc/driver/nvidia/version.
+TEST(HostInfo, NvidiaDriverVersionFromProcText) {
+  EXPECT_EQ(simprof::parse_nvidia_driver_version(
+                "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Thu Oct 30 10:01:02 "
+                "UTC 2025\nGCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n"),
+            "580.159.04");
+  EXPECT_EQ(simprof::parse_nvidia_driver_version(
+                "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release "
+                "Build  (dvs-builder@U16)  Thu Oct 30 UTC 2025\n"),
+            "580.159.04");
+  EXPECT_EQ(simprof::parse_nvidia_driver_version(""), "");
+  EXPECT_EQ(simprof::parse_nvidia_driver_version("GCC version: 12\n"), "");
+  EXPECT_EQ(simprof::parse_nvidia_driver_version("NVRM version: NVIDIA UNIX Kernel Module\n"), "");
+  EXPECT_EQ(simprof::parse_nvidia_driver_version("NVRM version: Kernel Module  beta-1 x\n"), "");
+  // Where no driver is loaded (CI), "": never a made-up value.
+  const std::string v = simprof::nvidia_driver_version();
+  EXPECT_TRUE(v.empty() || v.find_first_not_of("0123456789.") == std::string::npos) << v;
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Files simprof writes (traces, SVG plots) appear whole or not at all.
+// Files simprof writes (traces, SVG plots) appear whole or not at all; the host facts it reads.
 //
 /* clang-format off */
 //   simprof::write_file_atomic("timers.svg", simprof::timers_svg(stats));
@@ -14,5 +14,14 @@ namespace simprof {
 /// Writes text to `path` atomically (a temporary file, then rename). Throws std::runtime_error
 /// naming the path and the reason.
 void write_file_atomic(const std::string& path, std::string_view text);
+
+/// The NVIDIA kernel driver's version as `nvidia-smi` prints it ("580.159.04"), read from
+/// /proc/driver/nvidia/version; "" where there is none (no NVIDIA driver, not Linux). The CUDA
+/// driver API's version (cudaDriverGetVersion: 13000) names the CUDA release the driver supports,
+/// not the driver.
+std::string nvidia_driver_version();
+/// The driver version in the text of /proc/driver/nvidia/version: the token after "Kernel Module"
+/// on its "NVRM version:" line ("" when the text names none).
+std::string parse_nvidia_driver_version(std::string_view text);
 
 }  // namespace simprof
