@@ -60,27 +60,38 @@ TraceAnalysis analyze(const Trace& trace, double graph_node_us) {
   }
   std::sort(steps.begin(), steps.end(), [](auto* a, auto* b) { return a->begin_ns < b->begin_ns; });
 
-  // Kernel table.
-  std::map<std::string, KernelStat> by_name;
+  // Kernel table, and the stage table where kernels have stages.
+  std::map<std::string, KernelStat> by_name, by_stage;
   double all = 0;
-  for (const auto* k : kernels) {
-    KernelStat& s = by_name[k->name];
-    const double us = static_cast<double>(k->duration_ns()) * 1e-3;
+  bool staged = false;
+  const auto add = [](KernelStat& s, const std::string& name, double us) {
     if (s.calls == 0) s.min_us = s.max_us = us;
-    s.name = k->name;
+    s.name = name;
     ++s.calls;
     s.total_us += us;
     s.min_us = std::min(s.min_us, us);
     s.max_us = std::max(s.max_us, us);
+  };
+  for (const auto* k : kernels) {
+    const double us = static_cast<double>(k->duration_ns()) * 1e-3;
+    add(by_name[k->name], k->name, us);
+    const std::string& stage = k->or_empty<KernelPayload>().stage;
+    static const std::string kNone = "(no stage)";
+    add(by_stage[stage.empty() ? kNone : stage], stage.empty() ? kNone : stage, us);
+    staged = staged || !stage.empty();
     all += us;
   }
-  for (auto& [n, s] : by_name) {
-    s.mean_us = s.total_us / static_cast<double>(s.calls);
-    s.share = all > 0 ? s.total_us / all : 0;
-    out.kernels.push_back(s);
-  }
-  std::sort(out.kernels.begin(), out.kernels.end(),
-            [](const KernelStat& a, const KernelStat& b) { return a.total_us > b.total_us; });
+  const auto table = [all](std::map<std::string, KernelStat>& m, std::vector<KernelStat>& v) {
+    for (auto& [n, s] : m) {
+      s.mean_us = s.total_us / static_cast<double>(s.calls);
+      s.share = all > 0 ? s.total_us / all : 0;
+      v.push_back(s);
+    }
+    std::sort(v.begin(), v.end(),
+              [](const KernelStat& a, const KernelStat& b) { return a.total_us > b.total_us; });
+  };
+  table(by_name, out.kernels);
+  if (staged) table(by_stage, out.stages);
 
   // Kernels of each step, through the correlation of the runtime call that launched them.
   std::unordered_multimap<std::uint64_t, const Span*> by_corr;
@@ -174,15 +185,19 @@ std::string TraceAnalysis::report(std::size_t top_kernels) const {
                    s.launch_bound ? "launch" : "gpu", s.comm_us,
                    std::isnan(s.comm_overlap) ? std::string("-")
                                               : fmt::format("{:.0f}%", 100 * s.comm_overlap));
-  fmt::format_to(std::back_inserter(out), "\n{:<40} {:>7} {:>11} {:>9} {:>9} {:>9} {:>7}\n",
-                 "kernel", "calls", "total us", "mean us", "min us", "max us", "share");
-  for (std::size_t i = 0; i < std::min(top_kernels, kernels.size()); ++i) {
-    const auto& k = kernels[i];
-    const std::string name = k.name.size() > 40 ? k.name.substr(0, 37) + "..." : k.name;
-    fmt::format_to(std::back_inserter(out),
-                   "{:<40} {:>7} {:>11.1f} {:>9.2f} {:>9.2f} {:>9.2f} {:>6.1f}%\n", name, k.calls,
-                   k.total_us, k.mean_us, k.min_us, k.max_us, 100 * k.share);
-  }
+  const auto rows = [&out](const char* what, const std::vector<KernelStat>& v, std::size_t n) {
+    fmt::format_to(std::back_inserter(out), "\n{:<40} {:>7} {:>11} {:>9} {:>9} {:>9} {:>7}\n", what,
+                   "calls", "total us", "mean us", "min us", "max us", "share");
+    for (std::size_t i = 0; i < std::min(n, v.size()); ++i) {
+      const auto& k = v[i];
+      const std::string name = k.name.size() > 40 ? k.name.substr(0, 37) + "..." : k.name;
+      fmt::format_to(std::back_inserter(out),
+                     "{:<40} {:>7} {:>11.1f} {:>9.2f} {:>9.2f} {:>9.2f} {:>6.1f}%\n", name, k.calls,
+                     k.total_us, k.mean_us, k.min_us, k.max_us, 100 * k.share);
+    }
+  };
+  rows("kernel", kernels, top_kernels);
+  if (!stages.empty()) rows("stage (graph kernels by capture)", stages, stages.size());
   return fmt::to_string(out);
 }
 

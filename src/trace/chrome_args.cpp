@@ -110,6 +110,7 @@ void write_args(Buffer& out, const Span& s) {
       if (k.graph_id) a.integer("graph id", static_cast<std::int64_t>(k.graph_id));
       if (k.graph_id && k.kernels == 0)
         a.integer("graph node id", static_cast<std::int64_t>(k.graph_node_id));
+      if (!k.stage.empty()) a.text("stage", k.stage);
       if (k.kernels) a.integer("kernels", static_cast<std::int64_t>(k.kernels));
       if (k.collective) collective_args(a, *k.collective);
       break;

@@ -559,6 +559,47 @@ TEST(EngineZones, MadeAfterATraceItSendsWorkerZonesThereAndZeroLongZonesCount) {
   EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/stepSimulation"), 0.0);
 }
 
+// A worker's lane keeps its own copy of whether spans are wanted: a listener added (or removed)
+// after the thread's first zone changes what its next zone does.
+TEST(EngineZones, AListenerAddedAfterAWorkersFirstZoneGetsItsNextZones) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  EngineZones zones(prof, "physics");
+  ZoneCount count;
+  std::mutex m;
+  std::condition_variable cv;
+  int round = 0, done = 0;
+  std::thread worker([&] {  // one thread for the three rounds: one lane
+    for (int r = 1; r <= 3; ++r) {
+      std::unique_lock<std::mutex> lock(m);
+      cv.wait(lock, [&] { return round == r; });
+      zones.enter("stepSimulation");
+      mc.advance_ns(1'000);
+      zones.leave();
+      done = r;
+      cv.notify_all();
+    }
+  });
+  auto run_round = [&](int r) {
+    auto step = prof.step();
+    std::unique_lock<std::mutex> lock(m);
+    round = r;
+    cv.notify_all();
+    cv.wait(lock, [&] { return done == r; });
+  };
+  run_round(1);  // no listener: summed only
+  EXPECT_EQ(count.zones, 0u);
+  prof.add_listener(&count);
+  run_round(2);
+  EXPECT_EQ(count.zones, 1u) << "the zone after the listener came is handed to it";
+  EXPECT_EQ(count.ticks, 1'000);
+  prof.remove_listener(&count);
+  run_round(3);
+  EXPECT_EQ(count.zones, 1u);
+  EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/stepSimulation"), 1e-6);  // still summed
+  worker.join();
+}
+
 // A thread's sum of a path is one word with its ticks modulo 2^48 (the step end takes
 // differences): a run whose total passes 2^48 ns (78 hours) reads each step exactly, and a zone of
 // 2^48 ticks or more (which has no place in the sum) is handed over whole through the queue.

@@ -164,6 +164,7 @@ TEST(ChromeTrace, EachKindWritesItsTypedFields) {
   np.block = Dim3{32, 1, 1};
   np.graph_id = 7;
   np.graph_node_id = 3;
+  np.stage = "physics/integrate";
   t.spans.push_back(n);
   t.spans.push_back(Span::memcpy(CopyKind::kDtoH, 4096, 400, 500, 1, 5, 11));
   t.spans.push_back(Span::memset(64, 600, 700, 1, 5, 12));
@@ -184,8 +185,10 @@ TEST(ChromeTrace, EachKindWritesItsTypedFields) {
   EXPECT_EQ(graph["args"]["kernels"], 16);
   EXPECT_FALSE(graph["args"].contains("graph node id"));
   EXPECT_FALSE(graph["args"].contains("grid"));
+  EXPECT_FALSE(graph["args"].contains("stage"));  // none known: no arg, never an empty one
   const json node = find("node");
   EXPECT_EQ(node["args"]["graph node id"], 3);
+  EXPECT_EQ(node["args"]["stage"], "physics/integrate");
   EXPECT_EQ(node["args"]["grid"], (json::array({2, 1, 1})));
   const json copy = find("Memcpy DtoH");
   EXPECT_EQ(copy["cat"], "gpu_memcpy");
@@ -282,6 +285,40 @@ TEST(TraceAnalysis, GpuBoundStepNamesTheTopKernels) {
   EXPECT_NEAR(a.steps[0].launch_latency_p99_us, 16.1 + 2.9 * 0.95, 1e-9);
   const Trace empty;
   EXPECT_EQ(analyze(empty).verdict.rfind("no kernels", 0), 0u);
+}
+
+// A replayed graph's kernels all carry the graph launch's correlation: the stage their node was
+// captured in is what places them, and the analysis groups them by it.
+TEST(TraceAnalysis, GraphKernelsAreGroupedByTheStageTheyWereCapturedIn) {
+  Trace t = synthetic(/*gap_ns=*/100, 6);  // kernels of 1 us: forces, contacts, forces, ...
+  int i = 0;
+  for (Span& s : t.spans)
+    if (s.kind == SpanKind::kKernel) {
+      KernelPayload& k = s.get<KernelPayload>();
+      k.graph_id = 4;
+      k.graph_node_id = static_cast<std::uint64_t>(++i);
+      if (i <= 3)
+        k.stage = "physics/forces";
+      else if (i <= 5)
+        k.stage = "physics/contacts";  // the 6th: captured outside a stage
+    }
+  const auto a = analyze(t);
+  ASSERT_EQ(a.stages.size(), 3u);
+  EXPECT_EQ(a.stages[0].name, "physics/forces");
+  EXPECT_EQ(a.stages[0].calls, 3u);
+  EXPECT_NEAR(a.stages[0].total_us, 3.0, 1e-9);
+  EXPECT_NEAR(a.stages[0].share, 0.5, 1e-12);
+  EXPECT_EQ(a.stages[1].name, "physics/contacts");
+  EXPECT_EQ(a.stages[1].calls, 2u);
+  EXPECT_EQ(a.stages[2].name, "(no stage)");
+  EXPECT_EQ(a.stages[2].calls, 1u);
+  const std::string r = a.report();
+  EXPECT_NE(r.find("stage (graph kernels by capture)"), std::string::npos) << r;
+  EXPECT_NE(r.find("physics/contacts"), std::string::npos) << r;
+  // Without stages on any kernel there is no stage table.
+  EXPECT_TRUE(analyze(synthetic(100, 6)).stages.empty());
+  EXPECT_EQ(analyze(synthetic(100, 6)).report().find("graph kernels by capture"),
+            std::string::npos);
 }
 
 TEST(TimeBase, ConvertsTicksOfItsClockToNanoseconds) {

@@ -21,9 +21,11 @@
 #include "kernel_tracer_test.hpp"
 #include "kineto_contract.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
+#include "simprof/cuda/timing/stage_timer.hpp"
 #include "simprof/cuda/trace/kernel_tracer.hpp"
 #include "simprof/profiler/collective.hpp"
 #include "simprof/trace/analysis.hpp"
+#include "simprof/trace/chrome_json.hpp"
 #include "simprof/trace/physics.hpp"
 #include "simprof/trace/session.hpp"
 #include "trace_test.hpp"
@@ -71,6 +73,84 @@ TEST_F(GpuTest, EveryKernelLaunchedIsTracedEagerAndReplayed) {
   }
   EXPECT_EQ(nodes.size(), 5u);
   EXPECT_EQ(traces[0].dropped + traces[1].dropped, 0u);
+}
+
+// A replayed graph's kernels all carry the graph launch's correlation; each also carries the stage
+// its node was captured in: in the graph as captured, and in the stamped copy a DeviceStageTimer
+// launches on its sampled steps (whose own stamp kernels carry none).
+TEST_F(GpuTest, ReplayedGraphKernelsCarryTheStageTheyWereCapturedIn) {
+  Stream stream;
+  DeviceBuffer<float> x(4096);
+  StepProfiler prof(quiet(), 0);
+  // Step 0 captures (untraced); steps 1-4 replay, traced: two stamped, two plain.
+  gt::KernelTraceSession kt(prof, Schedule{0, 0, 4, 1, 1});
+  SIMPROF_REQUIRE_CUPTI(kt.tracer);
+  DeviceStageTimerOptions dopt;
+  dopt.sample_every = 2;
+  dopt.max_in_flight = 0;
+  DeviceStageTimer dev(prof, stream.get(), dopt);
+  GraphCacheOptions go;
+  go.warmup = 0;
+  GraphCache cache(stream, go, dev.instrumentation());
+  const StageId physics = prof.stage_id("physics");
+  const StageId forces = prof.stage_id("physics/forces");
+  const StageId contacts = prof.stage_id("physics/contacts");
+  for (int i = 0; i < 5; ++i) {
+    auto step = prof.step();
+    auto st = prof.stage(physics);
+    cache.run({1}, [&](cudaStream_t s) {
+      {
+        auto f = prof.stage(forces);
+        for (int k = 0; k < 3; ++k) gt::axpb(x.data(), 4096, 1.0f, s);
+      }
+      {
+        auto c = prof.stage(contacts);
+        for (int k = 0; k < 2; ++k) gt::spin(5'000, s);
+      }
+    });
+  }
+  dev.synchronize();
+  ASSERT_EQ(cache.counters().captures, 1u);
+  ASSERT_EQ(kt.traces.size(), 1u);
+  const auto kernels = of_kind(kt.traces[0], SpanKind::kKernel);
+  std::map<std::string, int> staged;  // "kernel name -> stage": count
+  std::set<std::uint64_t> graphs;
+  for (const auto* k : kernels) {
+    const KernelPayload& p = k->get<KernelPayload>();
+    if (p.graph_id == 0) {
+      // The stage timer's own eager kernels: a sampled step's stamps at the boundaries of
+      // `physics` (opened outside the graph) and its publication on the timer's stream.
+      EXPECT_TRUE(k->name.find("publish_kernel") != std::string::npos ||
+                  k->name.find("stamp_kernel") != std::string::npos ||
+                  k->name.find("begin_kernel") != std::string::npos)
+          << k->name;
+      EXPECT_TRUE(p.stage.empty()) << k->name;
+      continue;
+    }
+    graphs.insert(p.graph_id);
+    const std::string what = k->name.find("axpb") != std::string::npos   ? "axpb"
+                             : k->name.find("spin") != std::string::npos ? "spin"
+                                                                         : "stamp";
+    ++staged[what + " -> " + (p.stage.empty() ? "none" : p.stage)];
+  }
+  // 4 replays x (3 + 2) kernels, each in its stage; the two stamped replays' stamp kernels, none.
+  EXPECT_EQ(staged["axpb -> physics/forces"], 12) << ::testing::PrintToString(staged);
+  EXPECT_EQ(staged["spin -> physics/contacts"], 8) << ::testing::PrintToString(staged);
+  EXPECT_GT(staged["stamp -> none"], 0) << ::testing::PrintToString(staged);
+  EXPECT_EQ(staged.size(), 3u) << ::testing::PrintToString(staged);
+  EXPECT_EQ(graphs.size(), 2u) << "the graph as captured and its stamped copy";
+  // The analysis groups them by stage; the written trace names each kernel's stage.
+  const TraceAnalysis a = analyze(kt.traces[0]);
+  ASSERT_FALSE(a.stages.empty());
+  EXPECT_EQ(a.stages[0].name, "physics/contacts");  // 2 x 5 us a replay: the most time
+  const nlohmann::json j = nlohmann::json::parse(to_chrome_json(kt.traces[0]));
+  int with_stage = 0;
+  for (const auto& e : j["traceEvents"])
+    if (e.value("cat", "") == "kernel" && e["args"].contains("stage")) {
+      ++with_stage;
+      EXPECT_TRUE(e["args"].contains("graph id") && e["args"].contains("graph node id")) << e;
+    }
+  EXPECT_EQ(with_stage, 20);
 }
 
 TEST_F(GpuTest, KernelDurationsAgreeWithEventsAndFlowsConnectLaunches) {

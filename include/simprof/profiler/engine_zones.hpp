@@ -138,6 +138,8 @@ class EngineZones {
   struct Lane;  // one worker thread's queue and name cache, for this EngineZones
   struct WorkerFrame;
   struct ThreadLanes;
+  struct ThreadHot;
+  static thread_local ThreadHot t_hot;  // the calling thread's last EngineZones and lane
   static thread_local std::vector<WorkerFrame> t_worker_stack;  // the calling thread's open zones
   static thread_local ThreadLanes t_lanes;                      // the calling thread's lanes
   enum Problem : unsigned { kLeftOpen = 1, kStrayLeave = 2, kNotOpened = 4, kOverflow = 8 };
@@ -149,10 +151,11 @@ class EngineZones {
   static bool drained(const Lane& l) noexcept;  // nothing in l the loop has not read
   void loop_enter(const char* name) noexcept;
   void loop_leave() noexcept;
-  void worker_enter(const char* name) noexcept;
-  void worker_leave() noexcept;
-  Lane* lane();                    // the calling thread's lane, made on its first zone
-  bool resolve(Node& n) noexcept;  // loop's thread: n.stage from n.path; false when bad
+  void worker_enter(Lane* hot, const char* name) noexcept;  // hot: the thread's lane, or null
+  void worker_leave(Lane* hot) noexcept;
+  Lane* hot_lane() const noexcept;  // the calling thread's lane when its last zone was here
+  Lane* lane();                     // the calling thread's lane, made on its first zone
+  bool resolve(Node& n) noexcept;   // loop's thread: n.stage from n.path; false when bad
   void say_once(Problem p, const std::string& message) noexcept;
 
   StepProfiler& prof_;

@@ -115,6 +115,11 @@ class StepProfiler {
   bool in_step() const noexcept { return in_step_; }
   /// True when the current step was vetoed.
   bool step_vetoed() const noexcept { return vetoed_; }
+  /// The innermost stage open now (kNoStage: none, or outside a step). The loop's thread's state:
+  /// read it there (a CUDA graph's nodes are tagged with it while the step is captured).
+  StageId innermost_stage() const noexcept {
+    return in_step_ && depth_ != 0 ? stack_[depth_ - 1] : kNoStage;
+  }
 
   /// Opens stage `id` in the current step; throws std::logic_error outside a step, for an unknown
   /// or already-open stage, or past kMaxDepth.

@@ -68,9 +68,14 @@ struct TraceAnalysis {
   /// One entry per traced step, in order.
   std::vector<StepAnalysis> steps;
   std::vector<KernelStat> kernels;  ///< by total time, descending
-  bool launch_bound = false;        ///< most traced steps are
-  std::string verdict;              ///< one paragraph
-  /// The verdict, a per-step table and the kernel table.
+  /// The kernels grouped by the stage their graph node was captured in (KernelPayload::stage; the
+  /// kernels of replayed graphs, which a launch's correlation cannot place in a stage), by total
+  /// time, descending; "(no stage)" collects the rest. Empty when no kernel has a stage.
+  std::vector<KernelStat> stages;
+  bool launch_bound = false;  ///< most traced steps are
+  std::string verdict;        ///< one paragraph
+  /// The verdict, a per-step table, the kernel table and, when kernels have stages, the stage
+  /// table.
   std::string report(std::size_t top_kernels = 15) const;
 };
 

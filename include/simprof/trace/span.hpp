@@ -111,7 +111,10 @@ struct CallPayload {
 struct KernelPayload {
   std::uint64_t graph_id = 0;       ///< kernels of a replayed graph; 0: not in a graph
   std::uint64_t graph_node_id = 0;  ///< the kernel's node in that graph
-  std::uint64_t kernels = 0;        ///< graph-launch mode: kernels merged into this span
+  /// The stage the kernel's graph node was captured in ("physics/integrate"); empty where none is
+  /// known (not in a graph, captured outside a stage, or before the tracer existed).
+  std::string stage;
+  std::uint64_t kernels = 0;  ///< graph-launch mode: kernels merged into this span
   ///@{
   /// The launch's grid and block shape; zero in graph-launch mode.
   Dim3 grid, block;

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "../trace/cupti_hub.hpp"  // OwnNodes: the stamps are not the stage's work
 #include "simprof/base/log.hpp"
 #include "simprof/cuda/graphs/instrumentation.hpp"
 #include "simprof/cuda/runtime/error.hpp"
@@ -290,6 +291,9 @@ void DeviceStageTimer::Impl::boundary(StageId stage, int kind) noexcept {
 cudaGraph_t DeviceStageTimer::Impl::instrumented_copy(cudaGraph_t graph) noexcept {
   detail::CaptureStamps& c = capture;
   if (graph == nullptr || c.graph != graph || c.stamps.empty()) return nullptr;
+  // The stamp nodes are simprof's: a kernel tracer gives them no stage (the copy's clones of the
+  // captured nodes keep theirs).
+  const cuda::detail::OwnNodes own;
   GraphHandle copy;
   cudaError_t e = cudaGraphClone(copy.out(), graph);
   if (e != cudaSuccess) {

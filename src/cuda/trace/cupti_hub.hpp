@@ -47,4 +47,25 @@ std::uint32_t correlation_mark() noexcept;
 /// must outlive any callback in flight on another thread: static storage.
 void set_cupti_handler(CuptiHandler handler) noexcept;
 
+/// The graph-node handler (the kernel tracer's): CUPTI's resource callbacks for graph nodes made,
+/// cloned (by cudaGraphClone and by every instantiation) and destroyed, which enable_graph_nodes()
+/// turns on for the subscriber. Null to clear; the same lifetime rule as set_cupti_handler().
+void set_graph_node_handler(CuptiHandler handler) noexcept;
+CUptiResult enable_graph_nodes(CUpti_SubscriberHandle subscriber, bool on) noexcept;
+
+/// While one lives, graph nodes the calling thread makes are simprof's own (DeviceStageTimer's
+/// stamps added to a graph's copy): the kernel tracer gives them no stage.
+class OwnNodes {
+ public:
+  OwnNodes() noexcept;
+  ~OwnNodes();
+  OwnNodes(const OwnNodes&) = delete;
+  OwnNodes& operator=(const OwnNodes&) = delete;
+  /// Whether the calling thread is inside an OwnNodes.
+  static bool active() noexcept;
+
+ private:
+  bool was_;
+};
+
 }  // namespace simprof::cuda::detail

@@ -141,9 +141,10 @@ std::vector<std::uint32_t> ActivityRecords::devices(const CorrelationWindow& win
   return d;
 }
 
-void ActivityRecords::to_spans(TraceMode mode, const CorrelationWindow& window,
-                               std::int64_t offset_ns, std::int64_t pid,
-                               std::int32_t default_device, std::vector<Span>& out) const {
+void ActivityRecords::to_spans(
+    TraceMode mode, const CorrelationWindow& window, std::int64_t offset_ns, std::int64_t pid,
+    std::int32_t default_device, std::vector<Span>& out,
+    const std::unordered_map<std::uint64_t, std::string>* node_stages) const {
   std::unordered_map<std::uint32_t, std::int32_t> device_of;  // context -> device
   for (const auto& k : kernels_) device_of[k.context] = static_cast<std::int32_t>(k.device);
   for (const auto& c : copies_) device_of[c.context] = static_cast<std::int32_t>(c.device);
@@ -267,6 +268,9 @@ void ActivityRecords::to_spans(TraceMode mode, const CorrelationWindow& window,
     kp.shared_memory = k.shared_memory;
     kp.graph_id = k.graph_id;
     kp.graph_node_id = k.graph_node;
+    if (node_stages != nullptr && k.graph_node != 0)
+      if (const auto it = node_stages->find(k.graph_node); it != node_stages->end())
+        kp.stage = it->second;
     out.push_back(std::move(s));
     note(*corr, ns(k.start), k.device, k.stream);
   }

@@ -57,8 +57,10 @@ class ActivityRecords {
   /// `default_device`. Driver calls are kept where they launched device work (NCCL's
   /// cuLaunchKernelEx), the rest (the driver calls a library makes between launches) are left out
   /// by design.
+  /// `node_stages`: the stage each graph node was captured in, by CUPTI's node id (null: none).
   void to_spans(TraceMode mode, const CorrelationWindow& window, std::int64_t offset_ns,
-                std::int64_t pid, std::int32_t default_device, std::vector<Span>& out) const;
+                std::int64_t pid, std::int32_t default_device, std::vector<Span>& out,
+                const std::unordered_map<std::uint64_t, std::string>* node_stages = nullptr) const;
   /// Devices that ran the window's work.
   std::vector<std::uint32_t> devices(const CorrelationWindow& window) const;
 

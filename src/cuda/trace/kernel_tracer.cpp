@@ -8,6 +8,9 @@
 #include <atomic>
 #include <mutex>
 #include <stdexcept>
+#include <string>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -46,8 +49,12 @@ struct KernelTracer::Impl {
     Registration& operator=(const Registration&) = delete;
   };
 
-  Impl(const TimeBase& tb, const KernelTracerOptions& o)
-      : options(o), time_base(tb), pool(o.buffer_bytes, o.max_buffers) {}
+  Impl(const StepProfiler& p, const TimeBase& tb, const KernelTracerOptions& o)
+      : options(o),
+        time_base(tb),
+        pool(o.buffer_bytes, o.max_buffers),
+        prof(p),
+        loop_thread(std::this_thread::get_id()) {}
 
   KernelTracerOptions options;
   TimeBase time_base;                // written only while no window is open (bind)
@@ -73,6 +80,16 @@ struct KernelTracer::Impl {
   bool marks = false;                       // the marker call's callback is on
   int device = 0;                           // the current device when the tracer was made
   std::vector<std::uint32_t> devices_seen;  // in the last window collected
+  // The stage each graph node was captured in, by CUPTI's node id: a node made while the loop's
+  // thread (the one that made the tracer) has a stage open gets that stage; a clone
+  // (cudaGraphClone, and every instantiation, whose nodes are the ones a replayed kernel names) its
+  // original's. Written in CUPTI's resource callbacks (at capture and instantiation, never at
+  // replay); read when a window is collected.
+  const StepProfiler& prof;
+  const std::thread::id loop_thread;
+  std::mutex nodes_mutex;  // guards node_stage
+  std::unordered_map<std::uint64_t, std::string> node_stage;
+  bool graph_nodes = false;  // CUPTI's graph-node callbacks are on
   // Declared last: destroyed first, so no callback can reach the members above once they go.
   Registration registration{this};
   detail::CuptiLease subscription;  // CUPTI's one subscriber, shared with DeviceAllocations
@@ -159,10 +176,49 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
   impl->pool.release(buffer);
 }
 
+// CUPTI's graph-node callbacks (detail::set_graph_node_handler): the stage of every node made
+// inside a stage on the loop's thread, carried to its clones. Never throws into CUPTI.
+void graph_node_cb(CUpti_CallbackDomain, CUpti_CallbackId id, const void* data) {
+  KernelTracer::Impl* impl = g_impl.load(std::memory_order_acquire);
+  if (impl == nullptr || data == nullptr) return;
+  const auto* rd = static_cast<const CUpti_ResourceData*>(data);
+  const auto* gd = static_cast<const CUpti_GraphData*>(rd->resourceDescriptor);
+  std::uint64_t node = 0;
+  if (gd == nullptr || gd->node == nullptr || cuptiGetGraphNodeId(gd->node, &node) != CUPTI_SUCCESS)
+    return;
+  try {
+    if (id == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
+      // A clone's node (an instantiation's, a cudaGraphClone's) takes its original's stage in
+      // the CLONED callback, not the stage open when it was made.
+      if (gd->originalNode != nullptr || gd->graphExec != nullptr) return;
+      if (std::this_thread::get_id() != impl->loop_thread || detail::OwnNodes::active()) return;
+      const StageId stage = impl->prof.innermost_stage();
+      if (stage == kNoStage) return;
+      std::string name(impl->prof.stage_name(stage));
+      std::lock_guard<std::mutex> lock(impl->nodes_mutex);
+      impl->node_stage[node] = std::move(name);
+    } else if (id == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
+      std::uint64_t original = 0;
+      if (gd->originalNode == nullptr ||
+          cuptiGetGraphNodeId(gd->originalNode, &original) != CUPTI_SUCCESS)
+        return;
+      std::lock_guard<std::mutex> lock(impl->nodes_mutex);
+      if (const auto it = impl->node_stage.find(original); it != impl->node_stage.end())
+        impl->node_stage[node] = it->second;
+      else
+        impl->node_stage.erase(node);
+    } else if (id == CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING) {
+      std::lock_guard<std::mutex> lock(impl->nodes_mutex);
+      impl->node_stage.erase(node);
+    }
+  } catch (...) {  // out of memory: that node's kernels have no stage
+  }
+}
+
 }  // namespace
 
 KernelTracer::KernelTracer(const StepProfiler& prof, KernelTracerOptions options)
-    : impl_(std::make_unique<Impl>(TimeBase(prof.clock()), options)) {
+    : impl_(std::make_unique<Impl>(prof, TimeBase(prof.clock()), options)) {
   if (cudaGetDevice(&impl_->device) != cudaSuccess) {
     cudaGetLastError();
     impl_->device = 0;
@@ -187,6 +243,12 @@ KernelTracer::KernelTracer(const StepProfiler& prof, KernelTracerOptions options
   // Without marks a window's end waits for the device on the loop's thread (start() says so).
   impl_->marks =
       detail::enable_correlation_marks(impl_->subscription.handle(), true) == CUPTI_SUCCESS;
+  // Graph nodes' stages, from now on (a graph captured before has none): without them the
+  // replayed kernels have no "stage", and nothing else changes.
+  detail::set_graph_node_handler(graph_node_cb);
+  impl_->graph_nodes =
+      detail::enable_graph_nodes(impl_->subscription.handle(), true) == CUPTI_SUCCESS;
+  if (!impl_->graph_nodes) detail::set_graph_node_handler(nullptr);
   // Launches on the thread ids the profiler's CPU stages carry (gettid), as Kineto sets it.
   if (const CUptiResult r = cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
       r != CUPTI_SUCCESS) {
@@ -205,6 +267,10 @@ KernelTracer::~KernelTracer() {
   if (impl_->options.align_clock && impl_->subscription.result() == CUPTI_SUCCESS)
     cuptiActivityRegisterTimestampCallback(nullptr);
   if (impl_->marks) detail::enable_correlation_marks(impl_->subscription.handle(), false);
+  if (impl_->graph_nodes) {
+    detail::enable_graph_nodes(impl_->subscription.handle(), false);
+    detail::set_graph_node_handler(nullptr);
+  }
 }
 
 bool KernelTracer::enabled() const noexcept { return impl_->enabled; }
@@ -327,8 +393,12 @@ std::uint64_t KernelTracer::stop_and_collect(std::vector<Span>& out) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->running = false;
   impl_->stopped = false;
-  impl_->records.to_spans(impl_->options.mode, impl_->window, impl_->offset,
-                          static_cast<std::int64_t>(::getpid()), impl_->device, out);
+  {
+    std::lock_guard<std::mutex> nodes(impl_->nodes_mutex);  // order: mutex, then nodes_mutex
+    impl_->records.to_spans(impl_->options.mode, impl_->window, impl_->offset,
+                            static_cast<std::int64_t>(::getpid()), impl_->device, out,
+                            &impl_->node_stage);
+  }
   impl_->devices_seen = impl_->records.devices(impl_->window);
   impl_->records.clear();
   const std::uint64_t lost = impl_->dropped;

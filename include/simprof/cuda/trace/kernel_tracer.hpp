@@ -20,7 +20,13 @@
 // lost. If CUPTI cannot be used (another profiler such as ncu holds it, or permissions), the tracer
 // switches off with one warning and the simulation runs on unaffected.
 //
-// Kernels of a replayed graph appear one by one, with their graph and node ids. Graph-launch mode
+// Kernels of a replayed graph appear one by one, with their graph and node ids and the stage their
+// node was captured in (args "stage", "graph id", "graph node id"): CUPTI's resource callbacks tell
+// the tracer of every graph node made while the profiler's loop thread (the one that made the
+// tracer) has a stage open, and of every clone of it (cudaGraphClone, and each instantiation,
+// whose nodes are the ones a replayed kernel names); a launch's correlation alone would place the
+// whole graph in the stage that launched it. Graphs captured before the tracer existed, or on
+// another thread, carry no stage; analyze() groups the rest by it. Graph-launch mode
 // writes one span per graph launch instead (its kernels merged); CUPTI's own GRAPH_TRACE activity
 // would record that more cheaply but crashes CUPTI 13.0 (see docs/tracing.md), so the CUPTI cost of
 // both modes is the same here; the trace is smaller.
@@ -66,9 +72,10 @@ struct KernelTracerOptions {
 /// recorded through CUPTI's activity API, as spans on the session's timebase.
 class KernelTracer : public TraceSource {
  public:
-  /// Timestamps on a TimeBase of `prof`'s clock until a session binds its own. One tracer per
-  /// process (CUPTI has one subscriber): a second one throws std::logic_error. Never throws for
-  /// CUPTI being unavailable: see enabled().
+  /// Timestamps on a TimeBase of `prof`'s clock until a session binds its own; `prof` (whose open
+  /// stage tags the graph nodes captured on the calling thread) must outlive the tracer. One
+  /// tracer per process (CUPTI has one subscriber): a second one throws std::logic_error. Never
+  /// throws for CUPTI being unavailable: see enabled().
   explicit KernelTracer(const StepProfiler& prof, KernelTracerOptions options = {});
   ~KernelTracer() override;
   KernelTracer(const KernelTracer&) = delete;
