@@ -154,8 +154,13 @@ class EngineZones {
   void worker_enter(Lane* hot, const char* name) noexcept;  // hot: the thread's lane, or null
   void worker_leave(Lane* hot) noexcept;
   Lane* hot_lane() const noexcept;  // the calling thread's lane when its last zone was here
-  Lane* lane();                     // the calling thread's lane, made on its first zone
-  bool resolve(Node& n) noexcept;   // loop's thread: n.stage from n.path; false when bad
+  // A worker's slow paths, kept out of the repeated zone's code: a name's first sight on the
+  // thread (fills l's slot `slot`; may throw), a stray leave, a zone through the queue.
+  void fill_slot(Lane& l, std::size_t slot, const NodeKey& key);
+  void stray_worker_leave() noexcept;
+  void queue_zone(Lane& l, const WorkerFrame& f, std::int64_t t, bool summed) noexcept;
+  Lane* lane();                    // the calling thread's lane, made on its first zone
+  bool resolve(Node& n) noexcept;  // loop's thread: n.stage from n.path; false when bad
   void say_once(Problem p, const std::string& message) noexcept;
 
   StepProfiler& prof_;
