@@ -311,6 +311,48 @@ def test_device_stage_times_inside_a_torch_cuda_graph():
                 x.add_(1.0)
 
 
+def test_a_torch_graphs_kernels_carry_the_stage_they_were_captured_in(tmp_path):
+    """Replayed, every kernel of a torch.cuda.CUDAGraph has the one cudaGraphLaunch's correlation;
+    captured inside prof.stage(...) while the tracer exists, each also carries its stage."""
+    torch = torch_on_gpu()
+    prof = quiet(n_envs=1024)
+    trace = simprof.TraceSession(prof, active=3, skip_first=1, dir=str(tmp_path))
+    tracer = simprof.KernelTracer(prof, trace, kernels_only=True)
+    if not tracer.enabled:
+        pytest.skip("CUPTI is held by another tool here: " + tracer.reason)
+    x = torch.ones(1024, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        x.mul_(1.0001).add_(1.0)  # torch's warm-up before a capture
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with prof.step(), prof.stage("physics"):  # step 0: captured, not traced (skip_first)
+        with torch.cuda.graph(graph):
+            with prof.stage("physics/forces"):
+                for _ in range(3):
+                    x.mul_(1.0001)
+            with prof.stage("physics/contacts"):
+                for _ in range(2):
+                    x.add_(1.0)
+    for _ in range(3):
+        with prof.step(), prof.stage("physics"):
+            graph.replay()
+    torch.cuda.synchronize()
+    trace.wait()
+    files = trace.files
+    tracer.close()
+    trace.close()
+    assert len(files) == 1
+    with open(files[0], encoding="utf-8") as f:
+        kernels = [e for e in json.load(f)["traceEvents"] if e.get("cat") == "kernel"]
+    stages = {}
+    for e in kernels:
+        assert "graph id" in e["args"] and "graph node id" in e["args"], e
+        stages[e["args"].get("stage")] = stages.get(e["args"].get("stage"), 0) + 1
+    assert stages == {"physics/forces": 9, "physics/contacts": 6}
+
+
 def test_stopwatch_times_a_section_on_the_gpu():
     torch = torch_on_gpu()
     x = torch.zeros(1 << 22, device="cuda")
