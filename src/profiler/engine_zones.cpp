@@ -329,19 +329,28 @@ EngineZones::Lane* EngineZones::lane() {
       return e.lane.get();
     }
   // This thread's first zone of this EngineZones: the one allocation and lock a thread pays.
-  // Zones this thread left open in EngineZones that are gone are forgotten first, while their
-  // lanes are still held here.
-  t_worker_stack.erase(std::remove_if(t_worker_stack.begin(), t_worker_stack.end(),
-                                      [](const WorkerFrame& f) {
-                                        return f.lane->owner_gone.load(std::memory_order_acquire);
-                                      }),
-                       t_worker_stack.end());
+  // The lanes of EngineZones that are gone are taken out (and held here until this returns), then
+  // the zones this thread left open in them are forgotten: decided once, from the same lanes, so
+  // that an EngineZones destroyed meanwhile on its loop's thread cannot free a lane that a frame
+  // still names (and whose address the lane made below could take).
   auto& entries = t_lanes.entries;
-  entries.erase(std::remove_if(entries.begin(), entries.end(),
-                               [](const ThreadLanes::Entry& e) {
-                                 return e.lane->owner_gone.load(std::memory_order_acquire);
-                               }),
-                entries.end());
+  std::vector<std::shared_ptr<Lane>> gone;
+  for (const ThreadLanes::Entry& e : entries)
+    if (e.lane->owner_gone.load(std::memory_order_acquire)) gone.push_back(e.lane);
+  if (!gone.empty()) {
+    const auto is_gone = [&gone](const Lane* l) {
+      for (const auto& g : gone)
+        if (g.get() == l) return true;
+      return false;
+    };
+    t_worker_stack.erase(std::remove_if(t_worker_stack.begin(), t_worker_stack.end(),
+                                        [&](const WorkerFrame& f) { return is_gone(f.lane); }),
+                         t_worker_stack.end());
+    entries.erase(
+        std::remove_if(entries.begin(), entries.end(),
+                       [&](const ThreadLanes::Entry& e) { return is_gone(e.lane.get()); }),
+        entries.end());
+  }
   t_hot = ThreadHot{};  // its lane may have been one of those
   entries.reserve(entries.size() + 1);
   std::shared_ptr<Lane> made;

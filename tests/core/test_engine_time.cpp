@@ -12,6 +12,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -559,66 +560,98 @@ TEST(EngineZones, MadeAfterATraceItSendsWorkerZonesThereAndZeroLongZonesCount) {
   EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/stepSimulation"), 0.0);
 }
 
+// One thread kept for a whole test (one lane in each EngineZones it enters): run(f) runs f there
+// and returns once it has.
+class OneThread {
+ public:
+  OneThread() : thread_([this] { loop(); }) {}
+  ~OneThread() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void run(std::function<void()> f) {
+    std::unique_lock<std::mutex> lock(m_);
+    job_ = std::move(f);
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return !job_; });
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(m_);
+    for (;;) {
+      cv_.wait(lock, [&] { return stop_ || job_; });
+      if (stop_) return;
+      job_();
+      job_ = nullptr;
+      cv_.notify_all();
+    }
+  }
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::function<void()> job_;
+  bool stop_ = false;
+  std::thread thread_;  // last: started once the rest is made
+};
+
 // A worker's lane keeps its own copy of whether spans are wanted: a listener added (or removed)
-// after the thread's first zone changes what its next zone does.
+// after the thread's first zone changes what its next zones do. Queued zones beyond kMaxPending
+// are dropped (counted), so a burst that size says whether the zones went through the queue.
 TEST(EngineZones, AListenerAddedAfterAWorkersFirstZoneGetsItsNextZones) {
   ManualClock mc;
   StepProfiler prof(quiet(), 0, mc.clock());
   EngineZones zones(prof, "physics");
   ZoneCount count;
-  std::mutex m;
-  std::condition_variable cv;
-  int round = 0, done = 0;
-  std::thread worker([&] {  // one thread for the three rounds: one lane
-    for (int r = 1; r <= 3; ++r) {
-      std::unique_lock<std::mutex> lock(m);
-      cv.wait(lock, [&] { return round == r; });
-      zones.enter("stepSimulation");
-      mc.advance_ns(1'000);
-      zones.leave();
-      done = r;
-      cv.notify_all();
-    }
-  });
-  auto run_round = [&](int r) {
+  OneThread worker;
+  const std::size_t burst = EngineZones::kMaxPending + 10;
+  auto zones_in_a_step = [&](std::size_t n) {
     auto step = prof.step();
-    std::unique_lock<std::mutex> lock(m);
-    round = r;
-    cv.notify_all();
-    cv.wait(lock, [&] { return done == r; });
+    worker.run([&] {
+      for (std::size_t i = 0; i < n; ++i) {
+        zones.enter("stepSimulation");
+        mc.advance_ns(1'000);
+        zones.leave();
+      }
+    });
   };
-  run_round(1);  // no listener: summed only
-  EXPECT_EQ(count.zones, 0u);
+  zones_in_a_step(burst);  // no listener: summed only, none queued, so none dropped
+  EXPECT_EQ(zones.dropped(), 0u);
   prof.add_listener(&count);
-  run_round(2);
+  zones_in_a_step(1);
   EXPECT_EQ(count.zones, 1u) << "the zone after the listener came is handed to it";
   EXPECT_EQ(count.ticks, 1'000);
   prof.remove_listener(&count);
-  run_round(3);
+  zones_in_a_step(burst);  // the listener gone: queued no more
+  EXPECT_EQ(zones.dropped(), 0u);
   EXPECT_EQ(count.zones, 1u);
-  EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/stepSimulation"), 1e-6);  // still summed
-  worker.join();
+  EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/stepSimulation"),
+                   static_cast<double>(burst) * 1e-6);  // still summed
 }
 
 // A thread's sum of a path is one word with its ticks modulo 2^48 (the step end takes
-// differences): a run whose total passes 2^48 ns (78 hours) reads each step exactly, and a zone of
-// 2^48 ticks or more (which has no place in the sum) is handed over whole through the queue.
+// differences): on one thread, whose word carries on from step to step, a run whose total passes
+// 2^48 ns (78 hours) several times reads each step exactly, and a zone of 2^48 ticks or more
+// (which has no place in the sum) is handed over whole through the queue.
 TEST(EngineZones, WorkerSumsStayExactPastTwoToThe48Ticks) {
   ManualClock mc;
   StepProfiler prof(quiet(), 0, mc.clock());
   EngineZones zones(prof, "physics");
   constexpr std::int64_t kWrap = std::int64_t{1} << 48;
-  const std::int64_t lengths[] = {kWrap / 2, kWrap / 2 + 7, kWrap - 1, 5, kWrap, 3 * kWrap + 11, 0};
-  std::thread worker;
+  const std::int64_t lengths[] = {kWrap / 2, kWrap / 2 + 7, kWrap - 1, 5, kWrap, 3 * kWrap + 11,
+                                  0,         kWrap - 3,     kWrap / 3, 2};
+  OneThread worker;
   for (const std::int64_t ns : lengths) {
     {
       auto step = prof.step();
-      worker = std::thread([&] {
+      worker.run([&] {
         zones.enter("stepSimulation");
         mc.advance_ns(ns);
         zones.leave();
       });
-      worker.join();
     }
     const auto got = zones.worker_cpu_seconds("physics/stepSimulation");
     ASSERT_TRUE(got.has_value()) << ns << " ns";

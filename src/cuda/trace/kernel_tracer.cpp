@@ -31,6 +31,9 @@ using detail::cupti_error;
 // CUPTI's callbacks are plain functions without a context argument: they reach the one tracer of
 // the process through this pointer, owned by the tracer's Registration.
 std::atomic<KernelTracer::Impl*> g_impl{nullptr};
+// Graph-node callbacks inside the tracer now (they come on any thread that builds a graph): the
+// tracer's destructor clears g_impl, then waits for this to reach zero before its Impl goes.
+std::atomic<int> g_graph_cb_in_flight{0};
 
 }  // namespace
 
@@ -89,7 +92,13 @@ struct KernelTracer::Impl {
   const std::thread::id loop_thread;
   std::mutex nodes_mutex;  // guards node_stage
   std::unordered_map<std::uint64_t, std::string> node_stage;
-  bool graph_nodes = false;  // CUPTI's graph-node callbacks are on
+  std::vector<std::uint64_t> destroyed;  // nodes destroyed since the last collection
+  bool graph_nodes = false;              // CUPTI's graph-node callbacks are on
+
+  void forget_destroyed() noexcept {  // under nodes_mutex
+    for (const std::uint64_t n : destroyed) node_stage.erase(n);
+    destroyed.clear();
+  }
   // Declared last: destroyed first, so no callback can reach the members above once they go.
   Registration registration{this};
   detail::CuptiLease subscription;  // CUPTI's one subscriber, shared with DeviceAllocations
@@ -179,7 +188,11 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
 // CUPTI's graph-node callbacks (detail::set_graph_node_handler): the stage of every node made
 // inside a stage on the loop's thread, carried to its clones. Never throws into CUPTI.
 void graph_node_cb(CUpti_CallbackDomain, CUpti_CallbackId id, const void* data) {
-  KernelTracer::Impl* impl = g_impl.load(std::memory_order_acquire);
+  struct InFlight {  // counted before g_impl is read (seq_cst): see ~KernelTracer
+    InFlight() { g_graph_cb_in_flight.fetch_add(1); }
+    ~InFlight() { g_graph_cb_in_flight.fetch_sub(1); }
+  } in_flight;
+  KernelTracer::Impl* impl = g_impl.load();
   if (impl == nullptr || data == nullptr) return;
   const auto* rd = static_cast<const CUpti_ResourceData*>(data);
   const auto* gd = static_cast<const CUpti_GraphData*>(rd->resourceDescriptor);
@@ -208,8 +221,13 @@ void graph_node_cb(CUpti_CallbackDomain, CUpti_CallbackId id, const void* data) 
       else
         impl->node_stage.erase(node);
     } else if (id == CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING) {
+      // Forgotten after the next window is collected: its kernels may be in a window that a
+      // session's writer thread has yet to collect (ids are never reused). Beyond 65,536
+      // waiting, forgotten now.
       std::lock_guard<std::mutex> lock(impl->nodes_mutex);
-      impl->node_stage.erase(node);
+      if (impl->node_stage.count(node) == 0) return;
+      impl->destroyed.push_back(node);
+      if (impl->destroyed.size() > (std::size_t{1} << 16)) impl->forget_destroyed();
     }
   } catch (...) {  // out of memory: that node's kernels have no stage
   }
@@ -271,6 +289,10 @@ KernelTracer::~KernelTracer() {
     detail::enable_graph_nodes(impl_->subscription.handle(), false);
     detail::set_graph_node_handler(nullptr);
   }
+  // A graph-node callback already running on another thread read g_impl before this store (then
+  // it is counted) or reads null after it: the Impl goes only once none is left inside.
+  g_impl.store(nullptr);
+  while (g_graph_cb_in_flight.load() != 0) std::this_thread::yield();
 }
 
 bool KernelTracer::enabled() const noexcept { return impl_->enabled; }
@@ -398,6 +420,7 @@ std::uint64_t KernelTracer::stop_and_collect(std::vector<Span>& out) {
     impl_->records.to_spans(impl_->options.mode, impl_->window, impl_->offset,
                             static_cast<std::int64_t>(::getpid()), impl_->device, out,
                             &impl_->node_stage);
+    impl_->forget_destroyed();
   }
   impl_->devices_seen = impl_->records.devices(impl_->window);
   impl_->records.clear();

@@ -26,10 +26,11 @@
 // tracer) has a stage open, and of every clone of it (cudaGraphClone, and each instantiation,
 // whose nodes are the ones a replayed kernel names); a launch's correlation alone would place the
 // whole graph in the stage that launched it. Graphs captured before the tracer existed, or on
-// another thread, carry no stage; analyze() groups the rest by it. Graph-launch mode
-// writes one span per graph launch instead (its kernels merged); CUPTI's own GRAPH_TRACE activity
-// would record that more cheaply but crashes CUPTI 13.0 (see docs/tracing.md), so the CUPTI cost of
-// both modes is the same here; the trace is smaller.
+// another thread, carry no stage; an executable updated in place (cudaGraphExecUpdate) keeps the
+// stages of the graph it was instantiated from. analyze() groups the kernels by stage. Graph-launch
+// mode writes one span per graph launch instead (its kernels merged); CUPTI's own GRAPH_TRACE
+// activity would record that more cheaply but crashes CUPTI 13.0 (see docs/tracing.md), so the
+// CUPTI cost of both modes is the same here; the trace is smaller.
 #pragma once
 
 #include <cstdint>
