@@ -117,9 +117,10 @@ class EngineZones {
   // direct-mapped cache in front of the index makes a repeated zone one line and no division.
   struct NodeTable {
     static constexpr std::size_t kSlots = 64;
+    /// One entry of the direct-mapped cache.
     struct Slot {
-      NodeKey key{nullptr, nullptr};
-      Node* node = nullptr;
+      NodeKey key{nullptr, nullptr};  ///< the (parent, name pointer) cached here; null: empty
+      Node* node = nullptr;           ///< its node
     };
     std::deque<Node> nodes;  // deque: pointers stay valid as it grows
     std::unordered_map<NodeKey, Node*, NodeKeyHash> index;
