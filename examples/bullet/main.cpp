@@ -538,8 +538,8 @@ int run_cost(const Args& a) {
     // simprof's own time on the loop's thread per step (the step and stage scopes, the workers'
     // sums read at the step's end), timed in the on blocks: the part of the cost that the pool's
     // threads wait for, and so the part that does not spread over them.
-    std::vector<double> loop_ticks;  // one per on step: its median (a preemption moves a mean)
-    loop_ticks.reserve(static_cast<std::size_t>(a.steps + a.warmup));
+    std::vector<double> loop_steps_s;  // one per on step: its median (a preemption moves a mean)
+    loop_steps_s.reserve(static_cast<std::size_t>(a.steps + a.warmup));
     auto on = [&](int n) {
       btSetCustomEnterProfileZoneFunc(enter_simprof);
       btSetCustomLeaveProfileZoneFunc(leave_simprof);
@@ -555,7 +555,7 @@ int run_cost(const Args& a) {
             step_all(worlds, p);
             t2 = clock.now();
           }
-          loop_ticks.push_back(static_cast<double>(clock.now() - t2 + t1 - t0));
+          loop_steps_s.push_back(clock.seconds(clock.now() - t2 + t1 - t0));
         }
       });
     };
@@ -567,7 +567,7 @@ int run_cost(const Args& a) {
     };
     on(a.warmup);
     off(a.warmup);
-    loop_ticks.clear();
+    loop_steps_s.clear();
     const OnOffCost c =
         measure_on_off(rounds, [&](bool is_on) { return is_on ? on(block) : off(block); });
     hooks.restore();
@@ -575,7 +575,7 @@ int run_cost(const Args& a) {
     // The same cost from the hook's own time: zones x ns, spread over t threads, per step (off).
     const double estimate =
         zones_per_step * (t > 1 ? worker_ns : loop_ns) * 1e-9 / t / (c.off_wall_s / block);
-    const double loop_s = prof.clock().seconds(static_cast<std::int64_t>(median(loop_ticks)));
+    const double loop_s = median(loop_steps_s);
     fmt::print(
         "  {} thread{}: steps/s on {:.1f}, off {:.1f} (medians); cost {:+.2f} % ({}); from the "
         "hook's own time {:.3f} % + on the loop's thread {:.2f} us a step ({:.3f} %); envs/s off "

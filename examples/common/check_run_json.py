@@ -7,8 +7,9 @@
 runs EXE ARGS --json OUT.json (exit 0, or 3: the run's comparison with the engine's own figures
 differed, which a loaded machine can cause and which this check is not about), then checks that
 the file parses, that its provenance names the tool, commit, build, compiler, date, host, CPU,
-the NVIDIA driver (null where none is loaded) and the command that was run, and that its stage rows hold STAGE with a positive mean and every row's
-times in order (p50 <= p95 <= p99, none negative). Prints "json ok" when all hold; exits 1 naming what does not."""
+the NVIDIA driver (null where none is loaded) and the command that was run, and that its stage
+rows hold STAGE with a positive mean and every row's times in order (p50 <= p95 <= p99, none
+negative). Prints "json ok" when all hold; exits 1 naming what does not."""
 import json
 import math
 import subprocess

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "run_json.hpp"
 
-#include "simprof/base/io.hpp"
-
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +12,8 @@
 #include <thread>
 
 #include <fmt/format.h>
+
+#include "simprof/base/io.hpp"
 
 #ifndef SIMPROF_GIT_COMMIT
 #define SIMPROF_GIT_COMMIT "unknown"

@@ -591,10 +591,9 @@ bool compare_testspeed(const std::vector<Testspeed>& ts, const std::vector<RunRe
 
 // --- cost: simprof on vs off, interleaved -----------------------------------------------------
 
-// The cost, and in `loop_ticks` simprof's own time on the loop's thread in each on step (ticks of
-// `ticks_per_s`).
+// The cost, and in `loop_s` simprof's own time on the loop's thread in each on step, seconds.
 simprof::examples::OnOffCost measure_cost(const Args& args, const mjModel* m, int threads,
-                                          std::vector<double>& loop_ticks, double& ticks_per_s) {
+                                          std::vector<double>& loop_s) {
   simprof::ProfilingOptions options = simprof::ProfilingOptions::from_env();
   options.show_fps = false;
   options.stats_window = static_cast<std::size_t>(args.cost_steps);
@@ -604,9 +603,9 @@ simprof::examples::OnOffCost measure_cost(const Args& args, const mjModel* m, in
   const PhaseStages phases(prof);
   int i = 0;
   const simprof::Clock& clock = prof.clock();
-  loop_ticks.clear();
-  loop_ticks.reserve(static_cast<std::size_t>(args.cost_rounds + 1) *
-                     static_cast<std::size_t>(args.cost_steps));
+  loop_s.clear();
+  loop_s.reserve(static_cast<std::size_t>(args.cost_rounds + 1) *
+                 static_cast<std::size_t>(args.cost_steps));
   auto timed = [&](bool on) {
     return simprof::examples::time_run([&] {
       for (int k = 0; k < args.cost_steps; ++k, ++i) {
@@ -622,17 +621,16 @@ simprof::examples::OnOffCost measure_cost(const Args& args, const mjModel* m, in
             t2 = clock.now();
             phases.record(prof, batch);
           }
-          loop_ticks.push_back(static_cast<double>(clock.now() - t2 + t1 - t0));
+          loop_s.push_back(clock.seconds(clock.now() - t2 + t1 - t0));
         } else {
           batch.step(i, false);
         }
       }
     });
   };
-  ticks_per_s = clock.ticks_per_second();
   timed(true);  // warm-up: first touches, stage registration
   timed(false);
-  loop_ticks.clear();
+  loop_s.clear();
   return simprof::examples::measure_on_off(args.cost_rounds, timed);
 }
 
@@ -649,11 +647,10 @@ int run_cost(const Args& args, const mjModel* m) {
   bool ok = true;
   double base = 0;
   for (const int t : counts) {
-    std::vector<double> loop_ticks;
-    double ticks_per_s = 1;
-    const simprof::examples::OnOffCost c = measure_cost(args, m, t, loop_ticks, ticks_per_s);
+    std::vector<double> loop_steps_s;
+    const simprof::examples::OnOffCost c = measure_cost(args, m, t, loop_steps_s);
     const double off_rate = args.n_envs * args.cost_steps / c.off_wall_s;
-    const double loop_s = median(loop_ticks) / ticks_per_s;  // the median on step's
+    const double loop_s = median(loop_steps_s);  // the median on step's
     const double off_step_s = c.off_wall_s / args.cost_steps;
     if (t == 1) base = off_rate;
     ok = ok && c.resolved(1.0) && c.cost_pct <= 1.0;

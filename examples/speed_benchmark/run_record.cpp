@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "run_record.hpp"
 
-#include "simprof/base/io.hpp"
-
 #include "run_json.hpp"
 
 #include <fstream>
@@ -152,7 +150,7 @@ void JsonReport::write() {
     prov["gpu"] = {{"name", gpu_->name},
                    {"compute_capability", fmt::format("{}.{}", gpu_->compute_capability / 10,
                                                       gpu_->compute_capability % 10)},
-                   {"driver_version", nvidia_driver_version()},        // "580.159.04"
+                   {"driver_version", prov.at("nvidia_driver")},       // "580.159.04", read once
                    {"cuda_driver_api_version", gpu_->driver_version},  // 13000: CUDA 13.0
                    {"runtime_version", gpu_->runtime_version},
                    {"sm_clock_mhz_at_start", number(gpu_->sm_clock_mhz)},

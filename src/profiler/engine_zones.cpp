@@ -38,19 +38,6 @@ struct EngineZones::WorkerFrame {
 
 namespace {
 constexpr std::uint32_t kNoSum = ~std::uint32_t{0};
-
-// Asks for the cache lines of [p, p + bytes) without waiting for them (a hint: nothing elsewhere).
-void prefetch(const void* p, std::size_t bytes) noexcept {
-#if defined(__GNUC__) || defined(__clang__)
-  if (bytes == 0) return;
-  const char* c = static_cast<const char*>(p);
-  for (std::size_t off = 0; off < bytes; off += 64) __builtin_prefetch(c + off);
-  __builtin_prefetch(c + bytes - 1);  // the last line, where the range is not line-aligned
-#else
-  (void)p;
-  (void)bytes;
-#endif
-}
 }  // namespace
 
 // One worker thread's hand-over to one EngineZones, with one writer (the thread) and one reader
@@ -487,14 +474,6 @@ void EngineZones::step_ending(std::int64_t t) noexcept {
     for (const auto& l : lanes_) draining_.push_back(l.get());
   }
   ++cpu_serial_;
-  // The workers' sums were last written on their cores: every line of them misses here, on the
-  // pool's critical path. Asked for all at once first, the misses overlap instead of following
-  // one another through the loop below (8 lanes x 33 paths: about 8 us a step down to a few).
-  for (const Lane* l : draining_) {
-    const std::uint32_t n = l->n_sums.load(std::memory_order_acquire);
-    prefetch(&l->sums[0], n * sizeof(l->sums[0]));
-    prefetch(&l->taken[0], n * sizeof(l->taken[0]));
-  }
   bool gone = false;
   for (Lane* l : draining_) {
     gone = gone || l->thread_gone.load(std::memory_order_acquire);

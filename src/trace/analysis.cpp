@@ -75,9 +75,10 @@ TraceAnalysis analyze(const Trace& trace, double graph_node_us) {
   for (const auto* k : kernels) {
     const double us = static_cast<double>(k->duration_ns()) * 1e-3;
     add(by_name[k->name], k->name, us);
-    const std::string& stage = k->or_empty<KernelPayload>().stage;
     static const std::string kNone = "(no stage)";
-    add(by_stage[stage.empty() ? kNone : stage], stage.empty() ? kNone : stage, us);
+    const std::string& stage = k->or_empty<KernelPayload>().stage;
+    const std::string& key = stage.empty() ? kNone : stage;
+    add(by_stage[key], key, us);
     staged = staged || !stage.empty();
     all += us;
   }
