@@ -23,6 +23,7 @@
 #include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/cuda/runtime/error.hpp"
 #include "simprof/cuda/runtime/stream.hpp"
+#include "simprof/cuda/timing/kernel_timer.hpp"
 #include "simprof/cuda/timing/stage_timer.hpp"
 #include "simprof/cuda/timing/step_pacer.hpp"
 #include "simprof/cuda/timing/stopwatch.hpp"

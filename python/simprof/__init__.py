@@ -14,12 +14,13 @@ Errors from simprof (alpha 1.5, a stage outside a step, an unknown stage) raise 
 subclasses (also ValueError or RuntimeError) carrying simprof's message.
 
 On a GPU, simprof.cuda gives the GPU's own numbers: StepPacer (the FPS line on the GPU clock),
-DeviceStageTimer (stage times on the device, torch.cuda.CUDAGraph replays included), Stopwatch.
+DeviceStageTimer (stage times on the device, torch.cuda.CUDAGraph replays included),
+GraphKernelTimer (every kernel of a replayed graph, without CUPTI), Stopwatch.
 
 Every public name is here; the modules behind them: core (StepProfiler, ManualClock, RunningMean,
 version), timers (TimerStats), trace (TraceSession, KernelTracer), memory (MemoryTracker),
 distributed (collective, ProcessGroup), cuda (has_cuda, stream_handle, StepPacer,
-DeviceStageTimer, StampedGraph, Stopwatch, NvtxRanges), errors (Error and its subclasses), and
+DeviceStageTimer, GraphKernelTimer, StampedGraph, Stopwatch, NvtxRanges), errors (Error and its subclasses), and
 _lib (loading libsimprof_c.so, the C prototypes; private).
 """
 from .errors import CudaError, Error, InvalidArgument, LogicError, Unavailable
@@ -29,13 +30,14 @@ from .trace import KernelTracer, TraceSession
 from .memory import MemoryTracker
 from .distributed import ProcessGroup, collective
 from . import cuda
-from .cuda import (DeviceStageTimer, NvtxRanges, StampedGraph, StepPacer, Stopwatch, has_cuda,
-                   stream_handle)
+from .cuda import (DeviceStageTimer, GraphKernelTimer, NvtxRanges, StampedGraph, StepPacer,
+                   Stopwatch, has_cuda, stream_handle)
 
 __all__ = [
     "Error", "InvalidArgument", "LogicError", "CudaError", "Unavailable",
     "StepProfiler", "ManualClock", "RunningMean", "TimerStats", "TraceSession", "KernelTracer",
     "MemoryTracker", "ProcessGroup", "collective",
-    "NvtxRanges", "StepPacer", "DeviceStageTimer", "StampedGraph", "Stopwatch", "stream_handle",
+    "NvtxRanges", "StepPacer", "DeviceStageTimer", "GraphKernelTimer", "StampedGraph", "Stopwatch",
+    "stream_handle",
     "has_cuda", "version",
 ]

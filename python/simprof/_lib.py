@@ -110,6 +110,16 @@ for _n, _a in [
     ("simprof_stage_timer_capture_end", [vp]),
     ("simprof_stamped_graph_new", [vp, vp, ctypes.POINTER(vp)]),
     ("simprof_stamped_graph_launch", [vp, vp, ctypes.POINTER(cint)]),
+    ("simprof_kernel_timer_new", [vp, vp, cint, cint, size, size, ctypes.POINTER(vp)]),
+    ("simprof_kernel_timer_poll", [vp]),
+    ("simprof_kernel_timer_synchronize", [vp]),
+    ("simprof_kernel_timer_capture_begin", [vp, vp]),
+    ("simprof_kernel_timer_capture_end", [vp]),
+    ("simprof_kernel_timer_stamp", [vp, vp, ctypes.POINTER(vp)]),
+    ("simprof_kernel_timer_nodes_count", [vp, ctypes.POINTER(size)]),
+    ("simprof_kernel_timer_node", [vp, size, vp]),
+    ("simprof_kernel_timer_counters_get", [vp, vp]),
+    ("simprof_kernel_table", [vp, size, ctypes.c_char_p, size, ctypes.POINTER(size)]),
     ("simprof_stopwatch_new", [vp, cint, cint, ctypes.POINTER(vp)]),
     ("simprof_stopwatch_start", [vp]),
     ("simprof_stopwatch_stop", [vp]),
@@ -126,6 +136,7 @@ for _n in ("simprof_options_free", "simprof_profiler_free", "simprof_manual_cloc
            "simprof_running_mean_free", "simprof_timer_stats_free", "simprof_trace_free",
            "simprof_kernel_tracer_free", "simprof_nvtx_free", "simprof_collective_end",
            "simprof_step_pacer_free", "simprof_stage_timer_free", "simprof_stamped_graph_free",
+           "simprof_kernel_timer_free",
            "simprof_stopwatch_free", "simprof_memory_tracker_free"):
     _sig(_n, None, vp)
 _sig("simprof_steps", u64, vp)
@@ -155,6 +166,19 @@ class DeviceStepsC(ctypes.Structure):
     """simprof_device_steps."""
     _fields_ = [("steps", u64), ("completed", u64), ("missed", u64), ("periods", u64),
                 ("mean_step_s", dbl), ("mean_period_s", dbl)]
+
+
+class KernelNodeC(ctypes.Structure):
+    """simprof_kernel_node."""
+    _fields_ = [("name", cstr), ("stage", cstr), ("kernel", cint), ("graph_id", u64),
+                ("node_id", u64), ("copy", ctypes.c_uint32), ("index", ctypes.c_uint32),
+                ("count", u64), ("mean_s", dbl), ("min_s", dbl), ("max_s", dbl)]
+
+
+class KernelTimerCountersC(ctypes.Structure):
+    """simprof_kernel_timer_counters."""
+    _fields_ = [("replays", u64), ("missed", u64), ("dropped", u64), ("unstamped", u64),
+                ("hop_ns", dbl)]
 
 
 class AllocCountsC(ctypes.Structure):

@@ -17,15 +17,15 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import sys
-from typing import Any, Callable, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
-from ._lib import (DeviceStepsC, Handle, PacerCounters, check, cint, cstr, dbl, fields, lib, new,
-                   size, text)
+from ._lib import (DeviceStepsC, Handle, KernelNodeC, KernelTimerCountersC, PacerCounters, check,
+                   cint, cstr, dbl, fields, lib, new, size, text)
 from .core import StepProfiler
 from .errors import InvalidArgument
 
 __all__ = ["has_cuda", "stream_handle", "NvtxRanges", "StepPacer", "DeviceStageTimer",
-           "StampedGraph", "Stopwatch"]
+           "GraphKernelTimer", "StampedGraph", "Stopwatch"]
 
 _MAX_HANDLE = 1 << 64
 
@@ -146,14 +146,15 @@ class StepPacer(Handle):
 
 
 class StampedGraph(Handle):
-    """A DeviceStageTimer's stamped copy of a graph another framework captured: launch() runs it on
-    the steps the timer samples and returns True; on the others it returns False and the caller
-    replays its own graph. Made by DeviceStageTimer.capture() (torch) or stamp() (any framework)."""
+    """A timer's stamped copy of a graph another framework captured (DeviceStageTimer's stamps at
+    the stage boundaries, GraphKernelTimer's after every node): launch() runs it on the steps the
+    timer samples and returns True; on the others it returns False and the caller replays its own
+    graph. Made by the timer's capture() (torch) or stamp() (any framework)."""
 
     _free = lib.simprof_stamped_graph_free
 
-    def __init__(self, timer: "DeviceStageTimer", graph_handle: int, keep: Any = None):
-        super().__init__(new(lib.simprof_stamped_graph_new, timer._h, int(graph_handle)), timer)
+    def __init__(self, timer: "_StampingTimer", graph_handle: int, keep: Any = None):
+        super().__init__(new(timer._stamp_fn, timer._h, int(graph_handle)), timer)
         self._keep = keep  # the framework's graph: its memory is the copy's memory
         self._launched = cint()
 
@@ -173,7 +174,73 @@ class StampedGraph(Handle):
         return int(lib.simprof_stamped_graph_launches(self._h))
 
 
-class DeviceStageTimer(Handle):
+class _StampingTimer(Handle):
+    """What DeviceStageTimer and GraphKernelTimer share: a graph another framework captures,
+    noted while it is captured and given the timer's stamped copy (StampedGraph)."""
+
+    _capture_begin: Any
+    _capture_end: Any
+    _stamp_fn: Any
+    stream: int
+
+    @contextlib.contextmanager
+    def capturing(self, stream: Any = None) -> Iterator[None]:
+        """Inside a framework's capture (Warp's ScopedCapture, CuPy's stream.begin_capture()):
+        the stage boundaries until the block ends are noted for a stamped copy; then stamp() the
+        captured graph. `stream`: the stream being captured (None: the framework's current)."""
+        check(type(self)._capture_begin(self._h, stream_handle(stream)))
+        try:
+            yield
+        finally:
+            check(type(self)._capture_end(self._h))
+
+    def stamp(self, graph_handle: int, keep: Any = None) -> StampedGraph:
+        """The stamped copy of a captured cudaGraph_t (an int; not changed, not owned), made
+        right after a capturing() block. `keep`: an object to keep alive as long as the copy
+        (the framework's graph, whose memory the copy uses)."""
+        return StampedGraph(self, graph_handle, keep)
+
+    def _attr(self) -> str:
+        return "_simprof_stamped_" + type(self).__name__
+
+    @contextlib.contextmanager
+    def capture(self, graph: Any, **graph_kwargs: Any) -> Iterator[Any]:
+        """`with torch.cuda.graph(graph, **graph_kwargs):` with the stages inside noted; on exit
+        the graph (made with torch.cuda.CUDAGraph(keep_graph=True)) gets a stamped copy that
+        replay() launches on sampled steps. Open it inside a step (stages need one)."""
+        import torch
+        who = type(self).__name__
+        if not getattr(graph, "raw_cuda_graph", None):
+            raise InvalidArgument("simprof: %s.capture(%r): expected a torch.cuda.CUDAGraph of "
+                                  "torch >= 2.7 (raw_cuda_graph())" % (who, graph))
+        with torch.cuda.graph(graph, **graph_kwargs):
+            with self.capturing(torch.cuda.current_stream()):
+                yield graph
+        try:
+            raw = graph.raw_cuda_graph()
+        except RuntimeError as e:
+            raise InvalidArgument("simprof: %s.capture: torch kept no graph (%s): make it with "
+                                  "torch.cuda.CUDAGraph(keep_graph=True)" % (who, e)) from e
+        old = getattr(graph, self._attr(), None)
+        if old is not None:
+            old.close()
+        setattr(graph, self._attr(), self.stamp(raw, keep=graph))
+
+    def replay(self, graph: Any) -> bool:
+        """One step of a graph capture() stamped: its stamped copy on the timer's stream when
+        the step is sampled (True), else graph.replay() (False) on the caller's current stream,
+        which must be the timer's."""
+        stamped = getattr(graph, self._attr(), None)
+        if stamped is None or stamped._parents[0] is not self:
+            raise InvalidArgument("simprof: %s.replay(%r): the graph was not captured with this "
+                                  "timer's capture()" % (type(self).__name__, graph))
+        if stamped.launch(self.stream):
+            return True
+        graph.replay()
+        return False
+
+
+class DeviceStageTimer(_StampingTimer):
     """Stage times on the GPU's clock for the stages a loop opens with `with prof.stage(...)`.
 
     On one step in `sample_every`, every stage boundary is stamped with the GPU's global timer:
@@ -192,6 +259,9 @@ class DeviceStageTimer(Handle):
     GPU's and the FPS line reads the GPU clock. Read results after synchronize()."""
 
     _free = lib.simprof_stage_timer_free
+    _capture_begin = lib.simprof_stage_timer_capture_begin
+    _capture_end = lib.simprof_stage_timer_capture_end
+    _stamp_fn = lib.simprof_stamped_graph_new
 
     def __init__(self, prof: StepProfiler, stream: Any = None, sample_every: int = 16,
                  max_in_flight: int = 2, ring: Optional[int] = None,
@@ -269,59 +339,84 @@ class DeviceStageTimer(Handle):
         """Stage readings left out because their stamps ran out of order."""
         return int(lib.simprof_stage_timer_unpaired(self._h))
 
-    # --- graphs another framework captures -----------------------------------------------------
-    @contextlib.contextmanager
-    def capturing(self, stream: Any = None) -> Iterator[None]:
-        """Inside a framework's capture (Warp's ScopedCapture, CuPy's stream.begin_capture()):
-        the stage boundaries until the block ends are noted for a stamped copy; then stamp() the
-        captured graph. `stream`: the stream being captured (None: the framework's current)."""
-        check(lib.simprof_stage_timer_capture_begin(self._h, stream_handle(stream)))
-        try:
-            yield
-        finally:
-            check(lib.simprof_stage_timer_capture_end(self._h))
+class GraphKernelTimer(_StampingTimer):
+    """Every node of a replayed graph on the GPU's clock, without CUPTI.
 
-    def stamp(self, graph_handle: int, keep: Any = None) -> StampedGraph:
-        """The stamped copy of a captured cudaGraph_t (an int; not changed, not owned), made
-        right after a capturing() block. `keep`: an object to keep alive as long as the copy
-        (the framework's graph, whose memory the copy uses)."""
-        return StampedGraph(self, graph_handle, keep)
+    On the steps whose index modulo sample_every is sample_offset (1 step in 128, index 8 mod 128,
+    by default), a
+    copy of the graph with a one-thread stamp kernel after every node (in the chain: the node's
+    dependents wait for its stamp) is launched instead of the graph; every other step replays the
+    graph as captured. A node's device time is its stamp minus its predecessors' latest stamp,
+    less one stamp's own cost (hop_ns, measured in each stamped replay). The copy runs on the
+    timer's stream (`stream`, given when it is made): replay there. Each kernel is named by its function and placed in the
+    stage that was open when it was captured. For torch.cuda.CUDAGraph:
 
-    @contextlib.contextmanager
-    def capture(self, graph: Any, **graph_kwargs: Any) -> Iterator[Any]:
-        """`with torch.cuda.graph(graph, **graph_kwargs):` with the stages inside noted; on exit
-        the graph (made with torch.cuda.CUDAGraph(keep_graph=True)) gets a stamped copy that
-        replay() launches on sampled steps. Open it inside a step (stages need one)."""
-        import torch
-        if not getattr(graph, "raw_cuda_graph", None):
-            raise InvalidArgument("simprof: DeviceStageTimer.capture(%r): expected a "
-                                  "torch.cuda.CUDAGraph of torch >= 2.7 (raw_cuda_graph())"
-                                  % (graph,))
-        with torch.cuda.graph(graph, **graph_kwargs):
-            with self.capturing(torch.cuda.current_stream()):
-                yield graph
-        try:
-            raw = graph.raw_cuda_graph()
-        except RuntimeError as e:
-            raise InvalidArgument("simprof: DeviceStageTimer.capture: torch kept no graph (%s): "
-                                  "make it with torch.cuda.CUDAGraph(keep_graph=True)" % e) from e
-        old = getattr(graph, "_simprof_stamped", None)
-        if old is not None:
-            old.close()
-        graph._simprof_stamped = self.stamp(raw, keep=graph)
+        g = torch.cuda.CUDAGraph(keep_graph=True)
+        with prof.step(), kernels.capture(g):
+            with prof.stage("physics"): ...
+        for i in range(n):
+            with prof.step():
+                kernels.replay(g)             # the stamped copy when sampled, else g.replay()
+        kernels.synchronize()
+        print(kernels.kernel_table())
 
-    def replay(self, graph: Any) -> bool:
-        """One step of a graph capture() stamped: its stamped copy on the timer's stream when
-        the step is sampled (True), else graph.replay() (False) on the caller's current stream,
-        which must be the timer's."""
-        stamped = getattr(graph, "_simprof_stamped", None)
-        if stamped is None or stamped._parents[0] is not self:
-            raise InvalidArgument("simprof: DeviceStageTimer.replay(%r): the graph was not "
-                                  "captured with this timer's capture()" % (graph,))
-        if stamped.launch(self.stream):
-            return True
-        graph.replay()
-        return False
+    It works while another tool (torch.profiler, Nsight Systems) holds CUPTI."""
+
+    _free = lib.simprof_kernel_timer_free
+    _capture_begin = lib.simprof_kernel_timer_capture_begin
+    _capture_end = lib.simprof_kernel_timer_capture_end
+    _stamp_fn = lib.simprof_kernel_timer_stamp
+
+    def __init__(self, prof: StepProfiler, stream: Any = None, sample_every: int = 128,
+                 sample_offset: int = -1, ring: Optional[int] = None,
+                 max_stamps: Optional[int] = None):
+        handle = stream_handle(stream)
+        for name, value in (("ring", ring), ("max_stamps", max_stamps)):
+            if value is not None and int(value) < 1:
+                raise InvalidArgument("simprof: GraphKernelTimer %s = %r (expected >= 1, or None "
+                                      "for the default)" % (name, value))
+        super().__init__(new(lib.simprof_kernel_timer_new, prof._h, handle, int(sample_every),
+                             int(sample_offset), 0 if ring is None else int(ring),
+                             0 if max_stamps is None else int(max_stamps)), prof)
+        self.stream, self._stream_obj = handle, stream
+
+    def poll(self) -> None:
+        """Reads the sampled replays whose stamps are in, without waiting."""
+        check(lib.simprof_kernel_timer_poll(self._h))
+
+    def synchronize(self) -> None:
+        """Waits for the sampled replays in flight and reads them."""
+        check(lib.simprof_kernel_timer_synchronize(self._h))
+
+    def nodes(self) -> List[Dict[str, Any]]:
+        """Every stamped node, copy by copy in node order: name, stage ("" when none), kernel
+        (False for memsets, copies, ...), graph_id and node_id (CUPTI's), copy, index, count
+        (sampled replays that timed it), mean_s, min_s, max_s."""
+        n = size()
+        check(lib.simprof_kernel_timer_nodes_count(self._h, ctypes.byref(n)))
+        out = []
+        node = KernelNodeC()
+        for i in range(n.value):
+            check(lib.simprof_kernel_timer_node(self._h, i, ctypes.byref(node)))
+            d = fields(node)
+            d["name"], d["stage"] = node.name.decode(), node.stage.decode()
+            d["kernel"] = bool(node.kernel)
+            out.append(d)
+        return out
+
+    def counters(self) -> Dict[str, float]:
+        """replays (read), missed (sampled steps that ran no stamped copy), dropped (replays left
+        out: a stamp that did not run, or the ring full), unstamped (graphs given no copy),
+        hop_ns (what one stamp adds to a chain, taken off every reading)."""
+        c = KernelTimerCountersC()
+        check(lib.simprof_kernel_timer_counters_get(self._h, ctypes.byref(c)))
+        return fields(c)
+
+    def kernel_table(self, top: int = 10) -> str:
+        """The kernels by stage: mean, min, max device microseconds per sampled replay, share."""
+        if int(top) < 1:
+            raise InvalidArgument("simprof: kernel_table(top=%r) (expected >= 1)" % (top,))
+        return text(lib.simprof_kernel_table, self._h, int(top))
 
 
 class Stopwatch(Handle):

@@ -19,6 +19,7 @@
 #include "simprof/cuda/memory/device_allocations.hpp"
 #include "simprof/cuda/runtime/error.hpp"
 #include "simprof/cuda/runtime/stream.hpp"
+#include "simprof/cuda/timing/kernel_timer.hpp"
 #include "simprof/cuda/timing/stage_timer.hpp"
 #include "simprof/cuda/timing/step_pacer.hpp"
 #include "simprof/cuda/timing/stopwatch.hpp"
@@ -95,6 +96,14 @@ struct simprof_stage_timer {
 struct simprof_stamped_graph {
   simprof::cuda::InstrumentedGraph graph;
 };
+struct simprof_kernel_timer {
+  simprof::cuda::GraphKernelTimer timer;
+  std::optional<simprof::cuda::ForeignCapture> capture;  // a framework's capture being noted
+  std::vector<simprof::cuda::KernelNodeTime> nodes;      // the latest nodes_count
+  simprof_kernel_timer(simprof::StepProfiler& p, cudaStream_t s,
+                       const simprof::cuda::GraphKernelTimerOptions& o)
+      : timer(p, s, o) {}
+};
 struct simprof_stopwatch {
   simprof::cuda::Stopwatch watch;
 };
@@ -108,6 +117,42 @@ struct simprof_memory_tracker {
                          const simprof::MemoryOptions& o)
       : device(std::move(d)), tracker(p, device.get(), nullptr, o) {}
 };
+
+namespace {
+
+// A framework's capture noted for a tool (the stage timer's, the kernel timer's), and the tool's
+// stamped copy of the graph it produced.
+template <class T>
+simprof_status capture_begin(T* t, const char* who, void* capture_stream) {
+  return guarded([&] {
+    if (t->capture)
+      throw std::logic_error(
+          fmt::format("simprof: {}: a capture is already being noted (end it first)", who));
+    // No checked_stream() here: CUDA refuses cudaStreamGetDevice while a stream captures in
+    // global mode (and invalidates the capture); ForeignCapture asks cudaStreamIsCapturing.
+    t->capture.emplace(t->timer.instrumentation(), static_cast<cudaStream_t>(capture_stream));
+  });
+}
+
+template <class T>
+simprof_status capture_end(T* t, const char* who) {
+  if (!t->capture)
+    return fail(SIMPROF_LOGIC_ERROR,
+                fmt::format("simprof: {}: capture_end without capture_begin", who));
+  t->capture.reset();
+  return SIMPROF_OK;
+}
+
+template <class T>
+simprof_status stamped_copy(T* t, void* graph, simprof_stamped_graph** out) {
+  *out = nullptr;
+  return guarded([&] {
+    *out = new simprof_stamped_graph{simprof::cuda::InstrumentedGraph(
+        t->timer.instrumentation(), static_cast<cudaGraph_t>(graph))};
+  });
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -297,34 +342,19 @@ simprof_status simprof_device_stage_table(const simprof_profiler* p, const simpr
 
 simprof_status simprof_stage_timer_capture_begin(simprof_stage_timer* t, void* capture_stream) {
   SIMPROF_C_REQUIRE(t, "stage timer");
-  return guarded([&] {
-    if (t->capture)
-      throw std::logic_error(
-          "simprof: DeviceStageTimer: a capture is already being noted (end it first)");
-    // No checked_stream() here: CUDA refuses cudaStreamGetDevice while a stream captures in
-    // global mode (and invalidates the capture); ForeignCapture asks cudaStreamIsCapturing.
-    t->capture.emplace(t->timer.instrumentation(), static_cast<cudaStream_t>(capture_stream));
-  });
+  return capture_begin(t, "DeviceStageTimer", capture_stream);
 }
 
 simprof_status simprof_stage_timer_capture_end(simprof_stage_timer* t) {
   SIMPROF_C_REQUIRE(t, "stage timer");
-  if (!t->capture)
-    return fail(SIMPROF_LOGIC_ERROR,
-                "simprof: DeviceStageTimer: capture_end without capture_begin");
-  t->capture.reset();
-  return SIMPROF_OK;
+  return capture_end(t, "DeviceStageTimer");
 }
 
 simprof_status simprof_stamped_graph_new(simprof_stage_timer* t, void* graph,
                                          simprof_stamped_graph** out) {
   SIMPROF_C_REQUIRE(t, "stage timer");
   SIMPROF_C_REQUIRE(out, "out");
-  *out = nullptr;
-  return guarded([&] {
-    *out = new simprof_stamped_graph{simprof::cuda::InstrumentedGraph(
-        t->timer.instrumentation(), static_cast<cudaGraph_t>(graph))};
-  });
+  return stamped_copy(t, graph, out);
 }
 
 void simprof_stamped_graph_free(simprof_stamped_graph* graph) { delete graph; }
@@ -342,6 +372,97 @@ int simprof_stamped_graph_instrumented(const simprof_stamped_graph* g) {
 
 uint64_t simprof_stamped_graph_launches(const simprof_stamped_graph* g) {
   return g ? g->graph.launches() : 0;
+}
+
+// --- the graph kernel timer ----------------------------------------------------------------------
+
+simprof_status simprof_kernel_timer_new(simprof_profiler* p, void* stream, int sample_every,
+                                        int sample_offset, size_t ring, size_t max_stamps,
+                                        simprof_kernel_timer** out) {
+  SIMPROF_C_REQUIRE(p, "profiler");
+  SIMPROF_C_REQUIRE(out, "out");
+  *out = nullptr;
+  return guarded([&] {
+    simprof::cuda::GraphKernelTimerOptions o;
+    o.sample_every = sample_every;
+    o.sample_offset = sample_offset;
+    if (ring != 0) o.ring = ring;
+    if (max_stamps != 0) o.max_stamps = max_stamps;
+    *out = new simprof_kernel_timer(p->prof, checked_stream(stream, "GraphKernelTimer"), o);
+  });
+}
+
+void simprof_kernel_timer_free(simprof_kernel_timer* timer) { delete timer; }
+
+simprof_status simprof_kernel_timer_poll(simprof_kernel_timer* t) {
+  SIMPROF_C_REQUIRE(t, "kernel timer");
+  t->timer.poll();
+  return SIMPROF_OK;
+}
+
+simprof_status simprof_kernel_timer_synchronize(simprof_kernel_timer* t) {
+  SIMPROF_C_REQUIRE(t, "kernel timer");
+  return guarded([&] { t->timer.synchronize(); });
+}
+
+simprof_status simprof_kernel_timer_capture_begin(simprof_kernel_timer* t, void* capture_stream) {
+  SIMPROF_C_REQUIRE(t, "kernel timer");
+  return capture_begin(t, "GraphKernelTimer", capture_stream);
+}
+
+simprof_status simprof_kernel_timer_capture_end(simprof_kernel_timer* t) {
+  SIMPROF_C_REQUIRE(t, "kernel timer");
+  return capture_end(t, "GraphKernelTimer");
+}
+
+simprof_status simprof_kernel_timer_stamp(simprof_kernel_timer* t, void* graph,
+                                          simprof_stamped_graph** out) {
+  SIMPROF_C_REQUIRE(t, "kernel timer");
+  SIMPROF_C_REQUIRE(out, "out");
+  return stamped_copy(t, graph, out);
+}
+
+simprof_status simprof_kernel_timer_nodes_count(simprof_kernel_timer* t, size_t* count) {
+  SIMPROF_C_REQUIRE(t, "kernel timer");
+  SIMPROF_C_REQUIRE(count, "count");
+  return guarded([&] {
+    t->nodes = t->timer.nodes();
+    *count = t->nodes.size();
+  });
+}
+
+simprof_status simprof_kernel_timer_node(const simprof_kernel_timer* t, size_t index,
+                                         simprof_kernel_node* out) {
+  SIMPROF_C_REQUIRE(t, "kernel timer");
+  SIMPROF_C_REQUIRE(out, "out");
+  if (index >= t->nodes.size())
+    return fail(SIMPROF_INVALID_ARGUMENT, fmt::format("simprof: kernel timer node {} of {} (call "
+                                                      "simprof_kernel_timer_nodes_count first)",
+                                                      index, t->nodes.size())
+                                              .c_str());
+  const simprof::cuda::KernelNodeTime& k = t->nodes[index];
+  *out = simprof_kernel_node{k.name.c_str(),   k.stage_name.c_str(),
+                             k.kernel ? 1 : 0, k.graph_id,
+                             k.node_id,        k.copy,
+                             k.index,          k.count,
+                             k.mean_s,         k.min_s,
+                             k.max_s};
+  return SIMPROF_OK;
+}
+
+simprof_status simprof_kernel_timer_counters_get(const simprof_kernel_timer* t,
+                                                 simprof_kernel_timer_counters* out) {
+  SIMPROF_C_REQUIRE(t, "kernel timer");
+  SIMPROF_C_REQUIRE(out, "out");
+  *out = simprof_kernel_timer_counters{t->timer.replays(), t->timer.missed(), t->timer.dropped(),
+                                       t->timer.unstamped(), t->timer.hop_ns()};
+  return SIMPROF_OK;
+}
+
+simprof_status simprof_kernel_table(const simprof_kernel_timer* t, size_t top, char* buf,
+                                    size_t cap, size_t* needed) {
+  SIMPROF_C_REQUIRE(t, "kernel timer");
+  return guarded([&] { copy_out(simprof::cuda::kernel_table(t->timer, top), buf, cap, needed); });
 }
 
 // --- the stopwatch -------------------------------------------------------------------------------

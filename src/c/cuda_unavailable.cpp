@@ -10,6 +10,7 @@ struct simprof_nvtx {};
 struct simprof_step_pacer {};
 struct simprof_stage_timer {};
 struct simprof_stamped_graph {};
+struct simprof_kernel_timer {};
 struct simprof_stopwatch {};
 struct simprof_memory_tracker {};
 
@@ -19,7 +20,8 @@ simprof_status no_cuda() {
   return simprof::c_api::fail(SIMPROF_UNAVAILABLE,
                               "simprof: built without the CUDA backend (the kernel tracer, NVTX, "
                               "the step pacer, the device "
-                              "stage timer, the stopwatch and the memory tracker need it)");
+                              "stage timer, the kernel timer, the stopwatch and the memory tracker "
+                              "need it)");
 }
 
 }  // namespace
@@ -138,6 +140,41 @@ simprof_status simprof_stamped_graph_launch(simprof_stamped_graph*, void*, int*)
 int simprof_stamped_graph_instrumented(const simprof_stamped_graph*) { return 0; }
 
 uint64_t simprof_stamped_graph_launches(const simprof_stamped_graph*) { return 0; }
+
+simprof_status simprof_kernel_timer_new(simprof_profiler* p, void*, int, int, size_t, size_t,
+                                        simprof_kernel_timer** out) {
+  SIMPROF_C_REQUIRE(p, "profiler");
+  SIMPROF_C_REQUIRE(out, "out");
+  *out = nullptr;
+  return no_cuda();
+}
+
+void simprof_kernel_timer_free(simprof_kernel_timer* timer) { delete timer; }
+simprof_status simprof_kernel_timer_poll(simprof_kernel_timer*) { return no_cuda(); }
+simprof_status simprof_kernel_timer_synchronize(simprof_kernel_timer*) { return no_cuda(); }
+simprof_status simprof_kernel_timer_capture_begin(simprof_kernel_timer*, void*) {
+  return no_cuda();
+}
+simprof_status simprof_kernel_timer_capture_end(simprof_kernel_timer*) { return no_cuda(); }
+simprof_status simprof_kernel_timer_stamp(simprof_kernel_timer*, void*,
+                                          simprof_stamped_graph** out) {
+  if (out) *out = nullptr;
+  return no_cuda();
+}
+simprof_status simprof_kernel_timer_nodes_count(simprof_kernel_timer*, size_t*) {
+  return no_cuda();
+}
+simprof_status simprof_kernel_timer_node(const simprof_kernel_timer*, size_t,
+                                         simprof_kernel_node*) {
+  return no_cuda();
+}
+simprof_status simprof_kernel_timer_counters_get(const simprof_kernel_timer*,
+                                                 simprof_kernel_timer_counters*) {
+  return no_cuda();
+}
+simprof_status simprof_kernel_table(const simprof_kernel_timer*, size_t, char*, size_t, size_t*) {
+  return no_cuda();
+}
 
 simprof_status simprof_stopwatch_new(void*, int, int, simprof_stopwatch** out) {
   if (out) *out = nullptr;

@@ -106,11 +106,16 @@ PhysicsReport check_physics(const Trace& trace, std::int64_t cross_clock_ns) {
     c.device = track.first;
     c.stream = track.second;
     c.spans = spans.size();
-    // Blocks: the kernels of one graph launch together, every other span alone.
+    // Blocks: the work of one graph launch together (its kernels, and its memsets and copies,
+    // which share the launch's correlation: a graph's branches run side by side), every other span
+    // alone.
     std::vector<Block> blocks;
     std::unordered_map<std::uint64_t, std::vector<const Span*>> graph_launches;
-    for (const Span* s : spans) {
+    for (const Span* s : spans)
       if (s->or_empty<KernelPayload>().graph_id != 0 && s->correlation != 0)
+        graph_launches[s->correlation];
+    for (const Span* s : spans) {
+      if (s->correlation != 0 && graph_launches.count(s->correlation))
         graph_launches[s->correlation].push_back(s);
       else
         blocks.push_back(Block{s->begin_ns, s->end_ns, s->duration_ns(), s});

@@ -133,6 +133,15 @@ TEST(TracePhysics, GraphKernelsOfOneLaunchMayRunSideBySideButNotAcrossLaunches) 
   PhysicsReport r = check_physics(t);
   EXPECT_TRUE(r.ok()) << r.summary();
   EXPECT_EQ(r.tracks[0].busy_ns, 3'000) << "a launch's kernels count as their union";
+  // A memset node of the same launch (CUPTI's memset records carry the launch's correlation, no
+  // graph id) runs beside the kernels of another branch: one block with them, no overlap.
+  t.spans.push_back(Span::memset(4096, 7'000, 8'000, 0, 7, 21));
+  r = check_physics(t);
+  EXPECT_TRUE(r.ok()) << r.summary();
+  EXPECT_EQ(r.tracks[0].busy_ns, 3'000);
+  t.spans.back().correlation = 23;  // the memset of no graph launch: alone, it overlaps
+  EXPECT_EQ(count_rule(check_physics(t), "overlap"), 1u);
+  t.spans.pop_back();
   t.spans[2].correlation = 22;  // the second now another launch: it cannot overlap the first
   t.spans.push_back(Span::launch("cudaGraphLaunch", 5'000, 5'500, 1, 1, 22));
   r = check_physics(t);

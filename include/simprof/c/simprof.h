@@ -294,6 +294,58 @@ simprof_status simprof_stamped_graph_launch(simprof_stamped_graph* graph, void* 
 int simprof_stamped_graph_instrumented(const simprof_stamped_graph* graph);
 uint64_t simprof_stamped_graph_launches(const simprof_stamped_graph* graph);
 
+/* --- the graph kernel timer: every node of a replayed graph on the GPU's clock, from a stamped
+ * copy launched on the steps it samples (step % sample_every == sample_offset) -------------- */
+typedef struct simprof_kernel_timer simprof_kernel_timer;
+/* sample_every >= 1; sample_offset: -1 (8 when sample_every > 8, else 0) or 0 .. sample_every - 1;
+ * ring, max_stamps: 0 for the defaults (8, 16384). Free before the profiler. */
+simprof_status simprof_kernel_timer_new(simprof_profiler* prof, void* stream, int sample_every,
+                                        int sample_offset, size_t ring, size_t max_stamps,
+                                        simprof_kernel_timer** out);
+void simprof_kernel_timer_free(simprof_kernel_timer* timer);
+/* Reads the sampled replays whose stamps are in (no wait) / waits for them and reads them. */
+simprof_status simprof_kernel_timer_poll(simprof_kernel_timer* timer);
+simprof_status simprof_kernel_timer_synchronize(simprof_kernel_timer* timer);
+/* A framework's capture, as for the stage timer: capture_begin once the capture is active on
+ * capture_stream, capture_end after the step's last stage; then simprof_kernel_timer_stamp. */
+simprof_status simprof_kernel_timer_capture_begin(simprof_kernel_timer* timer,
+                                                  void* capture_stream);
+simprof_status simprof_kernel_timer_capture_end(simprof_kernel_timer* timer);
+/* The timer's stamped copy of a captured graph (a simprof_stamped_graph: launch it as above). */
+simprof_status simprof_kernel_timer_stamp(simprof_kernel_timer* timer, void* graph,
+                                          simprof_stamped_graph** out);
+/* One timed node (GraphKernelTimer::nodes()). */
+typedef struct simprof_kernel_node {
+  const char* name;  /**< the kernel's demangled name, or the node's kind ("memset", ...) */
+  const char* stage; /**< the stage it was captured in ("" when none) */
+  int kernel;        /**< 1 for a kernel node */
+  uint64_t graph_id; /**< CUPTI's id of the graph as captured (0: unknown) */
+  uint64_t node_id;  /**< CUPTI's id of the node (0: unknown) */
+  uint32_t copy;     /**< which stamped copy */
+  uint32_t index;    /**< the node's place in its graph's node list */
+  uint64_t count;    /**< sampled replays that timed it */
+  double mean_s;     /**< mean device seconds */
+  double min_s;      /**< shortest */
+  double max_s;      /**< longest */
+} simprof_kernel_node;
+/* The timed nodes: count (a snapshot), then each by index (strings valid until the next count). */
+simprof_status simprof_kernel_timer_nodes_count(simprof_kernel_timer* timer, size_t* count);
+simprof_status simprof_kernel_timer_node(const simprof_kernel_timer* timer, size_t index,
+                                         simprof_kernel_node* out);
+/* replays read; sampled steps that ran no copy; replays left out; graphs left unstamped. */
+typedef struct simprof_kernel_timer_counters {
+  uint64_t replays;   /**< sampled replays read */
+  uint64_t missed;    /**< sampled steps that ran no stamped copy */
+  uint64_t dropped;   /**< replays left out (a stamp that did not run, the ring full) */
+  uint64_t unstamped; /**< graphs that got no stamped copy */
+  double hop_ns;      /**< what one stamp adds to a chain: taken off every reading */
+} simprof_kernel_timer_counters;
+simprof_status simprof_kernel_timer_counters_get(const simprof_kernel_timer* timer,
+                                                 simprof_kernel_timer_counters* out);
+/* The kernels by stage (text; top: kernels shown per stage). */
+simprof_status simprof_kernel_table(const simprof_kernel_timer* timer, size_t top, char* buf,
+                                    size_t cap, size_t* needed);
+
 /* --- the stopwatch: sections of the work on a stream, lap by lap ---------------------------- */
 enum { SIMPROF_CLOCK_DEVICE = 0, SIMPROF_CLOCK_HOST_DRAINED = 1 };
 typedef struct simprof_stopwatch simprof_stopwatch;

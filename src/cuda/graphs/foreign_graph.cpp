@@ -33,12 +33,17 @@ InstrumentedGraph::InstrumentedGraph(std::shared_ptr<GraphInstrumentation> tool,
     throw std::invalid_argument(
         "simprof: InstrumentedGraph of a null graph (torch: capture with "
         "torch.cuda.CUDAGraph(keep_graph=True) so raw_cuda_graph() has it)");
-  GraphHandle copy(tool->instrumented_copy(captured));
-  if (!copy) return;
+  copy_.reset(tool->instrumented_copy(captured));
+  if (!copy_) return;
   // Node priorities: the timer's stamps run at the greatest (stage_timer.cu), the captured work
   // at the priority it was captured with.
-  SIMPROF_CUDA_CHECK(cudaGraphInstantiateWithFlags(exec_.out(), copy.get(),
+  SIMPROF_CUDA_CHECK(cudaGraphInstantiateWithFlags(exec_.out(), copy_.get(),
                                                    cudaGraphInstantiateFlagUseNodePriority));
+}
+
+InstrumentedGraph::~InstrumentedGraph() {
+  if (!copy_) return;
+  if (const auto tool = tool_.lock()) tool->copy_released(copy_.get());
 }
 
 bool InstrumentedGraph::launch(cudaStream_t stream) {

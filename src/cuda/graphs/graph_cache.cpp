@@ -37,10 +37,8 @@ using GetContext = CUresult (*)(CUcontext*);
 
 GraphCache::GraphCache(cudaStream_t stream, GraphCacheOptions options,
                        const std::shared_ptr<GraphInstrumentation>& instrumentation)
-    : stream_(stream),
-      device_(bind_device(stream, "GraphCache")),
-      options_(options),
-      tool_(instrumentation) {
+    : stream_(stream), device_(bind_device(stream, "GraphCache")), options_(options) {
+  if (instrumentation) tools_.push_back(instrumentation);
   if (options.warmup < 0)
     throw std::invalid_argument(
         fmt::format("simprof: GraphCacheOptions.warmup = {} (expected >= 0)", options.warmup));
@@ -115,10 +113,11 @@ std::size_t GraphCache::size() const noexcept {
 
 void GraphCache::launch(Entry& e) {
   cudaGraphExec_t exec = e.exec.get();
-  if (e.instrumented) {
-    if (const auto tool = e.tool.lock(); tool && tool->instrumented_launch()) {
-      exec = e.instrumented.get();
+  for (const Entry::Copy& c : e.instrumented) {
+    if (const auto tool = c.tool.lock(); tool && tool->instrumented_launch()) {
+      exec = c.exec.get();
       ++counters_.instrumented_replays;
+      break;
     }
   }
   SIMPROF_CUDA_CHECK(cudaGraphLaunch(exec, stream_));
@@ -166,12 +165,12 @@ void GraphCache::run(const GraphKey& key, const Body& body) {
   if (e->exec && e->epoch != epoch_) {
     // Made before the tool now attached (or with one since detached). The recapture sets the
     // epoch when it succeeds; one that throws is tried again at the key's next run.
-    if (tool_.lock()) {
+    if (instrumentation()) {
       capture_and_launch(*e, body, /*in_place=*/true);
       return;
     }
     e->epoch = epoch_;
-    e->instrumented.reset();
+    e->instrumented.clear();
   }
   if (e->exec) {
     launch(*e);
@@ -192,14 +191,33 @@ void GraphCache::run(const GraphKey& key, const Body& body) {
 }
 
 void GraphCache::attach(const std::shared_ptr<GraphInstrumentation>& tool) {
-  if (tool && tool_.lock() == tool) return;  // attached already: nothing to capture again
-  tool_ = tool;
+  if (!tool) return;
+  tools_.erase(
+      std::remove_if(tools_.begin(), tools_.end(), [](const auto& t) { return t.expired(); }),
+      tools_.end());
+  for (const auto& t : tools_)
+    if (t.lock() == tool) return;  // attached already: nothing to capture again
+  tools_.push_back(tool);
   ++epoch_;
 }
 
 void GraphCache::detach() noexcept {
-  tool_.reset();
+  tools_.clear();
   ++epoch_;
+}
+
+void GraphCache::detach(const std::shared_ptr<GraphInstrumentation>& tool) noexcept {
+  const auto before = tools_.size();
+  tools_.erase(std::remove_if(tools_.begin(), tools_.end(),
+                              [&](const auto& t) { return t.expired() || t.lock() == tool; }),
+               tools_.end());
+  if (tools_.size() != before) ++epoch_;
+}
+
+std::shared_ptr<GraphInstrumentation> GraphCache::instrumentation() const noexcept {
+  for (const auto& t : tools_)
+    if (auto alive = t.lock()) return alive;
+  return nullptr;
 }
 
 void GraphCache::recapture(const GraphKey& key, const Body& body) {
@@ -231,10 +249,12 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
   if (status != cudaStreamCaptureStatusNone)
     throw std::logic_error("simprof: GraphCache::run on a stream that is already capturing");
 
-  const std::shared_ptr<GraphInstrumentation> tool = tool_.lock();
+  std::vector<std::shared_ptr<GraphInstrumentation>> tools;
+  for (const auto& t : tools_)
+    if (auto alive = t.lock()) tools.push_back(std::move(alive));
   const auto t0 = std::chrono::steady_clock::now();
   SIMPROF_CUDA_CHECK(cudaStreamBeginCapture(stream_, options_.mode));
-  if (tool) tool->capture_begins(stream_);
+  for (const auto& tool : tools) tool->capture_begins(stream_);
   // The capture stream is non-blocking, so work on the legacy stream (a kernel launched without a
   // stream, a synchronous cudaMemcpy) would not touch the capture: it would run once, now, and be
   // missing from every replay. Forking the capture into a *blocking* sentinel stream makes any such
@@ -269,7 +289,7 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
   cudaStreamWaitEvent(stream_, join_.get(), 0);
   GraphHandle graph;  // destroyed on every way out of here, a throw included
   const cudaError_t end = cudaStreamEndCapture(stream_, graph.out());
-  if (tool) tool->capture_ends();
+  for (const auto& tool : tools) tool->capture_ends();
   // Leave nothing behind: no stream still capturing, no graph, no pending non-sticky error.
   if (cudaStreamIsCapturing(stream_, &status) == cudaSuccess &&
       status != cudaStreamCaptureStatusNone) {
@@ -296,9 +316,14 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
   cold.capture_s = seconds_since(t0);
   ++counters_.captures;
   counters_.capture_s += cold.capture_s;
-  // A measuring tool's nodes go into a copy; the graph replayed on other steps stays as captured.
-  GraphHandle instrumented;
-  if (tool) instrumented.reset(tool->instrumented_copy(graph.get()));
+  // Each measuring tool's nodes go into a copy of its own; the graph replayed on other steps stays
+  // as captured. The key's old copies go first (their tools are told, and may reuse what they
+  // held for them).
+  e.instrumented.clear();
+  std::vector<std::pair<GraphHandle, std::weak_ptr<GraphInstrumentation>>> copies;
+  for (const auto& tool : tools)
+    if (cudaGraph_t c = tool->instrumented_copy(graph.get()))
+      copies.emplace_back(GraphHandle(c), tool);
 
   // What the executable holds in graph allocations: the driver's count before the executable is
   // made (or updated) and after its first launch.
@@ -320,7 +345,7 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
       ++counters_.updates;
       if (donor != &e) {
         e.exec = std::move(donor->exec);
-        donor->instrumented.reset();
+        donor->instrumented.clear();
         e.graph_memory = donor->graph_memory;  // the executable's, moved with it
         donor->graph_memory = 0;
         ++counters_.evictions;
@@ -344,15 +369,17 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
     e.exec = std::move(exec);
   }
   graph.reset();
-  e.instrumented.reset();
-  e.tool = tool;
+  e.instrumented.clear();
   e.epoch = epoch_;
-  if (instrumented) {
+  for (auto& [copy, tool] : copies) {
     const auto t3 = std::chrono::steady_clock::now();
+    Entry::Copy c;
+    c.tool = tool;
     // Node priorities: the stamps at the greatest (stage_timer.cu), the captured work as captured.
-    SIMPROF_CUDA_CHECK(cudaGraphInstantiate(e.instrumented.out(), instrumented.get(),
-                                            cudaGraphInstantiateFlagUseNodePriority));
-    cold.instrumented_instantiate_s = seconds_since(t3);
+    SIMPROF_CUDA_CHECK(
+        cudaGraphInstantiate(c.exec.out(), copy.get(), cudaGraphInstantiateFlagUseNodePriority));
+    cold.instrumented_instantiate_s += seconds_since(t3);
+    e.instrumented.push_back(std::move(c));
   }
   e.cold = cold;
   (logger_ ? logger_ : simprof::default_logger())

@@ -13,10 +13,10 @@ using detail::graph_memory_attr;
 using detail::graph_memory_in_use;
 
 void GraphCache::release(Entry& e) {
-  if (!e.exec && !e.instrumented) return;
+  if (!e.exec && e.instrumented.empty()) return;
   if (e.graph_memory == 0) {  // no memory nodes: nothing to give back, no driver query
     e.exec.reset();
-    e.instrumented.reset();
+    e.instrumented.clear();
     return;
   }
   // A destroyed executable's graph memory goes back to the device's graph pool; trimming hands
@@ -25,7 +25,7 @@ void GraphCache::release(Entry& e) {
   const std::int64_t used = graph_memory_in_use(device_);
   const std::int64_t reserved = graph_memory_attr(device_, cudaGraphMemAttrReservedMemCurrent);
   e.exec.reset();
-  e.instrumented.reset();
+  e.instrumented.clear();
   if (cudaDeviceGraphMemTrim(device_) != cudaSuccess) cudaGetLastError();
   const std::int64_t freed =
       std::max({std::int64_t{0}, used - graph_memory_in_use(device_),

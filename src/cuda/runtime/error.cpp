@@ -11,11 +11,11 @@ std::string describe(cudaError_t code) {
   return fmt::format("{} ({})", cudaGetErrorName(code), cudaGetErrorString(code));
 }
 
-void* detail::driver_entry_point(const char* symbol) noexcept {
+void* detail::driver_entry_point(const char* symbol, int version) noexcept {
   void* p = nullptr;
   cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion(symbol, &p, 12000, cudaEnableDefault, &found) !=
-          cudaSuccess ||
+  if (cudaGetDriverEntryPointByVersion(symbol, &p, static_cast<unsigned>(version),
+                                       cudaEnableDefault, &found) != cudaSuccess ||
       found != cudaDriverEntryPointSuccess) {
     cudaGetLastError();
     return nullptr;

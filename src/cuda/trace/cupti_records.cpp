@@ -2,7 +2,6 @@
 #include "cupti_records.hpp"
 
 #include <cupti.h>
-#include <cxxabi.h>
 
 #include <algorithm>
 #include <cctype>
@@ -11,6 +10,8 @@
 #include <optional>
 
 #include <fmt/format.h>
+
+#include "../runtime/demangle.hpp"
 
 namespace simprof::cuda::detail {
 
@@ -29,14 +30,7 @@ int ActivityRecords::intern(const char* mangled) {
   const std::string raw = mangled ? mangled : "?";
   const auto it = name_ids_.find(raw);
   if (it != name_ids_.end()) return it->second;
-  std::string shown = raw;  // demangled once per name, as Kineto writes them
-  if (raw.rfind("_Z", 0) == 0) {
-    int status = 0;
-    char* d = abi::__cxa_demangle(raw.c_str(), nullptr, nullptr, &status);
-    if (status == 0 && d) shown = d;
-    std::free(d);
-  }
-  names_.push_back(std::move(shown));
+  names_.push_back(detail::demangle(raw.c_str()));  // once per name, as Kineto writes them
   return name_ids_[raw] = static_cast<int>(names_.size() - 1);
 }
 

@@ -60,6 +60,11 @@ class InstrumentedGraph {
   /// anything. Throws std::invalid_argument for a null tool or graph, CudaError when the copy
   /// cannot be instantiated.
   InstrumentedGraph(std::shared_ptr<GraphInstrumentation> tool, cudaGraph_t captured);
+  /// Tells the tool its copy is launched no more (GraphInstrumentation::copy_released).
+  ~InstrumentedGraph();
+  /// Moves the copy (the moved-from one launches nothing).
+  InstrumentedGraph(InstrumentedGraph&&) noexcept = default;
+  InstrumentedGraph& operator=(InstrumentedGraph&&) = delete;
   /// Launches the copy on `stream` when the tool samples this step and returns true; false: the
   /// caller replays its own graph. Throws CudaError when the launch fails.
   bool launch(cudaStream_t stream);
@@ -70,6 +75,7 @@ class InstrumentedGraph {
 
  private:
   std::weak_ptr<GraphInstrumentation> tool_;  // the tool gone: the plain graph runs
+  GraphHandle copy_;                          // the tool's copy, until the tool is told
   GraphExecHandle exec_;
   std::uint64_t launches_ = 0;
 };

@@ -26,10 +26,12 @@
 // diagnosis can name the offending call; otherwise it is named from the error code alone.
 //
 // A measuring tool given to the cache (instrumentation.hpp: DeviceStageTimer::instrumentation(),
-// at construction or through attach()) gets two executables per captured key: the graph with its
-// nodes added, launched on the steps it samples; and the graph as captured, launched on every other
-// step. The cache holds the tool weakly: either may be made or destroyed first. A key captured
-// before a tool was attached is captured again (in place) on its next run, so its stamps are in.
+// GraphKernelTimer::instrumentation(), at construction or through attach()) gets an executable of
+// its own per captured key: the graph with its nodes added, launched on the steps it samples; the
+// graph as captured is launched on every other step. With several tools attached, a step runs the
+// copy of the first (in attach order) that samples it. The cache holds the tools weakly: either
+// side may be made or destroyed first. A key captured before a tool was attached is captured again
+// (in place) on its next run, so its nodes are in.
 //
 // The addresses a body uses are baked into its graph: keep inputs and outputs in persistent buffers
 // (buffer.hpp) and stage new data into them.
@@ -143,15 +145,18 @@ class GraphCache {
   void recapture(const GraphKey& key, const Body& body);
   /// Drops every executable and diagnosis (synchronises the stream first).
   void clear();
-  /// The measuring tool whose nodes the cache's captures get (held weakly: it may go first; a tool
-  /// that is gone is never called). Replaces the one attached before; keys captured without this
-  /// tool are captured again on their next run. The tool's stamps must go to this cache's stream.
+  /// A measuring tool whose nodes the cache's captures get, beside those attached before (held
+  /// weakly: it may go first; a tool that is gone is never called; null or attached already: no
+  /// change). Keys captured without it are captured again on their next run. The tool's nodes must
+  /// go to this cache's stream.
   void attach(const std::shared_ptr<GraphInstrumentation>& tool);
-  /// Stops asking the attached tool: each key runs its graph as captured from its next run on
-  /// (its executable with the tool's nodes is dropped then).
+  /// Stops asking every attached tool: each key runs its graph as captured from now on (the
+  /// executables with the tools' nodes are dropped; nothing is captured again).
   void detach() noexcept;
-  /// The attached tool, or null (none, or it is gone).
-  std::shared_ptr<GraphInstrumentation> instrumentation() const noexcept { return tool_.lock(); }
+  /// Stops asking `tool`: its executables are dropped, the other tools' stay (no recapture).
+  void detach(const std::shared_ptr<GraphInstrumentation>& tool) noexcept;
+  /// The first attached tool still alive, or null.
+  std::shared_ptr<GraphInstrumentation> instrumentation() const noexcept;
   /// Whether `key` currently replays a graph.
   bool captured(const GraphKey& key) const noexcept;
   /// Whether `key` fell back to eager execution.
@@ -181,10 +186,21 @@ class GraphCache {
   struct Entry {
     GraphKey key;
     GraphExecHandle exec;
-    GraphExecHandle instrumented;  // with a measuring tool's nodes (instrumentation.hpp)
-    std::weak_ptr<GraphInstrumentation> tool;
-    std::uint64_t epoch = 0;  // the cache's attach epoch its executables were made in
-    int runs = 0;             // runs so far (warm-up counting)
+    struct Copy {         // an executable with a measuring tool's nodes (instrumentation.hpp)
+      GraphHandle graph;  // the tool's copy, kept while its executable is: the tool is told then
+      GraphExecHandle exec;
+      std::weak_ptr<GraphInstrumentation> tool;
+      Copy() = default;
+      Copy(Copy&&) noexcept = default;
+      Copy& operator=(Copy&&) noexcept = default;
+      ~Copy() {
+        if (!graph) return;
+        if (const auto t = tool.lock()) t->copy_released(graph.get());
+      }
+    };
+    std::vector<Copy> instrumented;  // in attach order
+    std::uint64_t epoch = 0;         // the cache's attach epoch its executables were made in
+    int runs = 0;                    // runs so far (warm-up counting)
     std::uint64_t last_use = 0;
     bool fallback = false;
     std::optional<CaptureDiagnosis> diagnosis;
@@ -214,8 +230,8 @@ class GraphCache {
   std::uint64_t tick_ = 0;
   GraphCacheCounters counters_;
   std::shared_ptr<spdlog::logger> logger_;
-  std::weak_ptr<GraphInstrumentation> tool_;  // attach()
-  std::uint64_t epoch_ = 0;                   // attach() and detach() count here
+  std::vector<std::weak_ptr<GraphInstrumentation>> tools_;  // attach(), in its order
+  std::uint64_t epoch_ = 0;                                 // attach() and detach() count here
 };
 
 }  // namespace simprof::cuda

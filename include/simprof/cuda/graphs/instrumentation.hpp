@@ -55,6 +55,10 @@ class GraphInstrumentation {
   virtual cudaGraph_t instrumented_copy(cudaGraph_t graph) noexcept = 0;
   /// Whether the step about to be launched runs the instrumented executable.
   virtual bool instrumented_launch() const noexcept = 0;
+  /// A copy this tool made (`copy`, the graph instrumented_copy() returned, still alive during the
+  /// call) is launched no more: its executable is being destroyed (a recapture, an eviction, the
+  /// cache or the InstrumentedGraph gone).
+  virtual void copy_released(cudaGraph_t /*copy*/) noexcept {}
 };
 
 }  // namespace simprof::cuda

@@ -115,8 +115,10 @@ std::string describe_driver(int result);
 
 namespace detail {
 /// A driver API function by name (cuStreamWriteValue32, cuCtxGetCurrent, ...) through the
-/// runtime's entry points — simprof links no libcuda; null when this driver has none.
-void* driver_entry_point(const char* symbol) noexcept;
+/// runtime's entry points — simprof links no libcuda; null when this driver has none. `version`:
+/// the CUDA version whose flavour of the function is wanted (a function added after it is not
+/// found: cuFuncGetName needs 12030).
+void* driver_entry_point(const char* symbol, int version = 12000) noexcept;
 }  // namespace detail
 
 /// Throws CudaError (the check macros' slow path).

@@ -1,0 +1,808 @@
+// SPDX-License-Identifier: MIT
+#include "simprof/cuda/timing/kernel_timer.hpp"
+
+#include <cuda.h>   // the driver API's types: kernel node parameters and function names
+#include <cupti.h>  // cuptiGetGraphId / cuptiGetGraphNodeId: ids only, no subscription
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "../runtime/demangle.hpp"
+#include "../trace/cupti_hub.hpp"  // OwnNodes: the stamps are not the stage's work
+#include "simprof/base/log.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
+#include "simprof/cuda/runtime/error.hpp"
+#include "simprof/cuda/runtime/handle.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
+#include "simprof/cuda/timing/device_clock.cuh"
+
+namespace simprof::cuda {
+
+namespace {
+
+// A node's stamp: the global timer when the node's work is done, at the node's slot.
+__global__ void node_stamp_kernel(unsigned long long* at) { *at = global_timer_ns(); }
+
+constexpr int kCalibrationStamps = 33;
+
+// The edges of `n` (its dependencies, or its dependents), with their data (CUDA 13), in `nodes`.
+cudaError_t edges_of(cudaGraphNode_t n, bool dependents, std::vector<cudaGraphNode_t>& nodes,
+                     std::vector<cudaGraphEdgeData>& data) {
+  std::size_t count = 0;
+  auto call = [&](cudaGraphNode_t* p, cudaGraphEdgeData* d) {
+#if CUDART_VERSION >= 13000
+    return dependents ? cudaGraphNodeGetDependentNodes(n, p, d, &count)
+                      : cudaGraphNodeGetDependencies(n, p, d, &count);
+#else
+    return dependents ? cudaGraphNodeGetDependentNodes_v2(n, p, d, &count)
+                      : cudaGraphNodeGetDependencies_v2(n, p, d, &count);
+#endif
+  };
+  cudaError_t e = call(nullptr, nullptr);
+  if (e != cudaSuccess) return e;
+  nodes.resize(count);
+  data.resize(count);
+  if (count == 0) return cudaSuccess;
+  e = call(nodes.data(), data.data());
+  nodes.resize(count);
+  data.resize(count);
+  return e;
+}
+
+bool default_edge(const cudaGraphEdgeData& d) {
+  return d.from_port == 0 && d.to_port == 0 && d.type == cudaGraphDependencyTypeDefault;
+}
+
+cudaError_t add_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode_t to) {
+#if CUDART_VERSION >= 13000
+  return cudaGraphAddDependencies(g, &from, &to, nullptr, 1);
+#else
+  return cudaGraphAddDependencies(g, &from, &to, 1);
+#endif
+}
+
+cudaError_t remove_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode_t to) {
+#if CUDART_VERSION >= 13000
+  return cudaGraphRemoveDependencies(g, &from, &to, nullptr, 1);
+#else
+  return cudaGraphRemoveDependencies(g, &from, &to, 1);
+#endif
+}
+
+cudaError_t all_nodes(cudaGraph_t g, std::vector<cudaGraphNode_t>& out) {
+  std::size_t n = 0;
+  cudaError_t e = cudaGraphGetNodes(g, nullptr, &n);
+  if (e != cudaSuccess) return e;
+  out.resize(n);
+  if (n == 0) return cudaSuccess;
+  e = cudaGraphGetNodes(g, out.data(), &n);
+  out.resize(n);
+  return e;
+}
+
+const char* kind_name(cudaGraphNodeType t) {
+  switch (t) {
+    case cudaGraphNodeTypeKernel:
+      return "kernel";
+    case cudaGraphNodeTypeMemcpy:
+      return "memcpy";
+    case cudaGraphNodeTypeMemset:
+      return "memset";
+    case cudaGraphNodeTypeHost:
+      return "host";
+    case cudaGraphNodeTypeGraph:
+      return "graph";
+    case cudaGraphNodeTypeWaitEvent:
+      return "event wait";
+    case cudaGraphNodeTypeEventRecord:
+      return "event record";
+    case cudaGraphNodeTypeMemAlloc:
+      return "mem alloc";
+    case cudaGraphNodeTypeMemFree:
+      return "mem free";
+    case cudaGraphNodeTypeConditional:
+      return "conditional";
+    default:
+      return "node";
+  }
+}
+
+using KernelParamsFn = CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*);
+using FuncNameFn = CUresult (*)(const char**, CUfunction);
+using KernelNameFn = CUresult (*)(const char**, CUkernel);
+
+// A kernel node's function name, through the driver (kernels launched through the runtime and
+// the driver alike: torch's, Triton's, CuPy's raw kernels), demangled.
+std::string kernel_name(cudaGraphNode_t node) {
+  static const auto params =
+      reinterpret_cast<KernelParamsFn>(detail::driver_entry_point("cuGraphKernelNodeGetParams"));
+  // Both came with CUDA 12.3: asked for at that version.
+  static const auto func_name =
+      reinterpret_cast<FuncNameFn>(detail::driver_entry_point("cuFuncGetName", 12030));
+  static const auto kern_name =
+      reinterpret_cast<KernelNameFn>(detail::driver_entry_point("cuKernelGetName", 12030));
+  CUDA_KERNEL_NODE_PARAMS p{};
+  const char* name = nullptr;
+  if (params && params(reinterpret_cast<CUgraphNode>(node), &p) == CUDA_SUCCESS) {
+    if (p.func && func_name && func_name(&name, p.func) == CUDA_SUCCESS && name)
+      return detail::demangle(name);
+    if (p.kern && kern_name && kern_name(&name, p.kern) == CUDA_SUCCESS && name)
+      return detail::demangle(name);
+  }
+  return "kernel";
+}
+
+}  // namespace
+
+// One node of a copy: what it is, and where its start comes from.
+struct NodeInfo {
+  std::string name;
+  bool kernel = false;
+  StageId stage = kNoStage;
+  std::uint64_t node_id = 0;
+  std::uint32_t index = 0;
+  std::vector<std::uint32_t> starts;  // stamp slots within the copy (kHopSlot: a root's start)
+  std::uint64_t count = 0;
+  double sum_s = 0, min_s = 0, max_s = 0;
+};
+
+// A copy's stamps in the device row, from `offset`: the begin stamp, the hop stamp right after it
+// (what one stamp adds to a chain, in this replay), then one per node (node i at kFirstNode + i).
+constexpr std::uint32_t kBeginSlot = 0, kHopSlot = 1, kFirstNode = 2;
+
+// A stamped copy: its stamps' slots in the device row [offset, offset + kFirstNode + nodes.size()).
+struct Copy {
+  cudaGraph_t made = nullptr;  // the graph handed out (alive until copy_released())
+  std::uint64_t made_in = 0;   // the step it was made in (readings of earlier steps are not its)
+  // copy_released(): the first step it cannot have run in (readings of it and later are not its;
+  // those of earlier steps still arriving are); its slots are free from then.
+  std::uint64_t retired_from = std::numeric_limits<std::uint64_t>::max();
+  bool retired() const { return retired_from != std::numeric_limits<std::uint64_t>::max(); }
+  std::size_t offset = 0;
+  std::uint64_t graph_id = 0;
+  std::vector<NodeInfo> nodes;
+  std::size_t slots() const { return kFirstNode + nodes.size(); }
+};
+
+struct GraphKernelTimer::Impl final : StepListener {
+  Impl(StepProfiler& prof, cudaStream_t stream, GraphKernelTimerOptions o);
+  ~Impl() override;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  void on_step_begin(std::uint64_t step, std::int64_t ticks) override;
+  void on_stage_begin(StageId id, std::int64_t ticks) override;
+  void on_stage_end(StageId id, std::int64_t ticks) override;
+  void on_step_end(std::uint64_t step, std::int64_t ticks, StepOutcome outcome) override;
+  bool wants_worker_zones() const noexcept override { return false; }
+
+  void place_captured(StageId open) noexcept;  // nodes captured so far that have no stage: `open`
+  cudaGraph_t instrumented_copy(cudaGraph_t graph) noexcept;
+  cudaGraph_t build_copy(cudaGraph_t graph, Copy& out);  // throws CudaError
+  void poll() noexcept;
+  void read(std::size_t slot, std::uint64_t step, std::size_t used) noexcept;
+  void release(cudaGraph_t copy) noexcept;
+  void calibrate();
+  // One warning for the timer's life (formatted inside: never throws).
+  template <class... Args>
+  void say(fmt::format_string<Args...> f, Args&&... args) noexcept {
+    if (said) return;
+    said = true;
+    try {
+      simprof::default_logger()->warn("simprof: GraphKernelTimer: {} (said once; counted after)",
+                                      fmt::format(f, std::forward<Args>(args)...));
+    } catch (...) {
+    }
+  }
+
+  class Hook final : public GraphInstrumentation {
+   public:
+    explicit Hook(Impl* t) : timer_(t) {}
+    void detach() noexcept { timer_ = nullptr; }
+    void capture_begins(cudaStream_t s) noexcept override {
+      if (!timer_) return;
+      timer_->capturing = true;
+      timer_->capture_stream = s;
+      timer_->capture_graph = nullptr;
+      timer_->placed.clear();
+      timer_->open_stages.clear();  // reserved: kMaxDepth + 1 never allocates
+      timer_->open_stages.push_back(timer_->prof.innermost_stage());
+    }
+    void capture_ends() noexcept override {
+      if (timer_) timer_->capturing = false;
+    }
+    cudaGraph_t instrumented_copy(cudaGraph_t graph) noexcept override {
+      return timer_ ? timer_->instrumented_copy(graph) : nullptr;
+    }
+    bool instrumented_launch() const noexcept override { return timer_ && timer_->sampled; }
+    void copy_released(cudaGraph_t copy) noexcept override {
+      if (timer_) timer_->release(copy);
+    }
+
+   private:
+    Impl* timer_;
+  };
+
+  // A sampled step's readings on their way to the host.
+  struct Pending {
+    std::uint64_t step = 0;
+    std::size_t used = 0;  // stamps in use when the step ended
+    bool busy = false;
+  };
+
+  StepProfiler& prof;
+  cudaStream_t stream;
+  int device_id;
+  GraphKernelTimerOptions options;
+  DeviceBuffer<unsigned long long> stamps;  // the row every copy's stamps write into
+  PinnedBuffer<unsigned long long> host;    // ring x max_stamps: the rows read back
+  std::vector<Event> copied;                // by ring slot: the row's copy is on the host
+  std::vector<Pending> pending;             // by ring slot
+  std::size_t next_slot = 0;
+  std::size_t in_flight = 0;  // busy ring slots
+  std::shared_ptr<Hook> hook;
+  std::vector<Copy> copies;
+  std::size_t used = 0;  // the row's slots in use, free ranges included
+  std::vector<std::pair<std::size_t, std::size_t>> free_ranges;  // retired copies' (offset, size)
+  std::uint64_t step_now = 0;                                    // the step in progress
+  bool sampled = false;  // the step in progress runs the stamped copies
+  std::uint64_t sampled_step = 0;
+  // The capture in progress: its stream, graph, the stages open, the nodes placed.
+  bool capturing = false;
+  cudaStream_t capture_stream = nullptr;
+  cudaGraph_t capture_graph = nullptr;
+  std::vector<StageId> open_stages;
+  std::unordered_map<cudaGraphNode_t, StageId> placed;
+  std::vector<cudaGraphNode_t> scratch;
+  double hop_ns = 0;      // calibrated when made; then the mean of the replays' own hops
+  double hop_sum_ns = 0;  // over the replays read
+  std::uint64_t n_replays = 0, n_missed = 0, n_dropped = 0, n_unstamped = 0;
+  std::function<void(const KernelReplay&)> on_replay;
+  KernelReplay replay;  // scratch for on_replay
+  bool said = false;
+};
+
+namespace {
+
+GraphKernelTimerOptions checked(GraphKernelTimerOptions o) {
+  if (o.sample_every < 1)
+    throw std::invalid_argument(fmt::format(
+        "simprof: GraphKernelTimerOptions.sample_every = {} (expected >= 1)", o.sample_every));
+  if (o.sample_offset == -1) o.sample_offset = o.sample_every > 8 ? 8 : 0;
+  if (o.sample_offset < 0 || o.sample_offset >= o.sample_every)
+    throw std::invalid_argument(
+        fmt::format("simprof: GraphKernelTimerOptions.sample_offset = {} (expected -1, or 0 to "
+                    "sample_every - 1 = {})",
+                    o.sample_offset, o.sample_every - 1));
+  if (o.ring < 1)
+    throw std::invalid_argument("simprof: GraphKernelTimerOptions.ring = 0 (expected >= 1)");
+  if (o.max_stamps < 2)
+    throw std::invalid_argument(fmt::format(
+        "simprof: GraphKernelTimerOptions.max_stamps = {} (expected >= 2)", o.max_stamps));
+  return o;
+}
+
+}  // namespace
+
+GraphKernelTimer::Impl::Impl(StepProfiler& p, cudaStream_t s, GraphKernelTimerOptions o)
+    : prof(p),
+      stream(s),
+      device_id(bind_device(s, "GraphKernelTimer")),
+      options(checked(o)),
+      stamps(options.max_stamps),
+      host(options.ring * options.max_stamps),
+      pending(options.ring),
+      hook(std::make_shared<Hook>(this)) {
+  for (std::size_t i = 0; i < options.ring; ++i) copied.emplace_back(cudaEventDisableTiming);
+  open_stages.reserve(StepProfiler::kMaxDepth + 1);
+  // Never-written slots read 0: a copy made during a sampled step finds its row clean.
+  stamps.fill_zero(stream);
+  calibrate();
+  prof.add_listener(this);  // last: nothing below can throw once the profiler calls us
+}
+
+GraphKernelTimer::Impl::~Impl() {
+  hook->detach();
+  prof.remove_listener(this);
+  cudaStreamSynchronize(stream);  // copies of the row may be in flight; errors not thrown here
+}
+
+// What one stamp adds to a chain: a graph of kCalibrationStamps stamps, each after the previous
+// one, launched 3 times (the first loads and warms): the median gap between two consecutive stamps
+// of the last launch.
+void GraphKernelTimer::Impl::calibrate() {
+  DeviceBuffer<unsigned long long> t(kCalibrationStamps);
+  GraphHandle g;
+  SIMPROF_CUDA_CHECK(cudaGraphCreate(g.out(), 0));
+  cudaKernelNodeParams kp{};
+  kp.gridDim = dim3(1);
+  kp.blockDim = dim3(1);
+  kp.func = reinterpret_cast<void*>(&node_stamp_kernel);
+  cudaGraphNode_t prev = nullptr;
+  for (int i = 0; i < kCalibrationStamps; ++i) {
+    unsigned long long* at = t.data() + i;
+    void* args[] = {&at};
+    kp.kernelParams = args;
+    cudaGraphNode_t n = nullptr;
+    SIMPROF_CUDA_CHECK(
+        cudaGraphAddKernelNode(&n, g.get(), prev ? &prev : nullptr, prev ? 1 : 0, &kp));
+    prev = n;
+  }
+  GraphExecHandle exec;
+  SIMPROF_CUDA_CHECK(cudaGraphInstantiate(exec.out(), g.get(), 0));
+  for (int i = 0; i < 3; ++i) SIMPROF_CUDA_CHECK(cudaGraphLaunch(exec.get(), stream));
+  unsigned long long h[kCalibrationStamps] = {};
+  t.copy_to_host(h, kCalibrationStamps, stream);
+  SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream));
+  double gaps[kCalibrationStamps - 1];
+  for (int i = 0; i + 1 < kCalibrationStamps; ++i) gaps[i] = static_cast<double>(h[i + 1] - h[i]);
+  constexpr int mid = (kCalibrationStamps - 1) / 2;
+  std::nth_element(gaps, gaps + mid, gaps + kCalibrationStamps - 1);
+  hop_ns = gaps[mid];
+}
+
+void GraphKernelTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t) {
+  sampled = false;
+  step_now = step;
+  if (step % static_cast<std::uint64_t>(options.sample_every) !=
+      static_cast<std::uint64_t>(options.sample_offset))
+    return;
+  Pending& p = pending[next_slot];
+  if (p.busy) {
+    poll();
+    if (p.busy) {  // the host is a whole ring of samples ahead of the GPU: this one is left out
+      ++n_dropped;
+      return;
+    }
+  }
+  // The row zeroed on the stream before the step's work: a copy's begin slot then says whether it
+  // ran in this step, and a slot left 0 that its stamp did not run.
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess ||
+      status != cudaStreamCaptureStatusNone) {
+    (void)cudaGetLastError();
+    ++n_missed;
+    return;  // the step itself is being captured by someone: no eager work can go in it
+  }
+  if (used > 0) {
+    const cudaError_t e =
+        cudaMemsetAsync(stamps.data(), 0, used * sizeof(unsigned long long), stream);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      ++n_missed;
+      say("cudaMemsetAsync of the stamps failed: {}", cudaGetErrorName(e));
+      return;
+    }
+  }
+  sampled = true;
+  sampled_step = step;
+}
+
+void GraphKernelTimer::Impl::place_captured(StageId open) noexcept {
+  CaptureInfo ci;
+  if (capture_info(capture_stream, ci) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return;
+  }
+  if (ci.status != cudaStreamCaptureStatusActive || ci.graph == nullptr) return;
+  try {
+    if (capture_graph != ci.graph) {
+      capture_graph = ci.graph;
+      placed.clear();
+    }
+    if (all_nodes(ci.graph, scratch) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return;
+    }
+    for (const cudaGraphNode_t n : scratch) placed.emplace(n, open);  // kept where already placed
+  } catch (...) {  // out of memory: those nodes take the stage open at the capture's end
+  }
+}
+
+void GraphKernelTimer::Impl::on_stage_begin(StageId id, std::int64_t) {
+  if (!capturing) return;
+  place_captured(open_stages.empty() ? kNoStage : open_stages.back());
+  if (open_stages.size() < open_stages.capacity()) open_stages.push_back(id);  // never allocates
+}
+
+void GraphKernelTimer::Impl::on_stage_end(StageId, std::int64_t) {
+  if (!capturing) return;
+  place_captured(open_stages.empty() ? kNoStage : open_stages.back());
+  if (open_stages.size() > 1) open_stages.pop_back();
+}
+
+cudaGraph_t GraphKernelTimer::Impl::instrumented_copy(cudaGraph_t graph) noexcept {
+  if (graph == nullptr) return nullptr;
+  try {
+    Copy c;
+    cudaGraph_t copy = build_copy(graph, c);
+    if (copy == nullptr) return nullptr;
+    c.made = copy;
+    c.made_in = step_now;
+    copies.push_back(std::move(c));
+    return copy;
+  } catch (const std::exception& e) {
+    ++n_unstamped;
+    say("a graph replays without stamps: {}", e.what());
+  } catch (...) {
+    ++n_unstamped;
+  }
+  return nullptr;
+}
+
+cudaGraph_t GraphKernelTimer::Impl::build_copy(cudaGraph_t graph, Copy& c) {
+  // Nodes not placed during the capture (no boundary after them, or a graph captured elsewhere)
+  // take the stage open now, at the capture's end.
+  const StageId open_now = open_stages.empty() ? kNoStage : open_stages.back();
+  const bool known = graph == capture_graph;
+  std::vector<cudaGraphNode_t> nodes;
+  SIMPROF_CUDA_CHECK(all_nodes(graph, nodes));
+  std::unordered_map<cudaGraphNode_t, std::uint32_t> slot_of;  // stamped node -> its slot
+  std::unordered_map<cudaGraphNode_t, std::uint32_t> index_of;
+  std::vector<cudaGraphNode_t> stamped;
+  for (const cudaGraphNode_t n : nodes) {
+    index_of[n] = static_cast<std::uint32_t>(index_of.size());
+    cudaGraphNodeType t{};
+    SIMPROF_CUDA_CHECK(cudaGraphNodeGetType(n, &t));
+    if (t == cudaGraphNodeTypeEmpty) continue;
+    slot_of[n] = kFirstNode + static_cast<std::uint32_t>(stamped.size());
+    stamped.push_back(n);
+  }
+  if (stamped.empty()) return nullptr;
+  const std::size_t need = kFirstNode + stamped.size();
+  // A retired copy's range (first fit), else the end of the row.
+  auto fit = std::find_if(free_ranges.begin(), free_ranges.end(),
+                          [&](const auto& r) { return r.second >= need; });
+  if (fit == free_ranges.end() && used + need > options.max_stamps) {
+    ++n_unstamped;
+    say("a graph of {} nodes replays without stamps: the copies made hold {} of max_stamps = {}",
+        stamped.size(), used, options.max_stamps);
+    return nullptr;
+  }
+  c.offset = fit != free_ranges.end() ? fit->first : used;
+  c.graph_id = 0;
+  std::uint32_t gid = 0;
+  if (cuptiGetGraphId(graph, &gid) == CUPTI_SUCCESS) c.graph_id = gid;
+  // What each stamped node's start is: its dependencies' stamps, through empty nodes.
+  std::vector<cudaGraphNode_t> deps;
+  std::vector<cudaGraphEdgeData> data;
+  c.nodes.reserve(stamped.size());
+  for (std::size_t i = 0; i < stamped.size(); ++i) {
+    const cudaGraphNode_t n = stamped[i];
+    NodeInfo info;
+    cudaGraphNodeType t{};
+    SIMPROF_CUDA_CHECK(cudaGraphNodeGetType(n, &t));
+    info.kernel = t == cudaGraphNodeTypeKernel;
+    info.name = info.kernel ? kernel_name(n) : kind_name(t);
+    const auto it = known ? placed.find(n) : placed.end();
+    info.stage = it != placed.end() ? it->second : open_now;
+    std::uint64_t nid = 0;
+    if (cuptiGetGraphNodeId(n, &nid) == CUPTI_SUCCESS) info.node_id = nid;
+    info.index = index_of.at(n);
+    std::vector<cudaGraphNode_t> walk{n};
+    std::unordered_set<cudaGraphNode_t> seen;
+    while (!walk.empty()) {
+      const cudaGraphNode_t w = walk.back();
+      walk.pop_back();
+      SIMPROF_CUDA_CHECK(edges_of(w, false, deps, data));
+      if (deps.empty()) info.starts.push_back(kHopSlot);  // a root (or an empty one)
+      for (const cudaGraphNode_t d : deps) {
+        if (!seen.insert(d).second) continue;
+        const auto s = slot_of.find(d);
+        if (s != slot_of.end())
+          info.starts.push_back(s->second);
+        else
+          walk.push_back(d);  // an empty node: its own dependencies
+      }
+    }
+    std::sort(info.starts.begin(), info.starts.end());
+    info.starts.erase(std::unique(info.starts.begin(), info.starts.end()), info.starts.end());
+    c.nodes.push_back(std::move(info));
+  }
+
+  // The copy: the graph's clone, a begin stamp before its roots, a stamp after each node.
+  const detail::OwnNodes own;  // a kernel tracer gives the stamps no stage
+  GraphHandle copy;
+  SIMPROF_CUDA_CHECK(cudaGraphClone(copy.out(), graph));
+  std::vector<cudaGraphNode_t> roots;
+  std::size_t n_roots = 0;
+  SIMPROF_CUDA_CHECK(cudaGraphGetRootNodes(copy.get(), nullptr, &n_roots));
+  roots.resize(n_roots);
+  SIMPROF_CUDA_CHECK(cudaGraphGetRootNodes(copy.get(), roots.data(), &n_roots));
+  roots.resize(n_roots);
+  int least = 0, greatest = 0;
+  if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) {
+    (void)cudaGetLastError();
+    greatest = 0;
+  }
+  cudaKernelNodeParams kp{};
+  kp.gridDim = dim3(1);
+  kp.blockDim = dim3(1);
+  kp.func = reinterpret_cast<void*>(&node_stamp_kernel);
+  auto add_stamp = [&](std::size_t slot, const cudaGraphNode_t* after, std::size_t n_after) {
+    unsigned long long* at = stamps.data() + c.offset + slot;
+    void* args[] = {&at};
+    kp.kernelParams = args;
+    cudaGraphNode_t s = nullptr;
+    SIMPROF_CUDA_CHECK(cudaGraphAddKernelNode(&s, copy.get(), after, n_after, &kp));
+    // At the greatest priority the block scheduler takes a stamp at the next free slot, ahead of
+    // other branches' waiting blocks (stage_timer.cu).
+    if (greatest != 0) {
+      cudaKernelNodeAttrValue v{};
+      v.priority = greatest;
+      if (cudaGraphKernelNodeSetAttribute(s, cudaKernelNodeAttributePriority, &v) != cudaSuccess) {
+        (void)cudaGetLastError();
+        greatest = 0;
+      }
+    }
+    return s;
+  };
+  const cudaGraphNode_t begin = add_stamp(kBeginSlot, nullptr, 0);
+  const cudaGraphNode_t hop = add_stamp(kHopSlot, &begin, 1);
+  for (const cudaGraphNode_t r : roots) SIMPROF_CUDA_CHECK(add_edge(copy.get(), hop, r));
+  std::vector<cudaGraphNode_t> outs;
+  for (std::size_t i = 0; i < stamped.size(); ++i) {
+    cudaGraphNode_t mine = nullptr;
+    SIMPROF_CUDA_CHECK(cudaGraphNodeFindInClone(&mine, stamped[i], copy.get()));
+    SIMPROF_CUDA_CHECK(edges_of(mine, true, outs, data));
+    const cudaGraphNode_t s = add_stamp(kFirstNode + i, &mine, 1);
+    // In the chain: what waited for the node waits for its stamp. An edge with data of its own (a
+    // programmatic port) stays as it is, and the stamp is added before its node as well.
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      if (default_edge(data[k])) SIMPROF_CUDA_CHECK(remove_edge(copy.get(), mine, outs[k]));
+      SIMPROF_CUDA_CHECK(add_edge(copy.get(), s, outs[k]));
+    }
+  }
+  if (fit != free_ranges.end()) {
+    fit->first += need;
+    fit->second -= need;
+    if (fit->second == 0) free_ranges.erase(fit);
+  } else {
+    used += need;
+  }
+  return copy.release();
+}
+
+void GraphKernelTimer::Impl::release(cudaGraph_t made) noexcept {
+  for (Copy& c : copies)
+    if (c.made == made && !c.retired()) {
+      // Inside a step it runs no more from this step on; between steps, from the next.
+      c.retired_from = prof.in_step() ? step_now : step_now + 1;
+      c.made = nullptr;  // the graph goes after this call: its address may be handed out again
+      try {
+        free_ranges.emplace_back(c.offset, c.slots());
+      } catch (...) {  // out of memory: the range stays taken
+      }
+      return;
+    }
+}
+
+void GraphKernelTimer::Impl::on_step_end(std::uint64_t step, std::int64_t, StepOutcome) {
+  if (!sampled || step != sampled_step) {
+    if (in_flight > 0) poll();  // one event query while a sample's row is on its way
+    return;
+  }
+  sampled = false;
+  // The row, once the step's work is done, into this ring slot's host row; read at a later poll.
+  const std::size_t slot = next_slot;
+  Pending& p = pending[slot];
+  cudaError_t e = cudaSuccess;
+  if (used > 0)
+    e = cudaMemcpyAsync(host.data() + slot * options.max_stamps, stamps.data(),
+                        used * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream);
+  if (e == cudaSuccess) e = cudaEventRecord(copied[slot].get(), stream);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    ++n_dropped;
+    say("reading the stamps back failed: {}", cudaGetErrorName(e));
+    return;
+  }
+  p.step = step;
+  p.used = used;
+  p.busy = true;
+  ++in_flight;
+  next_slot = (next_slot + 1) % options.ring;
+  poll();
+}
+
+void GraphKernelTimer::Impl::poll() noexcept {
+  // In ring order from the oldest: the slot after the newest.
+  for (std::size_t k = 0; k < options.ring; ++k) {
+    const std::size_t slot = (next_slot + k) % options.ring;
+    Pending& p = pending[slot];
+    if (!p.busy) continue;
+    const cudaError_t e = cudaEventQuery(copied[slot].get());
+    if (e == cudaErrorNotReady) return;  // the later ones are behind it on the stream
+    p.busy = false;
+    --in_flight;
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      ++n_dropped;
+      continue;
+    }
+    read(slot, p.step, p.used);
+  }
+}
+
+void GraphKernelTimer::Impl::read(std::size_t slot, std::uint64_t step, std::size_t n) noexcept {
+  const unsigned long long* row = host.data() + slot * options.max_stamps;
+  bool any = false;
+  for (std::uint32_t ci = 0; ci < copies.size(); ++ci) {
+    Copy& c = copies[ci];
+    // Retired, made after that step, or beyond the row read: not this step's.
+    if (step >= c.retired_from || c.made_in > step || c.offset + c.slots() > n) continue;
+    const unsigned long long* t = row + c.offset;
+    if (t[kBeginSlot] == 0) continue;  // not launched in that step
+    any = true;
+    bool complete = true;
+    unsigned long long last = t[kBeginSlot];
+    for (std::size_t i = kHopSlot; i < c.slots(); ++i) {
+      complete = complete && t[i] != 0;
+      last = std::max(last, t[i]);
+    }
+    if (!complete) {
+      ++n_dropped;
+      say("a sampled replay of step {} is left out: one of its stamps did not run", step);
+      continue;
+    }
+    ++n_replays;
+    // What one stamp added to the chain in this replay: the hop stamp after the begin stamp.
+    const double hop = static_cast<double>(t[kHopSlot] - t[kBeginSlot]);
+    hop_sum_ns += hop;
+    hop_ns = hop_sum_ns / static_cast<double>(n_replays);
+    const bool tell = static_cast<bool>(on_replay);
+    if (tell) {
+      try {
+        replay.step = step;
+        replay.copy = ci;
+        replay.span_s = static_cast<double>(last - t[kBeginSlot]) * 1e-9;
+        replay.node_s.resize(c.nodes.size());
+      } catch (...) {
+      }
+    }
+    for (std::size_t i = 0; i < c.nodes.size(); ++i) {
+      NodeInfo& node = c.nodes[i];
+      unsigned long long start = 0;
+      for (const std::uint32_t s : node.starts) start = std::max(start, t[s]);
+      const double d = std::max(
+          0.0, (static_cast<double>(t[kFirstNode + i]) - static_cast<double>(start) - hop) * 1e-9);
+      node.min_s = node.count == 0 ? d : std::min(node.min_s, d);
+      node.max_s = node.count == 0 ? d : std::max(node.max_s, d);
+      node.sum_s += d;
+      ++node.count;
+      if (tell && i < replay.node_s.size()) replay.node_s[i] = d;
+    }
+    if (tell) {
+      try {
+        on_replay(replay);
+      } catch (...) {  // a callback's failure is not the timer's
+      }
+    }
+  }
+  if (!any) ++n_missed;
+}
+
+GraphKernelTimer::GraphKernelTimer(StepProfiler& prof, cudaStream_t stream,
+                                   GraphKernelTimerOptions options)
+    : impl_(std::make_unique<Impl>(prof, stream, options)) {}
+GraphKernelTimer::~GraphKernelTimer() = default;
+
+std::shared_ptr<GraphInstrumentation> GraphKernelTimer::instrumentation() const noexcept {
+  return impl_->hook;
+}
+void GraphKernelTimer::poll() noexcept { impl_->poll(); }
+void GraphKernelTimer::synchronize() {
+  for (std::size_t i = 0; i < impl_->options.ring; ++i)
+    if (impl_->pending[i].busy) SIMPROF_CUDA_CHECK(cudaEventSynchronize(impl_->copied[i].get()));
+  impl_->poll();
+}
+
+std::vector<KernelNodeTime> GraphKernelTimer::nodes() const {
+  std::vector<KernelNodeTime> out;
+  for (std::uint32_t ci = 0; ci < impl_->copies.size(); ++ci) {
+    const Copy& c = impl_->copies[ci];
+    if (c.retired()) continue;  // its executable is gone: a recapture's copy took its place
+    for (const NodeInfo& n : c.nodes) {
+      KernelNodeTime k;
+      k.name = n.name;
+      k.kernel = n.kernel;
+      k.stage = n.stage;
+      if (n.stage != kNoStage) k.stage_name = std::string(impl_->prof.stage_name(n.stage));
+      k.graph_id = c.graph_id;
+      k.node_id = n.node_id;
+      k.copy = ci;
+      k.index = n.index;
+      k.count = n.count;
+      k.mean_s = n.count ? n.sum_s / static_cast<double>(n.count) : 0.0;
+      k.min_s = n.min_s;
+      k.max_s = n.max_s;
+      out.push_back(std::move(k));
+    }
+  }
+  return out;
+}
+
+std::uint64_t GraphKernelTimer::replays() const noexcept { return impl_->n_replays; }
+std::uint64_t GraphKernelTimer::missed() const noexcept { return impl_->n_missed; }
+std::uint64_t GraphKernelTimer::dropped() const noexcept { return impl_->n_dropped; }
+std::uint64_t GraphKernelTimer::unstamped() const noexcept { return impl_->n_unstamped; }
+double GraphKernelTimer::hop_ns() const noexcept { return impl_->hop_ns; }
+void GraphKernelTimer::set_on_replay(std::function<void(const KernelReplay&)> fn) {
+  impl_->on_replay = std::move(fn);
+}
+const GraphKernelTimerOptions& GraphKernelTimer::options() const noexcept { return impl_->options; }
+
+std::string kernel_table(const GraphKernelTimer& timer, std::size_t top) {
+  const std::vector<KernelNodeTime> nodes = timer.nodes();
+  struct Group {
+    std::string stage;
+    double sum_s = 0;
+    std::vector<const KernelNodeTime*> kernels;
+  };
+  std::map<std::string, Group> by_stage;
+  double total = 0;
+  for (const KernelNodeTime& k : nodes) {
+    if (!k.kernel || k.count == 0) continue;
+    Group& g = by_stage[k.stage_name];
+    g.stage = k.stage_name.empty() ? "(no stage)" : k.stage_name;
+    g.sum_s += k.mean_s;
+    g.kernels.push_back(&k);
+    total += k.mean_s;
+  }
+  std::vector<Group*> groups;
+  for (auto& [name, g] : by_stage) groups.push_back(&g);
+  std::sort(groups.begin(), groups.end(), [](const Group* a, const Group* b) {
+    return a->sum_s != b->sum_s ? a->sum_s > b->sum_s : a->stage < b->stage;
+  });
+  std::string out = fmt::format(
+      "Kernels of replayed graphs: device time per sampled replay ({} replays; a stamp after every "
+      "node, {:.2f} us hop taken off each)\n",
+      timer.replays(), timer.hop_ns() * 1e-3);
+  out += fmt::format("{:<58} {:>10} {:>9} {:>9} {:>9} {:>7}\n", "stage / kernel", "graph:node",
+                     "mean us", "min us", "max us", "share");
+  auto cut = [](const std::string& s, std::size_t w) {
+    return s.size() <= w ? s : s.substr(0, w - 3) + "...";
+  };
+  for (Group* g : groups) {
+    std::sort(g->kernels.begin(), g->kernels.end(),
+              [](const KernelNodeTime* a, const KernelNodeTime* b) {
+                return a->mean_s != b->mean_s ? a->mean_s > b->mean_s : a->index < b->index;
+              });
+    out += fmt::format("{:<58} {:>10} {:>9.2f} {:>9} {:>9} {:>6.1f}%\n", cut(g->stage, 58), "",
+                       g->sum_s * 1e6, "", "", total > 0 ? 100 * g->sum_s / total : 0.0);
+    double rest = 0;
+    std::size_t n_rest = 0;
+    for (std::size_t i = 0; i < g->kernels.size(); ++i) {
+      const KernelNodeTime& k = *g->kernels[i];
+      if (i >= top) {
+        rest += k.mean_s;
+        ++n_rest;
+        continue;
+      }
+      out += fmt::format("  {:<56} {:>10} {:>9.2f} {:>9.2f} {:>9.2f} {:>6.1f}%\n", cut(k.name, 56),
+                         fmt::format("{}:{}", k.graph_id, k.node_id), k.mean_s * 1e6, k.min_s * 1e6,
+                         k.max_s * 1e6, total > 0 ? 100 * k.mean_s / total : 0.0);
+    }
+    if (n_rest)
+      out += fmt::format("  {:<56} {:>10} {:>9.2f} {:>9} {:>9} {:>6.1f}%\n",
+                         fmt::format("({} more kernels)", n_rest), "", rest * 1e6, "", "",
+                         total > 0 ? 100 * rest / total : 0.0);
+  }
+  if (timer.dropped() || timer.missed() || timer.unstamped())
+    out += fmt::format(
+        "({} sampled replays left out, {} sampled steps ran no stamped copy, {} graphs "
+        "unstamped)\n",
+        timer.dropped(), timer.missed(), timer.unstamped());
+  return out;
+}
+
+}  // namespace simprof::cuda
