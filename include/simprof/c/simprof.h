@@ -314,7 +314,7 @@ simprof_status simprof_kernel_timer_capture_end(simprof_kernel_timer* timer);
 /* The timer's stamped copy of a captured graph (a simprof_stamped_graph: launch it as above). */
 simprof_status simprof_kernel_timer_stamp(simprof_kernel_timer* timer, void* graph,
                                           simprof_stamped_graph** out);
-/* One timed node (GraphKernelTimer::nodes()). */
+/** One timed node of a replayed graph (GraphKernelTimer::nodes()). */
 typedef struct simprof_kernel_node {
   const char* name;  /**< the kernel's demangled name, or the node's kind ("memset", ...) */
   const char* stage; /**< the stage it was captured in ("" when none) */
@@ -332,7 +332,7 @@ typedef struct simprof_kernel_node {
 simprof_status simprof_kernel_timer_nodes_count(simprof_kernel_timer* timer, size_t* count);
 simprof_status simprof_kernel_timer_node(const simprof_kernel_timer* timer, size_t index,
                                          simprof_kernel_node* out);
-/* replays read; sampled steps that ran no copy; replays left out; graphs left unstamped. */
+/** What a kernel timer read and left out. */
 typedef struct simprof_kernel_timer_counters {
   uint64_t replays;   /**< sampled replays read */
   uint64_t missed;    /**< sampled steps that ran no stamped copy */

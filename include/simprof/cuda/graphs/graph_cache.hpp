@@ -50,6 +50,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "simprof/cuda/graphs/capture.hpp"
@@ -186,16 +187,37 @@ class GraphCache {
   struct Entry {
     GraphKey key;
     GraphExecHandle exec;
-    struct Copy {         // an executable with a measuring tool's nodes (instrumentation.hpp)
-      GraphHandle graph;  // the tool's copy, kept while its executable is: the tool is told then
+    /// An executable with a measuring tool's nodes (instrumentation.hpp); its tool is told when
+    /// it goes (GraphInstrumentation::copy_released).
+    struct Copy {
+      /// The tool's copy of the graph, kept while its executable is.
+      GraphHandle graph;
+      /// The copy, instantiated.
       GraphExecHandle exec;
+      /// The tool that made it (held weakly).
       std::weak_ptr<GraphInstrumentation> tool;
+      /// Empty.
       Copy() = default;
-      Copy(Copy&&) noexcept = default;
-      Copy& operator=(Copy&&) noexcept = default;
-      ~Copy() {
+      /// Takes `o`'s copy (`o` then tells no one).
+      Copy(Copy&& o) noexcept = default;
+      /// Takes `o`'s copy, telling the tool of the one held before (vector::erase moves over it).
+      Copy& operator=(Copy&& o) noexcept {
+        if (this != &o) {
+          released();
+          graph = std::move(o.graph);
+          exec = std::move(o.exec);
+          tool = std::move(o.tool);
+        }
+        return *this;
+      }
+      /// Tells the tool its copy is launched no more.
+      ~Copy() { released(); }
+      /// Tells the tool (once: the graph goes with the call).
+      void released() noexcept {
         if (!graph) return;
         if (const auto t = tool.lock()) t->copy_released(graph.get());
+        exec.reset();
+        graph.reset();
       }
     };
     std::vector<Copy> instrumented;  // in attach order
