@@ -346,7 +346,7 @@ void GraphKernelTimer::Impl::calibrate() {
   double gaps[kCalibrationStamps - 1];
   for (int i = 0; i + 1 < kCalibrationStamps; ++i) gaps[i] = static_cast<double>(h[i + 1] - h[i]);
   constexpr int mid = (kCalibrationStamps - 1) / 2;
-  std::nth_element(gaps, gaps + mid, gaps + kCalibrationStamps - 1);
+  std::nth_element(gaps, gaps + mid, gaps + (kCalibrationStamps - 1));
   hop_ns = gaps[mid];
 }
 
