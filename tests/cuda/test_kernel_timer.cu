@@ -11,6 +11,7 @@
 
 #include "gpu_test.hpp"
 #include "kernel_tracer_test.hpp"
+#include "simprof/cuda/graphs/foreign_graph.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/timing/kernel_timer.hpp"
 #include "simprof/cuda/timing/stage_timer.hpp"
@@ -378,4 +379,47 @@ TEST_F(GpuTest, KernelTimerDropsASampleWhenTheRingIsFullAndSaysSo) {
   EXPECT_EQ(kernels.replays(), 3u);
   EXPECT_EQ(kernels.missed(), 0u);
   for (const auto& n : kernels.nodes()) EXPECT_EQ(n.count, 3u) << n.name;
+}
+
+// A node's start through an empty node (a join): its nearest stamped predecessors' stamps. A graph
+// built by hand, K1 (10 us) -> empty -> K2 (5 us), copied through an InstrumentedGraph: K2 reads
+// 5 us, not 15; the empty node gets no stamp and no row.
+TEST_F(GpuTest, ANodesStartGoesThroughEmptyNodesToTheStampsBefore) {
+  Stream stream;
+  StepProfiler prof(quiet(), 0);
+  GraphKernelTimerOptions o;
+  o.sample_every = 1;
+  o.ring = 16;
+  GraphKernelTimer kernels(prof, stream, o);
+  GraphHandle g;
+  SIMPROF_CUDA_CHECK(cudaGraphCreate(g.out(), 0));
+  cudaKernelNodeParams p{};
+  p.gridDim = dim3(1);
+  p.blockDim = dim3(1);
+  unsigned long long ns1 = 10'000, ns2 = 5'000;
+  void* a1[] = {&ns1};
+  void* a2[] = {&ns2};
+  cudaGraphNode_t k1 = nullptr, empty = nullptr, k2 = nullptr;
+  p.func = reinterpret_cast<void*>(&collide_spin);
+  p.kernelParams = a1;
+  SIMPROF_CUDA_CHECK(cudaGraphAddKernelNode(&k1, g.get(), nullptr, 0, &p));
+  SIMPROF_CUDA_CHECK(cudaGraphAddEmptyNode(&empty, g.get(), &k1, 1));
+  p.func = reinterpret_cast<void*>(&integrate_spin);
+  p.kernelParams = a2;
+  SIMPROF_CUDA_CHECK(cudaGraphAddKernelNode(&k2, g.get(), &empty, 1, &p));
+  InstrumentedGraph stamped(kernels.instrumentation(), g.get());
+  ASSERT_TRUE(stamped.instrumented());
+  for (int i = 0; i < 4; ++i) {
+    auto s = prof.step();
+    EXPECT_TRUE(stamped.launch(stream));
+  }
+  kernels.synchronize();
+  EXPECT_EQ(kernels.replays(), 4u);
+  const auto nodes = kernels.nodes();
+  ASSERT_EQ(nodes.size(), 2u) << "the empty node has no row";
+  EXPECT_NE(nodes[1].name.find("integrate_spin"), std::string::npos) << nodes[1].name;
+  EXPECT_EQ(nodes[1].index, 2u) << "its place in the graph's node list, the empty node counted";
+  EXPECT_EQ(nodes[1].stage, kNoStage) << "a graph built by hand was captured in no stage";
+  SIMPROF_TIMING EXPECT_NEAR(nodes[0].mean_s, 10e-6, 1e-6);
+  SIMPROF_TIMING EXPECT_NEAR(nodes[1].mean_s, 5e-6, 1e-6) << "its start is K1's stamp";
 }
