@@ -353,52 +353,73 @@ def test_a_torch_graphs_kernels_carry_the_stage_they_were_captured_in(tmp_path):
     assert stages == {"physics/forces": 9, "physics/contacts": 6}
 
 
-def test_every_kernel_of_a_torch_graph_is_timed_without_cupti_while_torch_profiler_holds_it():
-    """GraphKernelTimer: a stamped copy of the torch graph on sampled steps, each kernel named and
-    placed in its stage; torch.profiler holding CUPTI meanwhile changes nothing."""
-    torch = torch_on_gpu()
-    if not hasattr(torch.cuda.CUDAGraph(), "raw_cuda_graph"):
-        pytest.skip("this torch has no CUDAGraph.raw_cuda_graph()")
+_KERNEL_TIMER_SCRIPT = r"""
+import sys
+import torch
+import simprof
+hold = sys.argv[1] == "hold"
+prof = simprof.StepProfiler(n_envs=0, show_fps=False)
+kernels = simprof.GraphKernelTimer(prof, sample_every=4)  # steps 0, 4, 8, ...
+assert kernels.counters()["hop_ns"] > 0
+x = torch.zeros(1 << 20, device="cuda")
+side = torch.cuda.Stream()
+side.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(side):
+    x.mul_(1.0001).add_(1.0)  # torch's warm-up before a capture
+torch.cuda.current_stream().wait_stream(side)
+g = torch.cuda.CUDAGraph(keep_graph=True)
+with prof.step():  # step 0: sampled, but no copy exists yet (missed)
+    with kernels.capture(g):
+        with prof.stage("physics"):
+            for _ in range(3):
+                x.mul_(1.0001)
+        with prof.stage("sensors"):
+            x.add_(1.0)
+launched = []
+if hold:  # torch.profiler holds CUPTI (for the rest of the process: Kineto keeps it)
     from torch.profiler import ProfilerActivity, profile
-    prof = quiet()
-    with pytest.raises(simprof.InvalidArgument, match="sample_offset"):
-        simprof.GraphKernelTimer(prof, sample_every=4, sample_offset=4)
-    kernels = simprof.GraphKernelTimer(prof, sample_every=4)  # steps 0, 4, 8, ...
-    assert kernels.counters()["hop_ns"] > 0
-    x = torch.zeros(1 << 20, device="cuda")
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        x.mul_(1.0001).add_(1.0)  # torch's warm-up before a capture
-    torch.cuda.current_stream().wait_stream(side)
-    g = torch.cuda.CUDAGraph(keep_graph=True)
-    with prof.step():  # step 0: sampled, but no copy exists yet (missed)
-        with kernels.capture(g):
-            with prof.stage("physics"):
-                for _ in range(3):
-                    x.mul_(1.0001)
-            with prof.stage("sensors"):
-                x.add_(1.0)
-    launched = []
-    with profile(activities=[ProfilerActivity.CUDA]) as held:  # torch.profiler holds CUPTI
-        for _ in range(16):  # steps 1 .. 16: 4, 8, 12 and 16 run the stamped copy
-            with prof.step():
-                launched.append(kernels.replay(g))
-        torch.cuda.synchronize()
-    kernels.synchronize()
-    c = kernels.counters()
-    assert launched.count(True) == 4, launched
-    assert (c["replays"], c["missed"], c["dropped"], c["unstamped"]) == (4, 1, 0, 0), c
-    timed = [n for n in kernels.nodes() if n["kernel"]]
-    assert [n["stage"] for n in timed] == ["physics"] * 3 + ["sensors"], timed
-    for n in timed:
-        assert n["count"] == 4 and 0 < n["min_s"] <= n["mean_s"] <= n["max_s"] < 1e-3, n
-        assert "elementwise" in n["name"] and n["graph_id"] and n["node_id"], n
-    table = kernels.kernel_table()
-    assert "physics" in table and "sensors" in table, table
-    # torch.profiler saw the stamped replays too: its trace has our stamp kernels.
+    held = profile(activities=[ProfilerActivity.CUDA])
+    held.__enter__()
+for _ in range(16):  # steps 1 .. 16: 4, 8, 12 and 16 run the stamped copy
+    with prof.step():
+        launched.append(kernels.replay(g))
+torch.cuda.synchronize()
+if hold:
+    held.__exit__(None, None, None)
     names = {e.name for e in held.events()}
     assert any("node_stamp_kernel" in n for n in names), sorted(names)[:20]
+kernels.synchronize()
+c = kernels.counters()
+assert launched.count(True) == 4, launched
+assert (c["replays"], c["missed"], c["dropped"], c["unstamped"]) == (4, 1, 0, 0), c
+timed = [n for n in kernels.nodes() if n["kernel"]]
+assert [n["stage"] for n in timed] == ["physics"] * 3 + ["sensors"], timed
+for n in timed:
+    assert n["count"] == 4 and 0 < n["min_s"] <= n["mean_s"] <= n["max_s"] < 1e-3, n
+    assert "elementwise" in n["name"] and n["graph_id"] and n["node_id"], n
+table = kernels.kernel_table()
+assert "physics" in table and "sensors" in table, table
+print("ok", c)
+"""
+
+
+@pytest.mark.parametrize("cupti", ["free", "hold"])
+def test_every_kernel_of_a_torch_graph_is_timed_without_cupti(cupti):
+    """GraphKernelTimer: a stamped copy of the torch graph on sampled steps, each kernel named and
+    placed in its stage; with torch.profiler holding CUPTI meanwhile ("hold"), the same. In a
+    process of its own: torch's profiler keeps CUPTI for the rest of the process."""
+    torch_on_gpu()
+    import os
+    import subprocess
+    import torch
+    if not hasattr(torch.cuda.CUDAGraph(), "raw_cuda_graph"):
+        pytest.skip("this torch has no CUDAGraph.raw_cuda_graph()")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(simprof.__file__)),
+                                        env.get("PYTHONPATH", "")])
+    r = subprocess.run([sys.executable, "-c", _KERNEL_TIMER_SCRIPT, cupti], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
 
 
 def test_stopwatch_times_a_section_on_the_gpu():

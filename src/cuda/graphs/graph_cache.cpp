@@ -203,15 +203,19 @@ void GraphCache::attach(const std::shared_ptr<GraphInstrumentation>& tool) {
 
 void GraphCache::detach() noexcept {
   tools_.clear();
-  ++epoch_;
+  for (auto& e : entries_) e->instrumented.clear();
 }
 
 void GraphCache::detach(const std::shared_ptr<GraphInstrumentation>& tool) noexcept {
-  const auto before = tools_.size();
-  tools_.erase(std::remove_if(tools_.begin(), tools_.end(),
-                              [&](const auto& t) { return t.expired() || t.lock() == tool; }),
-               tools_.end());
-  if (tools_.size() != before) ++epoch_;
+  const auto gone = [&](const std::weak_ptr<GraphInstrumentation>& t) {
+    return t.expired() || t.lock() == tool;
+  };
+  tools_.erase(std::remove_if(tools_.begin(), tools_.end(), gone), tools_.end());
+  // Its executables go now (it is told); the other tools' stay, and nothing is captured again.
+  for (auto& e : entries_)
+    e->instrumented.erase(std::remove_if(e->instrumented.begin(), e->instrumented.end(),
+                                         [&](const Entry::Copy& c) { return gone(c.tool); }),
+                          e->instrumented.end());
 }
 
 std::shared_ptr<GraphInstrumentation> GraphCache::instrumentation() const noexcept {
@@ -378,6 +382,7 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
     // Node priorities: the stamps at the greatest (stage_timer.cu), the captured work as captured.
     SIMPROF_CUDA_CHECK(
         cudaGraphInstantiate(c.exec.out(), copy.get(), cudaGraphInstantiateFlagUseNodePriority));
+    c.graph = std::move(copy);  // kept: its tool is told with it when the executable goes
     cold.instrumented_instantiate_s += seconds_since(t3);
     e.instrumented.push_back(std::move(c));
   }
