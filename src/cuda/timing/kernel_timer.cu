@@ -449,6 +449,7 @@ cudaGraph_t GraphKernelTimer::Impl::build_copy(cudaGraph_t graph, Copy& c) {
   std::unordered_map<cudaGraphNode_t, std::uint32_t> slot_of;  // stamped node -> its slot
   std::unordered_map<cudaGraphNode_t, std::uint32_t> index_of;
   std::vector<cudaGraphNode_t> stamped;
+  std::vector<cudaGraphNodeType> types;  // of the stamped nodes
   for (const cudaGraphNode_t n : nodes) {
     index_of[n] = static_cast<std::uint32_t>(index_of.size());
     cudaGraphNodeType t{};
@@ -456,6 +457,7 @@ cudaGraph_t GraphKernelTimer::Impl::build_copy(cudaGraph_t graph, Copy& c) {
     if (t == cudaGraphNodeTypeEmpty) continue;
     slot_of[n] = kFirstNode + static_cast<std::uint32_t>(stamped.size());
     stamped.push_back(n);
+    types.push_back(t);
   }
   if (stamped.empty()) return nullptr;
   const std::size_t need = kFirstNode + stamped.size();
@@ -479,8 +481,7 @@ cudaGraph_t GraphKernelTimer::Impl::build_copy(cudaGraph_t graph, Copy& c) {
   for (std::size_t i = 0; i < stamped.size(); ++i) {
     const cudaGraphNode_t n = stamped[i];
     NodeInfo info;
-    cudaGraphNodeType t{};
-    SIMPROF_CUDA_CHECK(cudaGraphNodeGetType(n, &t));
+    const cudaGraphNodeType t = types[i];
     info.kernel = t == cudaGraphNodeTypeKernel;
     info.name = info.kernel ? kernel_name(n) : kind_name(t);
     const auto it = known ? placed.find(n) : placed.end();
