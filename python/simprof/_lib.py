@@ -112,6 +112,7 @@ for _n, _a in [
     ("simprof_stamped_graph_launch", [vp, vp, ctypes.POINTER(cint)]),
     ("simprof_kernel_timer_new", [vp, vp, cint, cint, size, size, ctypes.POINTER(vp)]),
     ("simprof_kernel_timer_poll", [vp]),
+    ("simprof_kernel_timer_join", [vp, vp]),
     ("simprof_kernel_timer_synchronize", [vp]),
     ("simprof_kernel_timer_capture_begin", [vp, vp]),
     ("simprof_kernel_timer_capture_end", [vp]),

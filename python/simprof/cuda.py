@@ -360,7 +360,11 @@ class GraphKernelTimer(_StampingTimer):
         kernels.synchronize()
         print(kernels.kernel_table())
 
-    It works while another tool (torch.profiler, Nsight Systems) holds CUPTI."""
+    It works while another tool (torch.profiler, Nsight Systems) holds CUPTI. With `trace` (a
+    simprof.TraceSession), every step of its windows runs the stamped copies and each node is a
+    device span in the window's trace (on the GPU's track, the stream's row, with Kineto's kernel
+    fields and "stage"); where a KernelTracer traces the same window its CUPTI records are kept
+    instead."""
 
     _free = lib.simprof_kernel_timer_free
     _capture_begin = lib.simprof_kernel_timer_capture_begin
@@ -369,7 +373,7 @@ class GraphKernelTimer(_StampingTimer):
 
     def __init__(self, prof: StepProfiler, stream: Any = None, sample_every: int = 128,
                  sample_offset: int = -1, ring: Optional[int] = None,
-                 max_stamps: Optional[int] = None):
+                 max_stamps: Optional[int] = None, trace: Any = None):
         handle = stream_handle(stream)
         for name, value in (("ring", ring), ("max_stamps", max_stamps)):
             if value is not None and int(value) < 1:
@@ -377,8 +381,11 @@ class GraphKernelTimer(_StampingTimer):
                                       "for the default)" % (name, value))
         super().__init__(new(lib.simprof_kernel_timer_new, prof._h, handle, int(sample_every),
                              int(sample_offset), 0 if ring is None else int(ring),
-                             0 if max_stamps is None else int(max_stamps)), prof)
+                             0 if max_stamps is None else int(max_stamps)),
+                         prof, *(() if trace is None else (trace,)))
         self.stream, self._stream_obj = handle, stream
+        if trace is not None:
+            check(lib.simprof_kernel_timer_join(self._h, trace._h))
 
     def poll(self) -> None:
         """Reads the sampled replays whose stamps are in, without waiting."""

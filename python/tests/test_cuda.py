@@ -422,6 +422,50 @@ def test_every_kernel_of_a_torch_graph_is_timed_without_cupti(cupti):
     assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
 
 
+def test_a_trace_window_shows_every_kernel_of_a_torch_graph(tmp_path):
+    """GraphKernelTimer joined to a TraceSession: every step of the window runs the stamped copy
+    (the default sampling takes none of these steps) and each kernel is a device span of the
+    window's trace, on the GPU's process and the stream's row, with its stage and graph ids."""
+    torch = torch_on_gpu()
+    if not hasattr(torch.cuda.CUDAGraph(), "raw_cuda_graph"):
+        pytest.skip("this torch has no CUDAGraph.raw_cuda_graph()")
+    import json
+    prof = quiet()
+    trace = simprof.TraceSession(prof, wait=2, active=2, dir=str(tmp_path))
+    kernels = simprof.GraphKernelTimer(prof, trace=trace)
+    x = torch.zeros(1 << 20, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        x.mul_(1.0001).add_(1.0)
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph(keep_graph=True)
+    with prof.step():  # step 0
+        with kernels.capture(g):
+            with prof.stage("physics"):
+                for _ in range(3):
+                    x.mul_(1.0001)
+            with prof.stage("sensors"):
+                x.add_(1.0)
+    for _ in range(4):  # steps 1 .. 4: the window is steps 2 and 3
+        with prof.step():
+            kernels.replay(g)
+    trace.wait()
+    assert trace.windows == 1 and len(trace.files) == 1
+    with open(trace.files[0]) as f:
+        j = json.load(f)
+    ks = [e for e in j["traceEvents"] if e.get("cat") == "kernel"]
+    assert len(ks) == 2 * 4, [e["name"] for e in ks]
+    assert all(e["pid"] == 0 and e["tid"] == e["args"]["stream"] for e in ks), ks[0]
+    stages = sorted(e["args"]["stage"] for e in ks)
+    assert stages == ["physics"] * 6 + ["sensors"] * 2, stages
+    assert all("graph node id" in e["args"] and e["dur"] > 0 for e in ks), ks[0]
+    assert len({e["args"]["correlation"] for e in ks}) == 2
+    assert "stamped replays as device spans" in j["otherData"]["graph_kernel_timer"]
+    kernels.close()
+    trace.close()
+
+
 def test_stopwatch_times_a_section_on_the_gpu():
     torch = torch_on_gpu()
     x = torch.zeros(1 << 22, device="cuda")

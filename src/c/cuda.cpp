@@ -100,6 +100,7 @@ struct simprof_kernel_timer {
   simprof::cuda::GraphKernelTimer timer;
   std::optional<simprof::cuda::ForeignCapture> capture;  // a framework's capture being noted
   std::vector<simprof::cuda::KernelNodeTime> nodes;      // the latest nodes_count
+  simprof::SourceRegistration joined;  // after the timer: leaves the session before it goes
   simprof_kernel_timer(simprof::StepProfiler& p, cudaStream_t s,
                        const simprof::cuda::GraphKernelTimerOptions& o)
       : timer(p, s, o) {}
@@ -393,6 +394,16 @@ simprof_status simprof_kernel_timer_new(simprof_profiler* p, void* stream, int s
 }
 
 void simprof_kernel_timer_free(simprof_kernel_timer* timer) { delete timer; }
+
+simprof_status simprof_kernel_timer_join(simprof_kernel_timer* t, simprof_trace* trace) {
+  SIMPROF_C_REQUIRE(t, "timer");
+  SIMPROF_C_REQUIRE(trace, "trace");
+  return guarded([&] {
+    if (t->joined.active())
+      throw std::logic_error("simprof: simprof_kernel_timer_join: the timer is in a trace already");
+    t->joined = trace->session.add_source(&t->timer);
+  });
+}
 
 simprof_status simprof_kernel_timer_poll(simprof_kernel_timer* t) {
   SIMPROF_C_REQUIRE(t, "kernel timer");

@@ -151,6 +151,9 @@ simprof_status simprof_kernel_timer_new(simprof_profiler* p, void*, int, int, si
 
 void simprof_kernel_timer_free(simprof_kernel_timer* timer) { delete timer; }
 simprof_status simprof_kernel_timer_poll(simprof_kernel_timer*) { return no_cuda(); }
+simprof_status simprof_kernel_timer_join(simprof_kernel_timer*, simprof_trace*) {
+  return no_cuda();
+}
 simprof_status simprof_kernel_timer_synchronize(simprof_kernel_timer*) { return no_cuda(); }
 simprof_status simprof_kernel_timer_capture_begin(simprof_kernel_timer*, void*) {
   return no_cuda();

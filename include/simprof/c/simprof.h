@@ -303,6 +303,10 @@ simprof_status simprof_kernel_timer_new(simprof_profiler* prof, void* stream, in
                                         int sample_offset, size_t ring, size_t max_stamps,
                                         simprof_kernel_timer** out);
 void simprof_kernel_timer_free(simprof_kernel_timer* timer);
+/* Makes the timer a source of `trace`: every step of its windows runs the stamped copies, each node
+ * a device span on the stream's track (left to CUPTI's records where a kernel tracer traces the
+ * same window). Once per timer; the two may be freed in either order. */
+simprof_status simprof_kernel_timer_join(simprof_kernel_timer* timer, simprof_trace* trace);
 /* Reads the sampled replays whose stamps are in (no wait) / waits for them and reads them. */
 simprof_status simprof_kernel_timer_poll(simprof_kernel_timer* timer);
 simprof_status simprof_kernel_timer_synchronize(simprof_kernel_timer* timer);

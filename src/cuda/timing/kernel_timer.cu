@@ -5,10 +5,14 @@
 #include <cupti.h>  // cuptiGetGraphId / cuptiGetGraphNodeId: ids only, no subscription
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -17,7 +21,9 @@
 #include <spdlog/spdlog.h>
 
 #include "../runtime/demangle.hpp"
+#include "../runtime/on_device.hpp"
 #include "../trace/cupti_hub.hpp"  // OwnNodes: the stamps are not the stage's work
+#include "../trace/describe_devices.hpp"
 #include "simprof/base/log.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/cuda/runtime/error.hpp"
@@ -33,6 +39,24 @@ namespace {
 __global__ void node_stamp_kernel(unsigned long long* at) { *at = global_timer_ns(); }
 
 constexpr int kCalibrationStamps = 33;
+
+// The clock alignment's ping-pong (page-locked memory both sides read and write): box[0] is the
+// host's "go" (the probe's generation << 32 | round + 1), box[1] the device's answer (the same
+// value once it has written box[2 + round], the global timer). A probe of another generation (one
+// left behind by a probe that timed out) returns at once.
+constexpr int kProbeRounds = 16;
+__global__ void clock_probe_kernel(volatile unsigned long long* box, unsigned long long gen,
+                                   int rounds) {
+  for (int i = 0; i < rounds; ++i) {
+    const unsigned long long want = gen << 32 | static_cast<unsigned long long>(i + 1);
+    unsigned long long go = 0;
+    while ((go = box[0]) != want)
+      if (go >> 32 != gen) return;
+    box[2 + i] = global_timer_ns();
+    __threadfence_system();
+    box[1] = want;
+  }
+}
 
 // The edges of `n` (its dependencies, or its dependents), with their data (CUDA 13), in `nodes`.
 cudaError_t edges_of(cudaGraphNode_t n, bool dependents, std::vector<cudaGraphNode_t>& nodes,
@@ -116,31 +140,6 @@ const char* kind_name(cudaGraphNodeType t) {
   }
 }
 
-using KernelParamsFn = CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*);
-using FuncNameFn = CUresult (*)(const char**, CUfunction);
-using KernelNameFn = CUresult (*)(const char**, CUkernel);
-
-// A kernel node's function name, through the driver (kernels launched through the runtime and
-// the driver alike: torch's, Triton's, CuPy's raw kernels), demangled.
-std::string kernel_name(cudaGraphNode_t node) {
-  static const auto params =
-      reinterpret_cast<KernelParamsFn>(detail::driver_entry_point("cuGraphKernelNodeGetParams"));
-  // Both came with CUDA 12.3: asked for at that version.
-  static const auto func_name =
-      reinterpret_cast<FuncNameFn>(detail::driver_entry_point("cuFuncGetName", 12030));
-  static const auto kern_name =
-      reinterpret_cast<KernelNameFn>(detail::driver_entry_point("cuKernelGetName", 12030));
-  CUDA_KERNEL_NODE_PARAMS p{};
-  const char* name = nullptr;
-  if (params && params(reinterpret_cast<CUgraphNode>(node), &p) == CUDA_SUCCESS) {
-    if (p.func && func_name && func_name(&name, p.func) == CUDA_SUCCESS && name)
-      return detail::demangle(name);
-    if (p.kern && kern_name && kern_name(&name, p.kern) == CUDA_SUCCESS && name)
-      return detail::demangle(name);
-  }
-  return "kernel";
-}
-
 }  // namespace
 
 // One node of a copy: what it is, and where its start comes from.
@@ -153,6 +152,125 @@ struct NodeInfo {
   std::vector<std::uint32_t> starts;  // stamp slots within the copy (kHopSlot: a root's start)
   std::uint64_t count = 0;
   double sum_s = 0, min_s = 0, max_s = 0;
+  // In a trace: kKernel, kMemcpy or kMemset (kCpuStage: another kind of node, not traced), and
+  // Kineto's fields of its kind.
+  SpanKind traced = SpanKind::kCpuStage;
+  Dim3 grid, block;
+  std::uint32_t registers = 0, shared_memory = 0;
+  std::uint64_t bytes = 0;
+  CopyKind copy = CopyKind::kUnknown;
+};
+
+namespace {
+
+using KernelParamsFn = CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*);
+using FuncNameFn = CUresult (*)(const char**, CUfunction);
+using KernelNameFn = CUresult (*)(const char**, CUkernel);
+using FuncAttrFn = CUresult (*)(int*, CUfunction_attribute, CUfunction);
+using KernelAttrFn = CUresult (*)(int*, CUfunction_attribute, CUkernel, CUdevice);
+
+// A kernel node's function name, through the driver (kernels launched through the runtime and
+// the driver alike: torch's, Triton's, CuPy's raw kernels), demangled; and its launch's shape,
+// registers and shared memory, as Kineto writes them.
+void describe_kernel(cudaGraphNode_t node, int device, NodeInfo& info) {
+  static const auto params =
+      reinterpret_cast<KernelParamsFn>(detail::driver_entry_point("cuGraphKernelNodeGetParams"));
+  // Both came with CUDA 12.3: asked for at that version.
+  static const auto func_name =
+      reinterpret_cast<FuncNameFn>(detail::driver_entry_point("cuFuncGetName", 12030));
+  static const auto kern_name =
+      reinterpret_cast<KernelNameFn>(detail::driver_entry_point("cuKernelGetName", 12030));
+  static const auto func_attr =
+      reinterpret_cast<FuncAttrFn>(detail::driver_entry_point("cuFuncGetAttribute"));
+  static const auto kern_attr =
+      reinterpret_cast<KernelAttrFn>(detail::driver_entry_point("cuKernelGetAttribute", 12000));
+  info.name = "kernel";
+  CUDA_KERNEL_NODE_PARAMS p{};
+  if (!params || params(reinterpret_cast<CUgraphNode>(node), &p) != CUDA_SUCCESS) return;
+  const char* name = nullptr;
+  int regs = 0, smem = 0;
+  auto attr = [&](CUfunction_attribute a, int& v) {
+    v = 0;
+    if (p.func && func_attr) return func_attr(&v, a, p.func) == CUDA_SUCCESS;
+    return p.kern && kern_attr && kern_attr(&v, a, p.kern, device) == CUDA_SUCCESS;
+  };
+  if (p.func && func_name && func_name(&name, p.func) == CUDA_SUCCESS && name)
+    info.name = detail::demangle(name);
+  else if (p.kern && kern_name && kern_name(&name, p.kern) == CUDA_SUCCESS && name)
+    info.name = detail::demangle(name);
+  info.grid = Dim3{static_cast<std::int32_t>(p.gridDimX), static_cast<std::int32_t>(p.gridDimY),
+                   static_cast<std::int32_t>(p.gridDimZ)};
+  info.block = Dim3{static_cast<std::int32_t>(p.blockDimX), static_cast<std::int32_t>(p.blockDimY),
+                    static_cast<std::int32_t>(p.blockDimZ)};
+  if (attr(CU_FUNC_ATTRIBUTE_NUM_REGS, regs)) info.registers = static_cast<std::uint32_t>(regs);
+  if (!attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, smem)) smem = 0;
+  info.shared_memory = static_cast<std::uint32_t>(smem) + p.sharedMemBytes;
+}
+
+// Which side of a copy `ptr` is on, for a copy whose kind the runtime works out
+// (cudaMemcpyDefault).
+bool on_device_memory(const void* ptr) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, ptr) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+// A node as the trace shows it: kernels, copies and memsets (the rest are timed, not traced).
+void describe_node(cudaGraphNode_t node, cudaGraphNodeType type, int device, NodeInfo& info) {
+  info.kernel = type == cudaGraphNodeTypeKernel;
+  info.name = kind_name(type);
+  if (info.kernel) {
+    describe_kernel(node, device, info);
+    info.traced = SpanKind::kKernel;
+  } else if (type == cudaGraphNodeTypeMemset) {
+    cudaMemsetParams m{};
+    if (cudaGraphMemsetNodeGetParams(node, &m) == cudaSuccess) {
+      info.traced = SpanKind::kMemset;
+      info.bytes = std::uint64_t{m.elementSize} * m.width * std::max<std::size_t>(m.height, 1);
+    } else {
+      (void)cudaGetLastError();
+    }
+  } else if (type == cudaGraphNodeTypeMemcpy) {
+    cudaMemcpy3DParms m{};
+    if (cudaGraphMemcpyNodeGetParams(node, &m) == cudaSuccess) {
+      info.traced = SpanKind::kMemcpy;
+      info.bytes = std::uint64_t{m.extent.width} * std::max<std::size_t>(m.extent.height, 1) *
+                   std::max<std::size_t>(m.extent.depth, 1);
+      bool from_device = m.srcArray != nullptr, to_device = m.dstArray != nullptr;
+      switch (m.kind) {
+        case cudaMemcpyHostToDevice:
+          to_device = true;
+          break;
+        case cudaMemcpyDeviceToHost:
+          from_device = true;
+          break;
+        case cudaMemcpyDeviceToDevice:
+          from_device = to_device = true;
+          break;
+        case cudaMemcpyHostToHost:
+          break;
+        default:
+          from_device = from_device || on_device_memory(m.srcPtr.ptr);
+          to_device = to_device || on_device_memory(m.dstPtr.ptr);
+      }
+      info.copy = from_device ? (to_device ? CopyKind::kDtoD : CopyKind::kDtoH)
+                              : (to_device ? CopyKind::kHtoD : CopyKind::kHtoH);
+    } else {
+      (void)cudaGetLastError();
+    }
+  }
+}
+
+}  // namespace
+
+// The GPU's global timer against the trace's timebase at one instant: the ping-pong round with the
+// shortest round trip (its midpoint on the host), and half that round trip (how far off it can be).
+struct ClockPoint {
+  bool ok = false;
+  std::int64_t device_ns = 0, host_ns = 0, error_ns = 0;
 };
 
 // A copy's stamps in the device row, from `offset`: the begin stamp, the hop stamp right after it
@@ -174,6 +292,7 @@ struct Copy {
 };
 
 struct GraphKernelTimer::Impl final : StepListener {
+  struct Pending;
   Impl(StepProfiler& prof, cudaStream_t stream, GraphKernelTimerOptions o);
   ~Impl() override;
   Impl(const Impl&) = delete;
@@ -188,10 +307,15 @@ struct GraphKernelTimer::Impl final : StepListener {
   void place_captured(StageId open) noexcept;  // nodes captured so far that have no stage: `open`
   cudaGraph_t instrumented_copy(cudaGraph_t graph) noexcept;
   cudaGraph_t build_copy(cudaGraph_t graph, Copy& out);  // throws CudaError
-  void poll() noexcept;
-  void read(std::size_t slot, std::uint64_t step, std::size_t used) noexcept;
+  // With `mu` held: the sampled step's row zeroed (begin) and read back (finish); the readings in.
+  void begin_sample(std::uint64_t step) noexcept;
+  void finish_sample(std::uint64_t step) noexcept;
+  void poll_locked() noexcept;
+  void read(std::size_t slot, const Pending& p) noexcept;
   void release(cudaGraph_t copy) noexcept;
   void calibrate();
+  ClockPoint probe_clock() noexcept;       // the ping-pong (start() and stop_and_collect() only)
+  void add_spans(std::vector<Span>& out);  // the window's replays, with `mu` held
   // One warning for the timer's life (formatted inside: never throws).
   template <class... Args>
   void say(fmt::format_string<Args...> f, Args&&... args) noexcept {
@@ -237,6 +361,8 @@ struct GraphKernelTimer::Impl final : StepListener {
     std::uint64_t step = 0;
     std::size_t used = 0;  // stamps in use when the step ended
     bool busy = false;
+    bool traced = false;    // a trace window's step...
+    std::uint64_t gen = 0;  // ...of this window (or warm-up) generation
   };
 
   StepProfiler& prof;
@@ -246,16 +372,23 @@ struct GraphKernelTimer::Impl final : StepListener {
   DeviceBuffer<unsigned long long> stamps;  // the row every copy's stamps write into
   PinnedBuffer<unsigned long long> host;    // ring x max_stamps: the rows read back
   std::vector<Event> copied;                // by ring slot: the row's copy is on the host
-  std::vector<Pending> pending;             // by ring slot
+  // Guards what a background TraceSession's writer also reads: the ring's state, the copies, the
+  // statistics and the window's readings. The loop's thread takes it on sampled steps and while
+  // readings are on their way; the writer, never while it waits for the GPU.
+  mutable std::mutex mu;
+  std::vector<Pending> pending;  // by ring slot
   std::size_t next_slot = 0;
-  std::size_t in_flight = 0;  // busy ring slots
+  std::atomic<std::size_t> in_flight{0};  // busy ring slots
   std::shared_ptr<Hook> hook;
   std::vector<Copy> copies;
   std::size_t used = 0;  // the row's slots in use, free ranges included
   std::vector<std::pair<std::size_t, std::size_t>> free_ranges;  // retired copies' (offset, size)
   std::uint64_t step_now = 0;                                    // the step in progress
+  bool begun = false;    // a step is in progress (our on_step_begin ran, on_step_end not yet)
   bool sampled = false;  // the step in progress runs the stamped copies
   std::uint64_t sampled_step = 0;
+  bool sampled_traced = false;  // ...in a trace window of generation sampled_gen
+  std::uint64_t sampled_gen = 0;
   // The capture in progress: its stream, graph, the stages open, the nodes placed.
   bool capturing = false;
   cudaStream_t capture_stream = nullptr;
@@ -269,9 +402,47 @@ struct GraphKernelTimer::Impl final : StepListener {
   std::function<void(const KernelReplay&)> on_replay;
   KernelReplay replay;  // scratch for on_replay
   bool said = false;
+
+  // Trace windows (TraceSource). The window's flags and counts are under `mu`.
+  TimeBase time_base;
+  std::uint32_t stream_id = 0;   // CUPTI's number of the stream (its kernel records' streamId)
+  bool window_open = false;      // the steps now are a window's (warm-up or active)
+  std::uint64_t window_gen = 0;  // readings of another generation are not the window's
+  std::uint64_t window_sampled = 0, window_done = 0;  // its stamped steps; those read or lost
+  struct Traced {  // a window's replay as read: its copy and its stamps
+    std::uint64_t step = 0;
+    std::uint32_t copy = 0;
+    std::size_t at = 0;  // its stamps: traced_stamps[at, at + copy's slots)
+  };
+  std::vector<Traced> traced;
+  std::vector<unsigned long long> traced_stamps;
+  std::uint64_t window_lost = 0, trace_lost = 0, windows_to_cupti = 0;
+  std::uint64_t window_missed = 0;  // the window's steps that ran no stamped copy
+  struct LastWindow {               // what describe() says of the window collected last
+    std::size_t replays = 0;
+    std::uint64_t missed = 0, lost = 0;
+    bool cupti = false;
+  } last_window;
+  bool window_cupti = false;  // a KernelTracer traced the window: its records are the truth
+  std::uint64_t next_correlation = std::uint64_t{1} << 32;
+  ClockPoint clock_from, clock_to;  // at the window's start, at its collection
+  std::atomic<double> clock_error{0};
+  // The ping-pong: its own stream (the greatest priority) and page-locked box.
+  Stream probe_stream;
+  PinnedBuffer<unsigned long long> probe_box;
+  std::uint64_t probe_gen = 0;
 };
 
 namespace {
+
+int greatest_priority() {
+  int least = 0, greatest = 0;
+  if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return greatest;
+}
 
 GraphKernelTimerOptions checked(GraphKernelTimerOptions o) {
   if (o.sample_every < 1)
@@ -301,8 +472,16 @@ GraphKernelTimer::Impl::Impl(StepProfiler& p, cudaStream_t s, GraphKernelTimerOp
       stamps(options.max_stamps),
       host(options.ring * options.max_stamps),
       pending(options.ring),
-      hook(std::make_shared<Hook>(this)) {
+      hook(std::make_shared<Hook>(this)),
+      probe_stream(cudaStreamNonBlocking, greatest_priority()),
+      probe_box(2 + kProbeRounds, cudaHostAllocMapped) {
   for (std::size_t i = 0; i < options.ring; ++i) copied.emplace_back(cudaEventDisableTiming);
+  // The number CUPTI's kernel records give the stream (no subscription), else the runtime's.
+  if (cuptiGetStreamIdEx(nullptr, stream, 0, &stream_id) != CUPTI_SUCCESS) {
+    unsigned long long id = 0;
+    if (cudaStreamGetId(stream, &id) != cudaSuccess) (void)cudaGetLastError();
+    stream_id = static_cast<std::uint32_t>(id);
+  }
   open_stages.reserve(StepProfiler::kMaxDepth + 1);
   // Never-written slots read 0: a copy made during a sampled step finds its row clean.
   stamps.fill_zero(stream);
@@ -352,15 +531,29 @@ void GraphKernelTimer::Impl::calibrate() {
 
 void GraphKernelTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t) {
   sampled = false;
+  begun = true;
   step_now = step;
   if (step % static_cast<std::uint64_t>(options.sample_every) !=
-      static_cast<std::uint64_t>(options.sample_offset))
+          static_cast<std::uint64_t>(options.sample_offset) &&
+      !(window_open && options.trace_every_step))  // read racily: set on this thread
     return;
+  const std::lock_guard<std::mutex> lock(mu);
+  begin_sample(step);
+}
+
+void GraphKernelTimer::Impl::begin_sample(std::uint64_t step) noexcept {
+  const bool in_window = window_open;
   Pending& p = pending[next_slot];
   if (p.busy) {
-    poll();
+    poll_locked();
+    // A window's step waits for the oldest reading rather than leave itself out of the trace.
+    if (p.busy && in_window && options.trace_every_step) {
+      if (cudaEventSynchronize(copied[next_slot].get()) != cudaSuccess) (void)cudaGetLastError();
+      poll_locked();
+    }
     if (p.busy) {  // the host is a whole ring of samples ahead of the GPU: this one is left out
       ++n_dropped;
+      if (in_window) ++window_lost;
       return;
     }
   }
@@ -379,12 +572,16 @@ void GraphKernelTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t) {
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
       ++n_missed;
+      if (in_window) ++window_lost;
       say("cudaMemsetAsync of the stamps failed: {}", cudaGetErrorName(e));
       return;
     }
   }
   sampled = true;
   sampled_step = step;
+  sampled_traced = in_window;
+  sampled_gen = window_gen;
+  if (in_window) ++window_sampled;
 }
 
 void GraphKernelTimer::Impl::place_captured(StageId open) noexcept {
@@ -428,6 +625,7 @@ cudaGraph_t GraphKernelTimer::Impl::instrumented_copy(cudaGraph_t graph) noexcep
     if (copy == nullptr) return nullptr;
     c.made = copy;
     c.made_in = step_now;
+    const std::lock_guard<std::mutex> lock(mu);
     copies.push_back(std::move(c));
     return copy;
   } catch (const std::exception& e) {
@@ -481,9 +679,7 @@ cudaGraph_t GraphKernelTimer::Impl::build_copy(cudaGraph_t graph, Copy& c) {
   for (std::size_t i = 0; i < stamped.size(); ++i) {
     const cudaGraphNode_t n = stamped[i];
     NodeInfo info;
-    const cudaGraphNodeType t = types[i];
-    info.kernel = t == cudaGraphNodeTypeKernel;
-    info.name = info.kernel ? kernel_name(n) : kind_name(t);
+    describe_node(n, types[i], device_id, info);
     const auto it = known ? placed.find(n) : placed.end();
     info.stage = it != placed.end() ? it->second : open_now;
     std::uint64_t nid = 0;
@@ -574,6 +770,7 @@ cudaGraph_t GraphKernelTimer::Impl::build_copy(cudaGraph_t graph, Copy& c) {
 }
 
 void GraphKernelTimer::Impl::release(cudaGraph_t made) noexcept {
+  const std::lock_guard<std::mutex> lock(mu);
   for (Copy& c : copies)
     if (c.made == made && !c.retired()) {
       // Inside a step it runs no more from this step on; between steps, from the next.
@@ -588,11 +785,21 @@ void GraphKernelTimer::Impl::release(cudaGraph_t made) noexcept {
 }
 
 void GraphKernelTimer::Impl::on_step_end(std::uint64_t step, std::int64_t, StepOutcome) {
+  begun = false;
   if (!sampled || step != sampled_step) {
-    if (in_flight > 0) poll();  // one event query while a sample's row is on its way
+    if (in_flight.load(std::memory_order_relaxed) > 0) {  // a sample's row is on its way
+      const std::lock_guard<std::mutex> lock(mu);
+      poll_locked();
+    }
     return;
   }
+  const std::lock_guard<std::mutex> lock(mu);
+  finish_sample(step);
+}
+
+void GraphKernelTimer::Impl::finish_sample(std::uint64_t step) noexcept {
   sampled = false;
+  const bool counted = sampled_traced && sampled_gen == window_gen;  // in window_sampled
   // The row, once the step's work is done, into this ring slot's host row; read at a later poll.
   const std::size_t slot = next_slot;
   Pending& p = pending[slot];
@@ -604,18 +811,24 @@ void GraphKernelTimer::Impl::on_step_end(std::uint64_t step, std::int64_t, StepO
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     ++n_dropped;
+    if (counted) {
+      ++window_done;
+      ++window_lost;
+    }
     say("reading the stamps back failed: {}", cudaGetErrorName(e));
     return;
   }
   p.step = step;
   p.used = used;
+  p.traced = sampled_traced;
+  p.gen = sampled_gen;
   p.busy = true;
-  ++in_flight;
+  in_flight.fetch_add(1, std::memory_order_relaxed);
   next_slot = (next_slot + 1) % options.ring;
-  poll();
+  poll_locked();
 }
 
-void GraphKernelTimer::Impl::poll() noexcept {
+void GraphKernelTimer::Impl::poll_locked() noexcept {
   // In ring order from the oldest: the slot after the newest.
   for (std::size_t k = 0; k < options.ring; ++k) {
     const std::size_t slot = (next_slot + k) % options.ring;
@@ -624,17 +837,23 @@ void GraphKernelTimer::Impl::poll() noexcept {
     const cudaError_t e = cudaEventQuery(copied[slot].get());
     if (e == cudaErrorNotReady) return;  // the later ones are behind it on the stream
     p.busy = false;
-    --in_flight;
+    in_flight.fetch_sub(1, std::memory_order_relaxed);
+    const bool counted = p.traced && p.gen == window_gen;
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
       ++n_dropped;
-      continue;
+      if (counted) ++window_lost;
+    } else {
+      read(slot, p);
     }
-    read(slot, p.step, p.used);
+    if (counted) ++window_done;
   }
 }
 
-void GraphKernelTimer::Impl::read(std::size_t slot, std::uint64_t step, std::size_t n) noexcept {
+void GraphKernelTimer::Impl::read(std::size_t slot, const Pending& p) noexcept {
+  const std::uint64_t step = p.step;
+  const std::size_t n = p.used;
+  const bool trace = p.traced && p.gen == window_gen;
   const unsigned long long* row = host.data() + slot * options.max_stamps;
   bool any = false;
   for (std::uint32_t ci = 0; ci < copies.size(); ++ci) {
@@ -652,8 +871,17 @@ void GraphKernelTimer::Impl::read(std::size_t slot, std::uint64_t step, std::siz
     }
     if (!complete) {
       ++n_dropped;
+      if (trace) ++window_lost;
       say("a sampled replay of step {} is left out: one of its stamps did not run", step);
       continue;
+    }
+    if (trace) {
+      try {  // the window's replays, turned into spans when it is collected
+        traced.push_back(Traced{step, ci, traced_stamps.size()});
+        traced_stamps.insert(traced_stamps.end(), t, t + c.slots());
+      } catch (...) {
+        ++window_lost;
+      }
     }
     ++n_replays;
     // What one stamp added to the chain in this replay: the hop stamp after the begin stamp.
@@ -689,7 +917,109 @@ void GraphKernelTimer::Impl::read(std::size_t slot, std::uint64_t step, std::siz
       }
     }
   }
-  if (!any) ++n_missed;
+  if (!any) {
+    ++n_missed;
+    if (trace) ++window_missed;
+  }
+}
+
+// The ping-pong: the host writes "go", the probe kernel (on its own stream, at the greatest
+// priority) stamps the global timer and answers; each round's midpoint on the host against the
+// stamp, the round with the shortest round trip kept. The first round waits up to 20 ms for the
+// probe to find room on the GPU; a probe that never answers is told to quit by the next one's
+// generation. Not ok when it did not answer or a CUDA call failed (the window's spans then use
+// the other end's point alone, or are left out).
+ClockPoint GraphKernelTimer::Impl::probe_clock() noexcept {
+  ClockPoint best;
+  volatile unsigned long long* box = probe_box.data();
+  const unsigned long long gen = ++probe_gen & 0xffffffffULL;
+  box[1] = 0;
+  box[0] = gen << 32;  // round 0 not yet: an older probe sees another generation and returns
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  unsigned long long* dbox = nullptr;
+  if (cudaHostGetDevicePointer(reinterpret_cast<void**>(&dbox), probe_box.data(), 0) !=
+      cudaSuccess) {
+    (void)cudaGetLastError();
+    return best;
+  }
+  clock_probe_kernel<<<1, 1, 0, probe_stream.get()>>>(dbox, gen, kProbeRounds);
+  if (cudaGetLastError() != cudaSuccess) return best;
+  std::int64_t best_rtt = std::numeric_limits<std::int64_t>::max();
+  for (int i = 0; i < kProbeRounds; ++i) {
+    const unsigned long long want = gen << 32 | static_cast<unsigned long long>(i + 1);
+    const std::int64_t limit = i == 0 ? 20'000'000 : 1'000'000;  // ns
+    const std::int64_t t0 = time_base.now_ns();
+    box[0] = want;
+    std::int64_t t1 = t0;
+    while (box[1] != want) {
+      t1 = time_base.now_ns();
+      if (t1 - t0 > limit) {
+        box[0] = (gen + 1) << 32;  // quit (a generation of its own)
+        return best;
+      }
+    }
+    t1 = time_base.now_ns();
+    const std::int64_t g = static_cast<std::int64_t>(box[2 + i]);
+    if (t1 - t0 < best_rtt) {
+      best_rtt = t1 - t0;
+      best.ok = true;
+      best.device_ns = g;
+      best.host_ns = t0 + (t1 - t0) / 2;
+      best.error_ns = (t1 - t0 + 1) / 2;
+    }
+  }
+  return best;
+}
+
+// The window's replays as device spans: a node ends at its stamp and lasts its reading (so it
+// starts after its predecessors' stamps and the hop), on the timer's stream; one correlation id a
+// replay. Device nanoseconds go onto the timebase through the two clock points (interpolated: the
+// GPU's timer and the host's clock may run at slightly different rates), or one where the other
+// failed.
+void GraphKernelTimer::Impl::add_spans(std::vector<Span>& out) {
+  const ClockPoint& a = clock_from.ok ? clock_from : clock_to;
+  const ClockPoint& b = clock_to.ok ? clock_to : clock_from;
+  const double rate = a.ok && b.ok && b.device_ns != a.device_ns
+                          ? static_cast<double>(b.host_ns - a.host_ns) /
+                                static_cast<double>(b.device_ns - a.device_ns)
+                          : 1.0;
+  auto to_host = [&](unsigned long long g) {
+    return a.host_ns + static_cast<std::int64_t>(std::llround(
+                           static_cast<double>(static_cast<std::int64_t>(g) - a.device_ns) * rate));
+  };
+  for (const Traced& r : traced) {
+    const Copy& c = copies[r.copy];
+    const unsigned long long* t = traced_stamps.data() + r.at;
+    const unsigned long long hop = t[kHopSlot] - t[kBeginSlot];
+    const std::uint64_t correlation = next_correlation++;
+    for (std::size_t i = 0; i < c.nodes.size(); ++i) {
+      const NodeInfo& node = c.nodes[i];
+      if (node.traced == SpanKind::kCpuStage) continue;
+      unsigned long long start = 0;
+      for (const std::uint32_t s : node.starts) start = std::max(start, t[s]);
+      const unsigned long long end = t[kFirstNode + i];
+      const unsigned long long begin = std::min(end, start + hop);  // a reading of 0 is clamped
+      const std::int64_t b_ns = to_host(begin), e_ns = to_host(end);
+      if (node.traced == SpanKind::kMemset) {
+        out.push_back(Span::memset(node.bytes, b_ns, e_ns, device_id, stream_id, correlation));
+        continue;
+      }
+      if (node.traced == SpanKind::kMemcpy) {
+        out.push_back(
+            Span::memcpy(node.copy, node.bytes, b_ns, e_ns, device_id, stream_id, correlation));
+        continue;
+      }
+      out.push_back(Span::kernel(node.name, b_ns, e_ns, device_id, stream_id, correlation));
+      KernelPayload& k = out.back().get<KernelPayload>();
+      k.graph_id = c.graph_id;
+      k.graph_node_id = node.node_id;
+      if (node.stage != kNoStage) k.stage = std::string(prof.stage_name(node.stage));
+      k.grid = node.grid;
+      k.block = node.block;
+      k.registers = node.registers;
+      k.shared_memory = node.shared_memory;
+    }
+  }
 }
 
 GraphKernelTimer::GraphKernelTimer(StepProfiler& prof, cudaStream_t stream,
@@ -700,14 +1030,23 @@ GraphKernelTimer::~GraphKernelTimer() = default;
 std::shared_ptr<GraphInstrumentation> GraphKernelTimer::instrumentation() const noexcept {
   return impl_->hook;
 }
-void GraphKernelTimer::poll() noexcept { impl_->poll(); }
+void GraphKernelTimer::poll() noexcept {
+  const std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->poll_locked();
+}
 void GraphKernelTimer::synchronize() {
-  for (std::size_t i = 0; i < impl_->options.ring; ++i)
-    if (impl_->pending[i].busy) SIMPROF_CUDA_CHECK(cudaEventSynchronize(impl_->copied[i].get()));
-  impl_->poll();
+  std::vector<cudaEvent_t> wait;
+  {
+    const std::lock_guard<std::mutex> lock(impl_->mu);
+    for (std::size_t i = 0; i < impl_->options.ring; ++i)
+      if (impl_->pending[i].busy) wait.push_back(impl_->copied[i].get());
+  }
+  for (cudaEvent_t e : wait) SIMPROF_CUDA_CHECK(cudaEventSynchronize(e));
+  poll();
 }
 
 std::vector<KernelNodeTime> GraphKernelTimer::nodes() const {
+  const std::lock_guard<std::mutex> lock(impl_->mu);
   std::vector<KernelNodeTime> out;
   for (std::uint32_t ci = 0; ci < impl_->copies.size(); ++ci) {
     const Copy& c = impl_->copies[ci];
@@ -732,15 +1071,161 @@ std::vector<KernelNodeTime> GraphKernelTimer::nodes() const {
   return out;
 }
 
-std::uint64_t GraphKernelTimer::replays() const noexcept { return impl_->n_replays; }
-std::uint64_t GraphKernelTimer::missed() const noexcept { return impl_->n_missed; }
-std::uint64_t GraphKernelTimer::dropped() const noexcept { return impl_->n_dropped; }
-std::uint64_t GraphKernelTimer::unstamped() const noexcept { return impl_->n_unstamped; }
-double GraphKernelTimer::hop_ns() const noexcept { return impl_->hop_ns; }
+std::uint64_t GraphKernelTimer::replays() const noexcept {
+  const std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->n_replays;
+}
+std::uint64_t GraphKernelTimer::missed() const noexcept {
+  const std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->n_missed;
+}
+std::uint64_t GraphKernelTimer::dropped() const noexcept {
+  const std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->n_dropped;
+}
+std::uint64_t GraphKernelTimer::unstamped() const noexcept {
+  const std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->n_unstamped;
+}
+double GraphKernelTimer::hop_ns() const noexcept {
+  const std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->hop_ns;
+}
+double GraphKernelTimer::clock_error_ns() const noexcept {
+  return impl_->clock_error.load(std::memory_order_relaxed);
+}
+std::uint64_t GraphKernelTimer::trace_dropped() const noexcept {
+  const std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->trace_lost;
+}
 void GraphKernelTimer::set_on_replay(std::function<void(const KernelReplay&)> fn) {
   impl_->on_replay = std::move(fn);
 }
 const GraphKernelTimerOptions& GraphKernelTimer::options() const noexcept { return impl_->options; }
+
+void GraphKernelTimer::bind(const TimeBase& time_base) {
+  const std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->window_open)
+    throw std::logic_error("simprof: GraphKernelTimer::bind inside a trace window (bind before)");
+  impl_->time_base = time_base;
+}
+
+// A window's (or warm-up's) first step: the GPU's clock aligned, and from now every step stamped.
+// The session starts its sources from its own step begin: where ours ran first, this step is
+// stamped here.
+void GraphKernelTimer::start() {
+  Impl& m = *impl_;
+  const detail::OnDevice on_device(m.device_id);
+  m.clock_from = m.probe_clock();
+  m.clock_to = ClockPoint{};
+  const std::lock_guard<std::mutex> lock(m.mu);
+  m.window_open = true;
+  ++m.window_gen;
+  m.window_sampled = m.window_done = m.window_lost = m.window_missed = 0;
+  m.traced.clear();
+  m.traced_stamps.clear();
+  if (m.begun && !m.sampled && m.options.trace_every_step) m.begin_sample(m.step_now);
+}
+
+// The warm-up's replays are not kept; this step is the window's (it was stamped as the warm-up's).
+void GraphKernelTimer::discard() {
+  Impl& m = *impl_;
+  const std::lock_guard<std::mutex> lock(m.mu);
+  ++m.window_gen;
+  m.window_sampled = m.window_done = m.window_lost = m.window_missed = 0;
+  m.traced.clear();
+  m.traced_stamps.clear();
+  if (m.begun && m.sampled && m.sampled_step == m.step_now && m.sampled_traced) {
+    m.sampled_gen = m.window_gen;
+    ++m.window_sampled;
+  }
+}
+
+// The window's last step ends: its row goes back now (the session may collect before our own step
+// end runs), and later steps are not the window's.
+void GraphKernelTimer::stop() {
+  Impl& m = *impl_;
+  const std::lock_guard<std::mutex> lock(m.mu);
+  if (!m.window_open) return;
+  if (m.begun && m.sampled && m.sampled_step == m.step_now) m.finish_sample(m.step_now);
+  m.window_open = false;
+  m.window_cupti = detail::kernel_tracer_window_open();
+}
+
+// Waits (never holding the lock) for the window's readings, aligns the clock again, and appends
+// the window's spans. On the loop's thread, or on a background session's writer.
+std::uint64_t GraphKernelTimer::stop_and_collect(std::vector<Span>& out) {
+  Impl& m = *impl_;
+  stop();
+  const detail::OnDevice on_device(m.device_id);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    std::vector<cudaEvent_t> wait;
+    {
+      const std::lock_guard<std::mutex> lock(m.mu);
+      if (m.window_done >= m.window_sampled) break;
+      for (std::size_t i = 0; i < m.options.ring; ++i)
+        if (m.pending[i].busy && m.pending[i].traced && m.pending[i].gen == m.window_gen)
+          wait.push_back(m.copied[i].get());
+      if (wait.empty() && std::chrono::steady_clock::now() > deadline) {
+        m.window_lost += m.window_sampled - m.window_done;  // never read back
+        m.window_done = m.window_sampled;
+        break;
+      }
+    }
+    if (wait.empty()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    for (cudaEvent_t e : wait)
+      if (cudaEventSynchronize(e) != cudaSuccess) (void)cudaGetLastError();
+    const std::lock_guard<std::mutex> lock(m.mu);
+    m.poll_locked();
+  }
+  m.clock_to = m.probe_clock();
+  const std::lock_guard<std::mutex> lock(m.mu);
+  std::uint64_t lost = m.window_lost;
+  if (m.window_cupti) {
+    ++m.windows_to_cupti;  // CUPTI's records of the same replays are in the trace
+  } else if (!m.clock_from.ok && !m.clock_to.ok) {
+    lost += m.traced.size();  // nowhere to put them
+    m.say("a trace window's device spans are left out: the GPU's clock could not be aligned");
+  } else {
+    const std::size_t before = out.size();
+    try {
+      m.add_spans(out);
+    } catch (const std::bad_alloc&) {
+      out.resize(before);
+      lost += m.traced.size();
+    }
+  }
+  m.clock_error.store(static_cast<double>(std::max(m.clock_from.ok ? m.clock_from.error_ns : 0,
+                                                   m.clock_to.ok ? m.clock_to.error_ns : 0)),
+                      std::memory_order_relaxed);
+  m.trace_lost += lost;
+  m.last_window = {m.traced.size(), m.window_missed, lost, m.window_cupti};
+  m.traced.clear();
+  m.traced_stamps.clear();
+  m.window_lost = 0;
+  return lost;
+}
+
+void GraphKernelTimer::describe(Trace& trace) const {
+  const Impl& m = *impl_;
+  std::string what;
+  {
+    const std::lock_guard<std::mutex> lock(impl_->mu);
+    const auto& w = m.last_window;
+    what = w.cupti ? fmt::format(
+                         "{} stamped replays; their device spans are CUPTI's records "
+                         "(a kernel tracer traced the window)",
+                         w.replays)
+                   : fmt::format(
+                         "{} stamped replays as device spans (correlation ids from 2^32: no "
+                         "launch records), placed within {:.0f} ns; {} steps ran no "
+                         "stamped copy; {} replays lost",
+                         w.replays, m.clock_error.load(), w.missed, w.lost);
+  }
+  trace.metadata["graph_kernel_timer"] = what;
+  detail::describe_devices(trace, {static_cast<std::uint32_t>(m.device_id)});
+}
 
 std::string kernel_table(const GraphKernelTimer& timer, std::size_t top) {
   const std::vector<KernelNodeTime> nodes = timer.nodes();

@@ -53,6 +53,10 @@ void set_cupti_handler(CuptiHandler handler) noexcept;
 void set_graph_node_handler(CuptiHandler handler) noexcept;
 CUptiResult enable_graph_nodes(CUpti_SubscriberHandle subscriber, bool on) noexcept;
 
+/// Whether a KernelTracer is tracing a window now (started, not yet collected): a GraphKernelTimer
+/// in the same window leaves its replays to CUPTI's records.
+bool kernel_tracer_window_open() noexcept;
+
 /// While one lives, graph nodes the calling thread makes are simprof's own (DeviceStageTimer's
 /// stamps added to a graph's copy): the kernel tracer gives them no stage.
 class OwnNodes {

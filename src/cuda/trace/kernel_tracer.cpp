@@ -16,8 +16,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "../runtime/on_device.hpp"
 #include "cupti_hub.hpp"
 #include "cupti_records.hpp"
+#include "describe_devices.hpp"
 #include "simprof/base/log.hpp"
 #include "simprof/cuda/runtime/error.hpp"
 #include "simprof/detail/buffer_pool.hpp"
@@ -31,6 +33,8 @@ using detail::cupti_error;
 // CUPTI's callbacks are plain functions without a context argument: they reach the one tracer of
 // the process through this pointer, owned by the tracer's Registration.
 std::atomic<KernelTracer::Impl*> g_impl{nullptr};
+// Tracers with a window open (start() to stop_and_collect(), or until tracing goes off).
+std::atomic<int> g_windows_open{0};
 // Graph-node callbacks inside the tracer now (they come on any thread that builds a graph): the
 // tracer's destructor clears g_impl, then waits for this to reach zero before its Impl goes.
 std::atomic<int> g_graph_cb_in_flight{0};
@@ -67,7 +71,12 @@ struct KernelTracer::Impl {
   // never run, which its trace says (otherData.device_error).
   std::string device_error;
   simprof::detail::BufferPool
-      pool;          // lent to CUPTI, returned on its thread (thread-safe on its own)
+      pool;  // lent to CUPTI, returned on its thread (thread-safe on its own)
+  // Counted in g_windows_open while a window is open (start() to its collection, or disable()).
+  std::atomic<bool> window_counted{false};
+  void mark_window(bool open) noexcept {
+    if (window_counted.exchange(open) != open) g_windows_open.fetch_add(open ? 1 : -1);
+  }
   std::mutex mutex;  // guards everything below: CUPTI completes buffers on its own thread
   bool running = false;
   detail::ActivityRecords records;
@@ -141,6 +150,7 @@ struct KernelTracer::Impl {
   void disable(std::string why) {
     reason = std::move(why);
     enabled = false;
+    mark_window(false);
     {
       std::lock_guard<std::mutex> lock(mutex);
       running = false;
@@ -277,6 +287,7 @@ KernelTracer::KernelTracer(const StepProfiler& prof, KernelTracerOptions options
 }
 
 KernelTracer::~KernelTracer() {
+  impl_->mark_window(false);
   if (impl_->enabled) {
     impl_->disable_kinds();
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -335,6 +346,7 @@ void KernelTracer::start() {
   impl_->window.after = impl_->marks ? detail::correlation_mark() : 0;
   impl_->window.all = impl_->window.after == 0;
   impl_->window.from_ns = impl_->time_base.now_ns();
+  impl_->mark_window(true);
   if (impl_->window.all && !impl_->warned_unmarked) {
     impl_->warned_unmarked = true;
     default_logger()->warn(
@@ -378,33 +390,10 @@ void KernelTracer::stop() {
   impl_->drain_and_disable();
 }
 
-namespace {
-
-// The tracer's device current on this thread for the scope: collection may run on a session's
-// writer thread, whose current device is 0.
-class OnDevice {
- public:
-  explicit OnDevice(int device) {
-    switched_ = cudaGetDevice(&previous_) == cudaSuccess && previous_ != device &&
-                cudaSetDevice(device) == cudaSuccess;
-  }
-  ~OnDevice() {
-    if (switched_) cudaSetDevice(previous_);
-  }
-  OnDevice(const OnDevice&) = delete;
-  OnDevice& operator=(const OnDevice&) = delete;
-
- private:
-  int previous_ = 0;
-  bool switched_ = false;
-};
-
-}  // namespace
-
 std::uint64_t KernelTracer::stop_and_collect(std::vector<Span>& out) {
   if (!impl_->enabled) return 0;
   stop();
-  const OnDevice on_device(impl_->device);
+  const detail::OnDevice on_device(impl_->device);
   // The window's kernels must have finished before CUPTI can report them.
   impl_->drain_and_disable();
   // CUPTI lost inside the window: what it delivered before is kept, the rest of this and every
@@ -415,6 +404,7 @@ std::uint64_t KernelTracer::stop_and_collect(std::vector<Span>& out) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->running = false;
   impl_->stopped = false;
+  impl_->mark_window(false);
   {
     std::lock_guard<std::mutex> nodes(impl_->nodes_mutex);  // order: mutex, then nodes_mutex
     impl_->records.to_spans(impl_->options.mode, impl_->window, impl_->offset,
@@ -438,31 +428,9 @@ void KernelTracer::describe(Trace& trace) const {
     devices = impl_->devices_seen;
   }
   if (devices.empty()) devices.push_back(static_cast<std::uint32_t>(impl_->device));
-  for (const std::uint32_t d : devices) {
-    cudaDeviceProp p{};
-    if (cudaGetDeviceProperties(&p, static_cast<int>(d)) != cudaSuccess) {
-      cudaGetLastError();
-      continue;
-    }
-    DeviceProperties dp;
-    dp.id = static_cast<int>(d);
-    dp.name = p.name;
-    dp.total_global_mem = p.totalGlobalMem;
-    dp.compute_major = p.major;
-    dp.compute_minor = p.minor;
-    dp.max_threads_per_block = p.maxThreadsPerBlock;
-    dp.max_threads_per_multiprocessor = p.maxThreadsPerMultiProcessor;
-    dp.regs_per_block = p.regsPerBlock;
-    dp.warp_size = p.warpSize;
-    dp.shared_mem_per_block = p.sharedMemPerBlock;
-    dp.num_sms = p.multiProcessorCount;
-    trace.devices.push_back(std::move(dp));
-  }
-  int v = 0;
-  if (cudaDriverGetVersion(&v) == cudaSuccess) trace.versions["cuda_driver_version"] = v;
-  if (cudaRuntimeGetVersion(&v) == cudaSuccess) trace.versions["cuda_runtime_version"] = v;
-  std::uint32_t cupti = 0;
-  if (cuptiGetVersion(&cupti) == CUPTI_SUCCESS) trace.versions["cupti_version"] = cupti;
+  detail::describe_devices(trace, devices);
 }
+
+bool detail::kernel_tracer_window_open() noexcept { return g_windows_open.load() > 0; }
 
 }  // namespace simprof::cuda

@@ -23,6 +23,16 @@
 // (mean, min, max over the sampled replays) are per node; kernel_table() groups them by stage.
 // Works while another tool (Nsight Systems, torch.profiler) holds CUPTI: no CUPTI call subscribes.
 //
+// In a trace: added to a TraceSession (add_source), the timer stamps every step of each window
+// (trace_every_step) and writes each stamped node as a device span on `pid = device, tid = stream`
+// with Kineto's kernel fields (grid, block, registers, shared memory, "graph id", "graph node id")
+// and "stage". The GPU's clock is put on the trace's timebase by a ping-pong through page-locked
+// memory at each window's start and at its collection (the pair with the shortest round trip,
+// interpolated between the two): a span is placed within half that round trip (clock_error_ns()).
+// The spans of one replay share a correlation id of their own (2^32 and up: no launch record goes
+// with them; CUPTI's ids are 32-bit). Where a KernelTracer traces the same window, CUPTI's records
+// of the stamped replays are the truth and this timer's spans are left out (said in otherData).
+//
 /* clang-format off */
 //   simprof::cuda::GraphKernelTimer kernels(prof, stream);            // 1 replay in 128 stamped
 //   simprof::cuda::GraphCache cache(stream);
@@ -30,6 +40,7 @@
 //   for (int i = 0; i < n; ++i) { auto step = prof.step(); cache.run({n_envs}, body); }
 //   kernels.synchronize();
 //   std::fputs(simprof::cuda::kernel_table(kernels).c_str(), stdout);
+//   auto joined = session.add_source(&kernels);  // a TraceSession: its windows get device spans
 /* clang-format on */
 #pragma once
 
@@ -44,6 +55,7 @@
 
 #include "simprof/cuda/graphs/instrumentation.hpp"
 #include "simprof/profiler/step_profiler.hpp"
+#include "simprof/trace/session.hpp"
 
 namespace simprof::cuda {
 
@@ -64,6 +76,11 @@ struct GraphKernelTimerOptions {
   /// that finds them all still on their way (a host ring x sample_every steps ahead of the GPU) is
   /// not stamped: counted in dropped(), never waited for.
   std::size_t ring = 8;
+  /// Added to a TraceSession: every step of a window (warm-up and active) runs the stamped copies,
+  /// so that each of its replays is in the trace; a window's step that finds the ring full waits
+  /// for the oldest reading instead of dropping it. false: only the sampled steps that fall in a
+  /// window are traced.
+  bool trace_every_step = true;
 };
 
 /// One node of a replayed graph and its device times over the sampled replays.
@@ -96,13 +113,13 @@ struct KernelReplay {
 
 /// Device times of every node of the graphs a GraphCache (or InstrumentedGraph) replays, from
 /// stamped copies launched on sampled steps (see the header comment).
-class GraphKernelTimer {
+class GraphKernelTimer final : public TraceSource {
  public:
   /// Attaches to `prof` (its stage boundaries place the nodes captured between them); `stream` is
   /// the one the graphs are launched on. Throws std::invalid_argument for bad options, CudaError
   /// when the device buffers or the calibration fail.
   GraphKernelTimer(StepProfiler& prof, cudaStream_t stream, GraphKernelTimerOptions options = {});
-  ~GraphKernelTimer();
+  ~GraphKernelTimer() override;
   GraphKernelTimer(const GraphKernelTimer&) = delete;
   GraphKernelTimer& operator=(const GraphKernelTimer&) = delete;
 
@@ -131,10 +148,27 @@ class GraphKernelTimer {
   /// What one stamp adds to a chain, nanoseconds: the mean over the replays read of each one's own
   /// hop (taken from that replay's readings); measured when the timer was made until one is read.
   double hop_ns() const noexcept;
-  /// Called with every replay read, on the thread that reads it (poll(), synchronize()).
+  /// Called with every replay read, on the thread that reads it (poll(), synchronize(), or a
+  /// background TraceSession's writer collecting a window).
   void set_on_replay(std::function<void(const KernelReplay&)> fn);
   /// The options the timer was made with (sample_offset resolved).
   const GraphKernelTimerOptions& options() const noexcept;
+  /// How far a trace span may sit from where the GPU ran it, nanoseconds: half the shortest round
+  /// trip of the last clock alignment (0 before the first window).
+  double clock_error_ns() const noexcept;
+  /// Traced replays left out of windows (a stamp that did not run, a reading that never came, no
+  /// clock alignment), over the timer's life.
+  std::uint64_t trace_dropped() const noexcept;
+
+  ///@{
+  /// TraceSource (session.hpp): the device spans of the stamped replays of each window.
+  void bind(const TimeBase& time_base) override;
+  void start() override;
+  void discard() override;
+  void stop() override;
+  std::uint64_t stop_and_collect(std::vector<Span>& out) override;
+  void describe(Trace& trace) const override;
+  ///@}
 
   struct Impl;
 
