@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
@@ -480,6 +481,8 @@ TracedRun run_traced(bool background, bool with_tracer) {
     out.done.push_back(tb.now_ns());
   }
   trace.wait();
+  std::printf("clock alignment: within %.0f ns (half the ping-pong's shortest round trip)\n",
+              kernels.clock_error_ns());
   EXPECT_EQ(kernels.trace_dropped(), 0u);
   EXPECT_GT(kernels.clock_error_ns(), 0.0);
   // Half a PCIe round trip: the H200 measured 0.4-1 us.

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -385,4 +387,68 @@ TEST_F(GpuTest, DeviceMeansByStageIdAndName) {
   EXPECT_EQ(dev.mean(simprof::kPeriodStage), dev.mean("period"));
   EXPECT_TRUE(std::isnan(dev.mean("no such stage")));
   EXPECT_TRUE(std::isnan(dev.mean(simprof::kNoStage)));
+}
+
+// Eager boundaries with nothing launched between them (a parent's begin and its first child's, a
+// child's end and the next one's begin) share one stamp: half the stamps of this step, the same
+// stage times as a stamp for every boundary, and a parent exactly the sum of its children.
+TEST_F(GpuTest, EagerBoundariesWithNothingBetweenShareAStamp) {
+  Stream stream;
+  gt::spin(1000, stream);  // load the kernel's module before timing (lazy loading)
+  stream.synchronize();
+  constexpr int kSteps = 8;
+  std::map<std::string, double> mean[2];  // [merged?] by stage
+  for (const int merge : {500, 0}) {
+    SCOPED_TRACE(merge ? "merged" : "a stamp a boundary");
+    simprof::StepProfiler prof(quiet(), 0);
+    DeviceStageTimerOptions o = every_step();
+    o.merge_within_ns = merge;
+    DeviceStageTimer dev(prof, stream, o);
+    double parent_minus_children = 0;
+    for (int i = 0; i < kSteps; ++i) {
+      {
+        auto s = prof.step();
+        {
+          auto physics = prof.stage("physics");
+          {
+            auto a = prof.stage("physics/a");
+            gt::spin(40'000, stream);
+          }
+          {
+            auto b = prof.stage("physics/b");
+            gt::spin(20'000, stream);
+          }
+        }
+        auto cam = prof.stage("sensors/Cam");
+        gt::spin(30'000, stream);
+      }
+      dev.synchronize();
+      const auto& t = dev.device_timings();
+      parent_minus_children = std::max(
+          parent_minus_children, std::abs(t.at("physics") - t.at("physics/a") - t.at("physics/b")));
+    }
+    ASSERT_EQ(dev.joined(), static_cast<std::uint64_t>(kSteps));
+    EXPECT_EQ(dev.dropped(), 0u);
+    EXPECT_EQ(dev.unpaired(), 0u);
+    // 8 boundaries a step: physics/a's begin, physics/b's begin, physics' end (after b's) and
+    // sensors/Cam's begin share the stamp before them.
+    SIMPROF_TIMING EXPECT_EQ(dev.merged(), merge ? 4u * kSteps : 0u);
+    // A parent whose boundaries are its children's: the sum of them, to the nanosecond.
+    if (merge) SIMPROF_TIMING EXPECT_LT(parent_minus_children, 2e-9);
+    for (const char* st : {"physics", "physics/a", "physics/b", "sensors/Cam"})
+      mean[merge ? 1 : 0][st] = dev.mean(st);
+    SIMPROF_TIMING EXPECT_GE(dev.mean("physics/a"), 40e-6 - 0.2e-6);  // a spin never ends early
+    SIMPROF_TIMING EXPECT_GE(dev.mean("physics/b"), 20e-6 - 0.2e-6);
+  }
+  // Both ways read the same stages (the spins' own lengths vary a little between runs).
+  for (const auto& [st, v] : mean[1])
+    SIMPROF_TIMING EXPECT_NEAR(v, mean[0][st], 0.05 * mean[0][st] + 1e-6) << st;
+}
+
+TEST_F(GpuTest, MergeWithinIsValidated) {
+  Stream stream;
+  simprof::StepProfiler prof(quiet(), 0);
+  DeviceStageTimerOptions o;
+  o.merge_within_ns = -1;
+  EXPECT_THROW(DeviceStageTimer(prof, stream, o), std::invalid_argument);
 }

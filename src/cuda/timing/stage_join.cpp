@@ -93,16 +93,35 @@ void DeviceStageTimer::Impl::join(const StepRecord& r, std::uint64_t step) {
     sums.resize(n);
   }
   for (std::size_t i = 0; i < n; ++i) open[i].state = 0;
-  // Stamps of a graph land in any order: put them in time order (same instant: reserved order).
+  // Stamps of a graph land in any order: put them in time order (same instant: reserved order),
+  // each eager boundary that shared an earlier eager stamp right after that stamp's entry.
   const unsigned count = r.count < kMaxStamps ? r.count : kMaxStamps;
-  order.clear();  // reserved for kMaxStamps: no allocation here
-  for (unsigned i = 0; i < count; ++i) order.push_back(i);
-  std::sort(order.begin(), order.end(), [&](unsigned a, unsigned b) {
-    return r.entries[a].t != r.entries[b].t ? r.entries[a].t < r.entries[b].t : a < b;
-  });
-  const bool eager = slots[slot].eager != 0;
-  for (const unsigned i : order) {
+  items.clear();        // reserved for kMaxStamps + kMaxAliases: no allocation here
+  eager_entry.clear();  // reserved for kMaxStamps
+  for (unsigned i = 0; i < count; ++i) {
     const detail::StampEntry& e = r.entries[i];
+    items.push_back(Item{e.t, i, 0, e.stage, e.kind & detail::kKindMask});
+    if (const unsigned nth = static_cast<unsigned>(e.kind) >> detail::kKindBits; nth != 0) {
+      if (eager_entry.size() < nth) eager_entry.resize(nth, kMaxStamps);
+      eager_entry[nth - 1] = i;
+    }
+  }
+  const Slot& sl = slots[slot];
+  for (unsigned k = 0; k < sl.n_aliases; ++k) {
+    const Alias& a = sl.aliases[k];
+    // Its stamp's entry (an entry past kMaxStamps was not kept: the boundary goes with it).
+    if (a.source == 0 || a.source > eager_entry.size() || eager_entry[a.source - 1] >= count)
+      continue;
+    const unsigned i = eager_entry[a.source - 1];
+    items.push_back(Item{r.entries[i].t, i, k + 1, a.stage, a.kind});
+  }
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    if (a.t != b.t) return a.t < b.t;
+    return a.base != b.base ? a.base < b.base : a.sub < b.sub;
+  });
+  const bool eager = sl.eager != 0;
+  for (const Item& e : items) {
+    const unsigned i = e.base;
     const auto id = static_cast<StageId>(e.stage);
     if (id >= n) continue;
     if (e.kind == kStageBegin) {
@@ -114,7 +133,7 @@ void DeviceStageTimer::Impl::join(const StepRecord& r, std::uint64_t step) {
       open[id].state = 0;
       // Eager stamps sit on the stream, each one adding eager_stamp_ns to the stages around it:
       // the stamps from the stage's begin (included) to its end (excluded) are taken out. (One
-      // entry per eager stamp, reserved in stream order.)
+      // entry per eager stamp, reserved in stream order; a merged boundary counts as its stamp.)
       const double stamps = eager ? static_cast<double>(i - open[id].idx) : 0.0;
       const double d =
           std::max(0.0, (static_cast<double>(static_cast<std::int64_t>(e.t) - open[id].at) -
@@ -192,6 +211,7 @@ double DeviceStageTimer::sampled_mean(std::string_view stage) const noexcept {
 std::uint64_t DeviceStageTimer::joined() const noexcept { return impl_->joined; }
 std::uint64_t DeviceStageTimer::dropped() const noexcept { return impl_->dropped; }
 std::uint64_t DeviceStageTimer::unpaired() const noexcept { return impl_->n_unpaired; }
+std::uint64_t DeviceStageTimer::merged() const noexcept { return impl_->n_merged; }
 const DeviceStageTimerOptions& DeviceStageTimer::options() const noexcept { return impl_->options; }
 int DeviceStageTimer::device() const noexcept { return impl_->device_id; }
 const StepPacer* DeviceStageTimer::pacer() const noexcept {

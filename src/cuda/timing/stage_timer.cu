@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -104,7 +105,17 @@ WriteValue32 write_value32() {
   return fn;
 }
 
+std::int64_t steady_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 std::size_t checked_ring(const DeviceStageTimerOptions& o) {
+  if (o.merge_within_ns < 0)
+    throw std::invalid_argument(
+        fmt::format("simprof: DeviceStageTimerOptions.merge_within_ns = {} (expected >= 0)",
+                    o.merge_within_ns));
   if (o.sample_every < 1)
     throw std::invalid_argument(fmt::format(
         "simprof: DeviceStageTimerOptions.sample_every = {} (expected >= 1)", o.sample_every));
@@ -142,8 +153,10 @@ DeviceStageTimer::Impl::Impl(StepProfiler& profiler, cudaStream_t s, DeviceStage
   SIMPROF_CUDA_CHECK(cudaMemsetAsync(records.data(), 0, records.bytes(), stream));
   SIMPROF_CUDA_CHECK(  // kNotTimed
       cudaMemsetAsync(step_index.data(), 0xff, step_index.bytes(), stream));
-  order.reserve(kMaxStamps);
+  items.reserve(kMaxStamps + detail::kMaxAliases);
+  eager_entry.reserve(kMaxStamps);
   calibrate();
+  make_publish_graph();
   if (options.max_in_flight > 0) {
     StepPacerOptions po;
     po.max_in_flight = options.max_in_flight;
@@ -159,6 +172,24 @@ DeviceStageTimer::Impl::Impl(StepProfiler& profiler, cudaStream_t s, DeviceStage
     pacer->set_on_step([this](const DeviceStep& d) { device_step(d); });
   }
   prof.add_listener(this);  // last: nothing below can throw once the profiler calls us
+}
+
+void DeviceStageTimer::Impl::make_publish_graph() {
+  SIMPROF_CUDA_CHECK(cudaGraphCreate(publish_graph.out(), 0));
+  publish_recs = records.data();
+  publish_ring = static_cast<unsigned>(options.ring);
+  publish_args[0] = &publish_recs;
+  publish_args[1] = &mirror_view;
+  publish_args[2] = &publish_ring;
+  publish_args[3] = &publish_step;
+  publish_params.func = reinterpret_cast<void*>(&publish_kernel);
+  publish_params.gridDim = dim3(1);
+  publish_params.blockDim = dim3(kPublishThreads);
+  publish_params.kernelParams = publish_args;
+  const cuda::detail::OwnNodes own;  // simprof's node: a kernel tracer gives it no stage
+  SIMPROF_CUDA_CHECK(
+      cudaGraphAddKernelNode(&publish_node, publish_graph.get(), nullptr, 0, &publish_params));
+  SIMPROF_CUDA_CHECK(cudaGraphInstantiate(publish_exec.out(), publish_graph.get(), 0));
 }
 
 void DeviceStageTimer::Impl::calibrate() {
@@ -211,14 +242,19 @@ void DeviceStageTimer::Impl::report(const char* what, const std::string& why) no
 void DeviceStageTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t) {
   began_eagerly = false;
   const bool sampled = step % static_cast<std::uint64_t>(options.sample_every) == 0;
-  slots[step % options.ring].stamped = 0;
+  slot_now = step % options.ring;
+  slots[slot_now].stamped = 0;
   skip = true;
   if (!sampled) return;
   if (ended - next_read >= options.ring) poll();
   // Without pacing the GPU can fall a whole ring behind: leave this step untimed rather than wait.
   skip = ended - next_read >= options.ring;
   if (skip) ++dropped;
-  slots[step % options.ring].stamped = !skip;
+  slots[slot_now].stamped = !skip;
+  if (!skip) {  // the slot's last step is joined or passed over (the ring check above)
+    slots[slot_now].eager_stamps = 0;
+    slots[slot_now].n_aliases = 0;
+  }
   // The step's index, written by the stream itself before the step's work: every stamp of the step,
   // eager or inside a replayed graph, finds its record through it.
   const auto value = skip ? kNotTimed : static_cast<unsigned>(step);
@@ -240,6 +276,8 @@ void DeviceStageTimer::Impl::on_stage_end(StageId id, std::int64_t) { boundary(i
 void DeviceStageTimer::Impl::boundary(StageId stage, int kind) noexcept {
   // An unsampled step outside GraphCache's captures: nothing to do, not even a query.
   if (skip && !capturing) return;
+  // Right after an eager stamp's launch, outside any capture: that stamp's instant, no query.
+  if (!capturing && merged_eager(stage, kind, steady_ns())) return;
   CaptureInfo ci;
   cudaError_t e = capture_info(capturing ? capture_stream : stream, ci);
   if (e != cudaSuccess) return report("cudaStreamGetCaptureInfo", e);
@@ -253,12 +291,7 @@ void DeviceStageTimer::Impl::boundary(StageId stage, int kind) noexcept {
   if (ci.status != cudaStreamCaptureStatusActive) {
     // Eager: on the stream, in order, in sampled steps only.
     if (skip) return;
-    if (!began_eagerly) {
-      begin_kernel<<<1, 1, 0, stream>>>(a.recs, a.step, a.ring);
-      began_eagerly = true;
-    }
-    stamp_kernel<<<1, 1, 0, stream>>>(a);
-    if ((e = cudaGetLastError()) != cudaSuccess) report("a timestamp launch", e);
+    eager_stamp(a, kind);
     return;
   }
   // Captured: noted for the instrumented copy, as a leaf after the work captured so far. A capture
@@ -286,6 +319,38 @@ void DeviceStageTimer::Impl::boundary(StageId stage, int kind) noexcept {
     c = detail::CaptureStamps{};  // out of memory: this capture gets no stamps
     report("noting a stamp (out of memory)", cudaErrorMemoryAllocation);
   }
+}
+
+// An eager boundary: its own stamp on the stream, or — right after the previous eager stamp's
+// launch, when nothing can have been launched between — that stamp's instant (an alias, joined on
+// the host).
+// Within merge_within_ns of the latest eager stamp's launch (now_ns read when the boundary came):
+// nothing can have been launched between, nor a capture begun; the boundary takes that stamp's
+// instant (joined on the host).
+bool DeviceStageTimer::Impl::merged_eager(StageId stage, int kind, std::int64_t now_ns) noexcept {
+  Slot& s = slots[slot_now];
+  if (skip || s.eager_stamps == 0 || options.merge_within_ns == 0 ||
+      s.n_aliases >= detail::kMaxAliases || now_ns - last_eager_ns >= options.merge_within_ns)
+    return false;
+  s.aliases[s.n_aliases++] = Alias{s.eager_stamps, static_cast<int>(stage), kind};
+  ++n_merged;
+  return true;
+}
+
+void DeviceStageTimer::Impl::eager_stamp(detail::StampArgs& a, int kind) noexcept {
+  Slot& s = slots[slot_now];
+  if (!began_eagerly) {
+    begin_kernel<<<1, 1, 0, stream>>>(a.recs, a.step, a.ring);
+    began_eagerly = true;
+  }
+  a.kind[0] = kind | static_cast<int>((s.eager_stamps + 1) << detail::kKindBits);
+  stamp_kernel<<<1, 1, 0, stream>>>(a);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) {
+    report("a timestamp launch", e);
+    return;
+  }
+  ++s.eager_stamps;
+  last_eager_ns = steady_ns();
 }
 
 cudaGraph_t DeviceStageTimer::Impl::instrumented_copy(cudaGraph_t graph) noexcept {
@@ -407,9 +472,12 @@ void DeviceStageTimer::Impl::on_step_end(std::uint64_t step, std::int64_t, StepO
   cudaError_t e = cudaEventRecord(step_done.get(), stream);
   if (e == cudaSuccess) e = cudaStreamWaitEvent(side.get(), step_done.get(), 0);
   if (e != cudaSuccess) return report("cudaStreamWaitEvent", e);
-  publish_kernel<<<1, kPublishThreads, 0, side.get()>>>(records.data(), mirror_view,
-                                                        static_cast<unsigned>(options.ring), step);
-  if ((e = cudaGetLastError()) != cudaSuccess) return report("the publish launch", e);
+  publish_step = step;  // the arguments are copied into the executable here
+  if ((e = cudaGraphExecKernelNodeSetParams(publish_exec.get(), publish_node, &publish_params)) !=
+      cudaSuccess)
+    return report("cudaGraphExecKernelNodeSetParams (the publication's step)", e);
+  if ((e = cudaGraphLaunch(publish_exec.get(), side.get())) != cudaSuccess)
+    return report("the publication's cudaGraphLaunch", e);
   slots[slot].published = step + 1;
   poll();
 }

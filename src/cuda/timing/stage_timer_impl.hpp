@@ -6,6 +6,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -14,6 +15,7 @@
 
 #include "simprof/cuda/graphs/instrumentation.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"
+#include "simprof/cuda/runtime/handle.hpp"
 #include "simprof/cuda/runtime/stream.hpp"
 #include "simprof/cuda/timing/stage_timer.hpp"
 
@@ -22,6 +24,11 @@ namespace simprof::cuda {
 namespace detail {
 
 enum StampKind : int { kStageBegin = 1, kStageEnd = 2 };
+// An eager stamp's entry carries its place among the step's eager stamps (from 1) above the kind:
+// boundaries that shared its instant (Slot::aliases) find it by that number.
+constexpr int kKindBits = 4;
+constexpr int kKindMask = (1 << kKindBits) - 1;
+constexpr int kMaxAliases = 128;  // eager boundaries a step may merge into earlier stamps
 
 struct StampEntry {
   std::int32_t stage;
@@ -87,6 +94,9 @@ struct DeviceStageTimer::Impl final : StepListener {
   double sampled_mean(StageId id) const noexcept;
 
   void boundary(StageId stage, int kind) noexcept;
+  void eager_stamp(detail::StampArgs& a, int kind) noexcept;
+  bool merged_eager(StageId stage, int kind, std::int64_t now_ns) noexcept;
+  void make_publish_graph();
   void join(const detail::StepRecord& r, std::uint64_t step);
   void unpaired(StageId id, std::uint64_t step);
   void device_step(const DeviceStep& d);
@@ -119,13 +129,22 @@ struct DeviceStageTimer::Impl final : StepListener {
     Impl* timer_;
   };
 
+  // An eager boundary that shared an earlier eager stamp's instant (merge_within_ns).
+  struct Alias {
+    unsigned source = 0;  // that stamp's place among the step's eager stamps (from 1)
+    int stage = 0;
+    int kind = 0;
+  };
   // One step's place in the ring (step % ring), from its start to its join.
   struct Slot {
     bool stamped = false;         // the step is stamped
     std::uint64_t published = 0;  // step + 1 of the publication enqueued
     bool eager = false;           // its stamps ran on the stream
-    bool completed = false;       // the host's outcome
-    DeviceStep device;            // the pacer's times, until joined
+    unsigned eager_stamps = 0;    // eager stamps launched in the step
+    unsigned n_aliases = 0;
+    std::array<Alias, detail::kMaxAliases> aliases;
+    bool completed = false;  // the host's outcome
+    DeviceStep device;       // the pacer's times, until joined
     bool have_device = false;
   };
   // A stage while join() walks a step's stamps in time order.
@@ -146,6 +165,17 @@ struct DeviceStageTimer::Impl final : StepListener {
   DeviceStageTimerOptions options;
   std::optional<StepPacer> pacer;  // made first: its listener runs before this one
   Stream side;                     // publishes each step's record, off the step's path
+  // The publication: a one-node graph, its step set before each launch. A plain launch of it cost
+  // the host 32 bytes inside CUPTI (malloc'd, never freed) per launch once CUPTI was loaded (H200,
+  // CUDA 13.0, bench/cupti_malloc_probe); a graph launch costs nothing there.
+  GraphHandle publish_graph;
+  GraphExecHandle publish_exec;
+  cudaGraphNode_t publish_node = nullptr;
+  cudaKernelNodeParams publish_params{};
+  void* publish_args[4] = {};
+  const detail::StepRecord* publish_recs = nullptr;
+  unsigned publish_ring = 0;
+  unsigned long long publish_step = 0;
   Event step_done{cudaEventDisableTiming};
   PinnedBuffer<detail::StepRecord> mirror;    // page-locked, mapped: the published records
   detail::StepRecord* mirror_view = nullptr;  // mirror as the device sees it
@@ -157,11 +187,23 @@ struct DeviceStageTimer::Impl final : StepListener {
   std::uint64_t ended = 0;            // steps ended on the host (the latest index + 1)
   std::uint64_t next_read = 0;        // steps joined or passed over
   bool began_eagerly = false;         // the step in progress has an eager begin stamp
+  std::size_t slot_now = 0;           // the step in progress's slot
+  // When the latest eager stamp's launch returned (steady clock, ns): merge_within_ns from it.
+  std::int64_t last_eager_ns = 0;
+  // Scratch for join(): entries and merged boundaries in time order (reserved: no allocation).
+  struct Item {
+    unsigned long long t = 0;
+    unsigned base = 0;  // the entry (a merged boundary: its stamp's entry)
+    unsigned sub = 0;   // 0 for the entry itself, k + 1 for the k-th merged boundary
+    int stage = 0;
+    int kind = 0;
+  };
+  std::vector<Item> items;
+  std::vector<unsigned> eager_entry;  // by eager stamp number - 1: its entry
   bool skip = false;       // this step is not stamped (not sampled, or the ring was full)
   bool capturing = false;  // a step is being captured (GraphCache's, or a ForeignCapture)
   cudaStream_t capture_stream = nullptr;  // ... on this stream
-  double eager_stamp_ns = 0;    // what one eager stamp adds to a stage around it (calibrate())
-  std::vector<unsigned> order;  // scratch for join(): entries in time order
+  double eager_stamp_ns = 0;  // what one eager stamp adds to a stage around it (calibrate())
   TimingsSnapshot latest;
   TimingsSnapshot scratch;
   std::vector<Sum> sums;   // by stage
@@ -170,7 +212,7 @@ struct DeviceStageTimer::Impl final : StepListener {
   std::uint64_t prev_step = 0;
   std::uint64_t prev_begin_ns = 0;
   bool have_prev = false;
-  std::uint64_t joined = 0, dropped = 0, n_unpaired = 0;
+  std::uint64_t joined = 0, dropped = 0, n_unpaired = 0, n_merged = 0;
   bool reported = false;
 };
 

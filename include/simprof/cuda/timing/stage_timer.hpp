@@ -60,6 +60,12 @@ struct DeviceStageTimerOptions {
   /// Pacing: steps the GPU may hold queued (a StepPacer); 0 leaves the loop unbounded.
   int max_in_flight = 2;
   bool fps_from_device = true;  ///< with pacing: the FPS line reads the GPU's step-end times
+  /// Eager steps: a boundary that comes within this many nanoseconds (the host's steady clock) of
+  /// the previous eager stamp's launch shares that stamp's instant instead of launching its own —
+  /// nothing can have been launched between (a CUDA launch takes the host longer), so the GPU
+  /// reached both boundaries at once. A stage's begin right after its parent's, or an end right
+  /// before the next begin, then costs no stamp. 0: a stamp for every boundary.
+  int merge_within_ns = 500;
 };
 
 /// Device-side stage times of a StepProfiler's steps (see the header comment).
@@ -106,6 +112,9 @@ class DeviceStageTimer {
   std::uint64_t dropped() const noexcept;
   /// Stage readings left out because the stage's stamps ran out of order (said once, when first).
   std::uint64_t unpaired() const noexcept;
+  /// Eager boundaries that shared an earlier eager stamp's instant (merge_within_ns) instead of
+  /// launching their own.
+  std::uint64_t merged() const noexcept;
   /// The options the timer was made with.
   const DeviceStageTimerOptions& options() const noexcept;
   /// The device the timer belongs to: its stream's, current when it was made.
