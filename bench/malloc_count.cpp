@@ -13,6 +13,8 @@ void* __libc_malloc(std::size_t);
 void* __libc_calloc(std::size_t, std::size_t);
 void* __libc_realloc(void*, std::size_t);
 void* __libc_memalign(std::size_t, std::size_t);
+void* __libc_valloc(std::size_t);
+void* __libc_pvalloc(std::size_t);
 void __libc_free(void*);
 }
 
@@ -34,7 +36,10 @@ void* malloc(std::size_t n) noexcept { return note(__libc_malloc(n)); }
 void* calloc(std::size_t n, std::size_t m) noexcept { return note(__libc_calloc(n, m)); }
 void* memalign(std::size_t a, std::size_t n) noexcept { return note(__libc_memalign(a, n)); }
 void* aligned_alloc(std::size_t a, std::size_t n) noexcept { return memalign(a, n); }
+void* valloc(std::size_t n) noexcept { return note(__libc_valloc(n)); }
+void* pvalloc(std::size_t n) noexcept { return note(__libc_pvalloc(n)); }
 int posix_memalign(void** out, std::size_t a, std::size_t n) noexcept {
+  if (a < sizeof(void*) || (a & (a - 1)) != 0) return EINVAL;
   void* p = memalign(a, n);
   if (p == nullptr) return ENOMEM;
   *out = p;

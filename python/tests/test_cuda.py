@@ -459,8 +459,21 @@ def test_a_trace_window_shows_every_kernel_of_a_torch_graph(tmp_path):
     assert all(e["pid"] == 0 and e["tid"] == e["args"]["stream"] for e in ks), ks[0]
     stages = sorted(e["args"]["stage"] for e in ks)
     assert stages == ["physics"] * 6 + ["sensors"] * 2, stages
-    assert all("graph node id" in e["args"] and e["dur"] > 0 for e in ks), ks[0]
-    assert len({e["args"]["correlation"] for e in ks}) == 2
+    assert all(e["args"]["graph node id"] > 0 and e["dur"] > 0 for e in ks), ks[0]
+    replays = sorted({e["args"]["correlation"] for e in ks})
+    assert len(replays) == 2
+    # On the trace's clock: after the window's first step began on the host (the launch comes
+    # later), the first replay's kernels all before the second's, one stream's kernels never
+    # overlapping.
+    steps = sorted(e["ts"] for e in j["traceEvents"]
+                   if e.get("ph") == "X" and e["name"].startswith("ProfilerStep#"))
+    assert ks and min(e["ts"] for e in ks) >= steps[0] - 5.0, (steps, ks[0])
+    first = [e for e in ks if e["args"]["correlation"] == replays[0]]
+    second = [e for e in ks if e["args"]["correlation"] == replays[1]]
+    assert max(e["ts"] + e["dur"] for e in first) <= min(e["ts"] for e in second)
+    ordered = sorted(ks, key=lambda e: e["ts"])
+    for a_, b_ in zip(ordered, ordered[1:]):
+        assert a_["ts"] + a_["dur"] <= b_["ts"] + 1e-3, (a_, b_)
     assert "stamped replays as device spans" in j["otherData"]["graph_kernel_timer"]
     kernels.close()
     trace.close()

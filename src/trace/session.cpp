@@ -60,7 +60,10 @@ TraceSession::TraceSession(StepProfiler& prof, TraceOptions options)
 TraceSession::~TraceSession() {
   prof_.remove_listener(this);
   wait();
-  for (auto* s : sources_) s->session_ = nullptr;
+  for (auto* s : sources_) {
+    if (sources_running_) s->abandon();  // the window in progress is never collected
+    s->session_ = nullptr;
+  }
   if (!sources_running_ && active_steps_ == 0) return;
   try {
     const Schedule& s = options_.schedule;
@@ -142,6 +145,9 @@ void SourceRegistration::reset() noexcept {
 void TraceSource::leave_session() noexcept {
   if (session_ == nullptr) return;
   session_->wait();
+  // Inside a window: never collected. (From ~TraceSource the derived source is gone already and
+  // this is the base's no-op; its own destructor stopped it.)
+  if (session_->sources_running_) abandon();
   session_->forget(this);
   session_ = nullptr;
 }

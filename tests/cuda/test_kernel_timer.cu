@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -451,36 +453,47 @@ struct TracedRun {
   std::vector<std::int64_t> launched, done;  // by step, timebase nanoseconds
 };
 
-TracedRun run_traced(bool background, bool with_tracer) {
+struct RunOptions {
+  bool background = false;
+  bool with_tracer = false;
+  bool session_first = false;  // the session's listener before the timer's
+  bool wait_each_step = true;  // the host waits for each step (its interval holds the step)
+  int active = 3;              // steps 5 .. 4 + active
+};
+
+TracedRun run_traced(const RunOptions& ro) {
   TracedRun out;
   Stream stream;
   StepProfiler prof(quiet(), 0);
   const TimeBase tb(prof.clock());
-  GraphKernelTimer kernels(prof, stream);  // default sampling: 1 step in 128, none in this run
   TraceOptions topt;
-  topt.schedule = {/*wait=*/4, /*warmup=*/1, /*active=*/3, /*repeat=*/1};
-  topt.background = background;
-  TraceSession trace(prof, topt);
-  trace.on_trace_ready([&](const Trace& t, std::uint64_t) { out.traces.push_back(t); });
+  topt.schedule = {/*wait=*/4, /*warmup=*/1, /*active=*/ro.active, /*repeat=*/1};
+  topt.background = ro.background;
+  // Listeners run in the order they were added: the session's first, or the timer's.
+  std::optional<TraceSession> trace;
+  if (ro.session_first) trace.emplace(prof, topt);
+  GraphKernelTimer kernels(prof, stream);  // default sampling: 1 step in 128, none in this run
+  if (!ro.session_first) trace.emplace(prof, topt);
+  trace->on_trace_ready([&](const Trace& t, std::uint64_t) { out.traces.push_back(t); });
   std::unique_ptr<KernelTracer> tracer;
   SourceRegistration joined_tracer;
-  if (with_tracer) {
+  if (ro.with_tracer) {
     tracer = std::make_unique<KernelTracer>(prof);
-    joined_tracer = trace.add_source(tracer.get());
+    joined_tracer = trace->add_source(tracer.get());
   }
-  auto joined = trace.add_source(&kernels);
+  auto joined = trace->add_source(&kernels);
   GraphCacheOptions go;
   go.warmup = 1;  // step 0 eager, step 1 captured, then replays
   GraphCache cache(stream, go, kernels.instrumentation());
   Step step(prof);
-  for (int i = 0; i < 10; ++i) {
+  for (int i = 0; i < 7 + ro.active; ++i) {
     auto s = prof.step();
     out.launched.push_back(tb.now_ns());
     cache.run({1}, [&](cudaStream_t st) { step.run(st); });
-    stream.synchronize();
+    if (ro.wait_each_step) stream.synchronize();
     out.done.push_back(tb.now_ns());
   }
-  trace.wait();
+  trace->wait();
   std::printf("clock alignment: within %.0f ns (half the ping-pong's shortest round trip)\n",
               kernels.clock_error_ns());
   EXPECT_EQ(kernels.trace_dropped(), 0u);
@@ -497,103 +510,133 @@ TracedRun run_traced(bool background, bool with_tracer) {
 // in the step that launched it, in the chain's order, of the spins' lengths; the trace physical.
 TEST_F(GpuTest, AWindowsReplaysAreDeviceSpansWithKinetosFields) {
   for (const bool background : {false, true}) {
-    SCOPED_TRACE(background ? "background session" : "session on the loop's thread");
-    const TracedRun run = run_traced(background, false);
-    ASSERT_EQ(run.traces.size(), 1u);
-    const Trace& t = run.traces[0];
-    const PhysicsReport physics = check_physics(t);
-    EXPECT_TRUE(physics.ok()) << physics.summary();
-    ASSERT_TRUE(t.metadata.count("graph_kernel_timer"));
-    EXPECT_NE(t.metadata.at("graph_kernel_timer").find("3 stamped replays"), std::string::npos)
-        << t.metadata.at("graph_kernel_timer");
-    ASSERT_FALSE(t.devices.empty()) << "deviceProperties";
-    // Steps 5, 6, 7 active: three replays of four kernels and a memset.
-    std::map<std::uint64_t, std::vector<const Span*>> by_replay;
-    for (const Span& s : t.spans)
-      if (s.device >= 0) by_replay[s.correlation].push_back(&s);
-    ASSERT_EQ(by_replay.size(), 3u);
-    std::map<std::uint64_t, std::uint64_t> step_of;  // replay -> the step whose host span holds it
-    for (auto& [corr, spans] : by_replay) {
-      EXPECT_GE(corr, std::uint64_t{1} << 32) << "no launch record: ids of their own";
-      ASSERT_EQ(spans.size(), 5u);
-      std::sort(spans.begin(), spans.end(),
-                [](const Span* a, const Span* b) { return a->begin_ns < b->begin_ns; });
-      // In the chain's order: collide A, collide B, integrate, memset, camera; none overlaps.
-      const char* order[] = {"collide_spin", "collide_spin", "integrate_spin", "Memset",
-                             "camera_spin"};
-      const unsigned long long spin[] = {kCollideA, kCollideB, kIntegrate, 0, kCamera};
-      const char* stage[] = {"physics/collide", "physics/collide", "physics/integrate", "",
-                             "sensors/Cam"};
-      for (std::size_t i = 0; i < 5; ++i) {
-        const Span& s = *spans[i];
-        EXPECT_NE(s.name.find(order[i]), std::string::npos) << i << ": " << s.name;
-        EXPECT_EQ(s.device, 0);
-        EXPECT_GE(s.stream, 0);
-        EXPECT_EQ(s.stream, spans[0]->stream) << "one stream's track";
-        if (i > 0) EXPECT_GE(s.begin_ns, spans[i - 1]->end_ns) << s.name;
-        if (spin[i] == 0) {
-          EXPECT_EQ(s.kind, SpanKind::kMemset);
-          EXPECT_EQ(s.or_empty<TransferPayload>().bytes, 4096u);
-          continue;
+    for (const bool session_first : {false, true}) {
+      SCOPED_TRACE(background ? "background session" : "session on the loop's thread");
+      SCOPED_TRACE(session_first ? "the session's listener first" : "the timer's listener first");
+      RunOptions ro;
+      ro.background = background;
+      ro.session_first = session_first;
+      const TracedRun run = run_traced(ro);
+      ASSERT_EQ(run.traces.size(), 1u);
+      const Trace& t = run.traces[0];
+      const PhysicsReport physics = check_physics(t);
+      EXPECT_TRUE(physics.ok()) << physics.summary();
+      ASSERT_TRUE(t.metadata.count("graph_kernel_timer"));
+      EXPECT_NE(t.metadata.at("graph_kernel_timer").find("3 stamped replays"), std::string::npos)
+          << t.metadata.at("graph_kernel_timer");
+      ASSERT_FALSE(t.devices.empty()) << "deviceProperties";
+      // Steps 5, 6, 7 active: three replays of four kernels and a memset.
+      std::map<std::uint64_t, std::vector<const Span*>> by_replay;
+      for (const Span& s : t.spans)
+        if (s.device >= 0) by_replay[s.correlation].push_back(&s);
+      ASSERT_EQ(by_replay.size(), 3u);
+      std::map<std::uint64_t, std::uint64_t>
+          step_of;  // replay -> the step whose host span holds it
+      for (auto& [corr, spans] : by_replay) {
+        EXPECT_GE(corr, std::uint64_t{1} << 32) << "no launch record: ids of their own";
+        ASSERT_EQ(spans.size(), 5u);
+        std::sort(spans.begin(), spans.end(),
+                  [](const Span* a, const Span* b) { return a->begin_ns < b->begin_ns; });
+        // In the chain's order: collide A, collide B, integrate, memset, camera; none overlaps.
+        const char* order[] = {"collide_spin", "collide_spin", "integrate_spin", "Memset",
+                               "camera_spin"};
+        const unsigned long long spin[] = {kCollideA, kCollideB, kIntegrate, 0, kCamera};
+        const char* stage[] = {"physics/collide", "physics/collide", "physics/integrate", "",
+                               "sensors/Cam"};
+        for (std::size_t i = 0; i < 5; ++i) {
+          const Span& s = *spans[i];
+          EXPECT_NE(s.name.find(order[i]), std::string::npos) << i << ": " << s.name;
+          EXPECT_EQ(s.device, 0);
+          EXPECT_GE(s.stream, 0);
+          EXPECT_EQ(s.stream, spans[0]->stream) << "one stream's track";
+          if (i > 0) EXPECT_GE(s.begin_ns, spans[i - 1]->end_ns) << s.name;
+          if (spin[i] == 0) {
+            EXPECT_EQ(s.kind, SpanKind::kMemset);
+            EXPECT_EQ(s.or_empty<TransferPayload>().bytes, 4096u);
+            continue;
+          }
+          ASSERT_EQ(s.kind, SpanKind::kKernel);
+          const KernelPayload& k = s.get<KernelPayload>();
+          EXPECT_EQ(k.stage, stage[i]);
+          EXPECT_NE(k.graph_id, 0u);
+          EXPECT_NE(k.graph_node_id, 0u);
+          EXPECT_GT(k.block.x, 0);
+          EXPECT_GT(k.registers, 0u);
+          SIMPROF_TIMING EXPECT_GE(s.duration_ns(), static_cast<std::int64_t>(spin[i]) - 100)
+              << s.name;
+          SIMPROF_TIMING EXPECT_LE(s.duration_ns(), static_cast<std::int64_t>(spin[i]) + 1'500)
+              << s.name;
         }
-        ASSERT_EQ(s.kind, SpanKind::kKernel);
-        const KernelPayload& k = s.get<KernelPayload>();
-        EXPECT_EQ(k.stage, stage[i]);
-        EXPECT_NE(k.graph_id, 0u);
-        EXPECT_NE(k.graph_node_id, 0u);
-        EXPECT_GT(k.block.x, 0);
-        EXPECT_GT(k.registers, 0u);
-        SIMPROF_TIMING EXPECT_GE(s.duration_ns(), static_cast<std::int64_t>(spin[i]) - 100)
-            << s.name;
-        SIMPROF_TIMING EXPECT_LE(s.duration_ns(), static_cast<std::int64_t>(spin[i]) + 1'500)
-            << s.name;
+        EXPECT_EQ(spans[2]->get<KernelPayload>().grid.x, 8);
+        EXPECT_EQ(spans[2]->get<KernelPayload>().block.x, 64);
+        // Within the host's view of its step: after the launch, before the work was seen done
+        // (give or take the clock alignment's half round trip, bounded above).
+        const std::int64_t slack = 5'000;
+        for (std::size_t i = 0; i < run.launched.size(); ++i)
+          if (spans.front()->begin_ns >= run.launched[i] - slack &&
+              spans.back()->end_ns <= run.done[i] + slack)
+            step_of[corr] = i;
+        EXPECT_TRUE(step_of.count(corr)) << "replay " << corr << " in no step's host interval";
       }
-      EXPECT_EQ(spans[2]->get<KernelPayload>().grid.x, 8);
-      EXPECT_EQ(spans[2]->get<KernelPayload>().block.x, 64);
-      // Within the host's view of its step: after the launch, before the work was seen done
-      // (give or take the clock alignment's half round trip, bounded above).
-      const std::int64_t slack = 5'000;
-      for (std::size_t i = 0; i < run.launched.size(); ++i)
-        if (spans.front()->begin_ns >= run.launched[i] - slack &&
-            spans.back()->end_ns <= run.done[i] + slack)
-          step_of[corr] = i;
-      EXPECT_TRUE(step_of.count(corr)) << "replay " << corr << " in no step's host interval";
+      std::vector<std::uint64_t> steps;
+      for (const auto& [corr, st] : step_of) steps.push_back(st);
+      std::sort(steps.begin(), steps.end());
+      EXPECT_EQ(steps, (std::vector<std::uint64_t>{5, 6, 7}));
+      // The JSON: Kineto's kernel event on pid = device, tid = stream, with its args.
+      const nlohmann::json j = nlohmann::json::parse(to_chrome_json(t));
+      bool seen = false;
+      for (const auto& e : j["traceEvents"]) {
+        if (e.value("cat", "") != "kernel" ||
+            e["name"].get<std::string>().find("integrate_spin") == std::string::npos)
+          continue;
+        seen = true;
+        EXPECT_EQ(e["ph"], "X");
+        EXPECT_EQ(e["pid"], 0);
+        EXPECT_EQ(e["tid"], by_replay.begin()->second[0]->stream);
+        const auto& a = e["args"];
+        for (const char* key : {"device", "stream", "correlation", "registers per thread",
+                                "shared memory", "grid", "block", "graph id", "graph node id"})
+          EXPECT_TRUE(a.contains(key)) << key;
+        EXPECT_EQ(a["stage"], "physics/integrate");
+        EXPECT_EQ(a["grid"], nlohmann::json::array({8, 1, 1}));
+      }
+      EXPECT_TRUE(seen);
     }
-    std::vector<std::uint64_t> steps;
-    for (const auto& [corr, st] : step_of) steps.push_back(st);
-    std::sort(steps.begin(), steps.end());
-    EXPECT_EQ(steps, (std::vector<std::uint64_t>{5, 6, 7}));
-    // The JSON: Kineto's kernel event on pid = device, tid = stream, with its args.
-    const nlohmann::json j = nlohmann::json::parse(to_chrome_json(t));
-    bool seen = false;
-    for (const auto& e : j["traceEvents"]) {
-      if (e.value("cat", "") != "kernel" ||
-          e["name"].get<std::string>().find("integrate_spin") == std::string::npos)
-        continue;
-      seen = true;
-      EXPECT_EQ(e["ph"], "X");
-      EXPECT_EQ(e["pid"], 0);
-      EXPECT_EQ(e["tid"], by_replay.begin()->second[0]->stream);
-      const auto& a = e["args"];
-      for (const char* key : {"device", "stream", "correlation", "registers per thread",
-                              "shared memory", "grid", "block", "graph id", "graph node id"})
-        EXPECT_TRUE(a.contains(key)) << key;
-      EXPECT_EQ(a["stage"], "physics/integrate");
-      EXPECT_EQ(a["grid"], nlohmann::json::array({8, 1, 1}));
-    }
-    EXPECT_TRUE(seen);
   }
 }
 
-// With a KernelTracer in the same window, CUPTI's records of the stamped replays are the spans:
-// the timer adds none (no kernel twice on a track), and says so in the trace's header.
+// A window longer than the ring (8 readings on their way) with the host running ahead: each
+// window step waits for the oldest reading rather than leave itself out; every replay is traced.
+TEST_F(GpuTest, ALongWindowWaitsForTheRingAndTracesEveryReplay) {
+  RunOptions ro;
+  ro.wait_each_step = false;
+  ro.active = 20;
+  const TracedRun run = run_traced(ro);
+  ASSERT_EQ(run.traces.size(), 1u);
+  std::set<std::uint64_t> replays;
+  std::size_t kernels = 0;
+  for (const Span& s : run.traces[0].spans)
+    if (s.kind == SpanKind::kKernel) {
+      replays.insert(s.correlation);
+      ++kernels;
+    }
+  EXPECT_EQ(replays.size(), 20u);
+  EXPECT_EQ(kernels, 20u * 4);
+  const PhysicsReport physics = check_physics(run.traces[0]);
+  EXPECT_TRUE(physics.ok()) << physics.summary();
+}
+
+// With a KernelTracer in the same window, CUPTI's records are the spans: the timer neither stamps
+// the window's steps nor adds spans (no kernel twice on a track), and says so in the header.
 TEST_F(GpuTest, UnderAKernelTracerTheWindowsSpansAreCuptis) {
   {
     StepProfiler probe(quiet(), 0);
     KernelTracer t(probe);
     SIMPROF_REQUIRE_CUPTI(t);
   }
-  const TracedRun run = run_traced(false, true);
+  RunOptions ro;
+  ro.with_tracer = true;
+  const TracedRun run = run_traced(ro);
   ASSERT_EQ(run.traces.size(), 1u);
   const Trace& t = run.traces[0];
   const PhysicsReport physics = check_physics(t);
@@ -610,5 +653,5 @@ TEST_F(GpuTest, UnderAKernelTracerTheWindowsSpansAreCuptis) {
   EXPECT_EQ(kernels["collide_spin"], 6) << "3 replays x 2";
   EXPECT_EQ(kernels["integrate_spin"], 3);
   EXPECT_EQ(kernels["camera_spin"], 3);
-  EXPECT_EQ(kernels["node_stamp_kernel"], 3 * 7) << "CUPTI sees the stamps too";
+  EXPECT_EQ(kernels["node_stamp_kernel"], 0) << "the window's steps are not stamped under CUPTI";
 }

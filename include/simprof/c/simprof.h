@@ -210,7 +210,7 @@ void simprof_nvtx_free(simprof_nvtx* nvtx);
 simprof_status simprof_stream_check(void* stream, int* device);
 
 /* --- the step pacer: at most max_in_flight steps queued on the GPU, the FPS line on the GPU clock
- * ("GPU clock" in the line), each step's device period and span (CUDA events on `stream`) ----- */
+ * ("GPU clock" in the line), the steps' device periods and spans (CUDA events on `stream`) --- */
 typedef struct simprof_step_pacer simprof_step_pacer;
 /* max_in_flight >= 1 (2: the GPU runs a step while the host enqueues the next); mark_every >= 1
  * (a timed end event on the steps whose index is a multiple of mark_every and on the spanned ones,

@@ -79,6 +79,10 @@ class TraceSource {
   /// Adds what the source knows to the trace's header (the CUDA tracer: deviceProperties and the
   /// CUDA versions). Called after stop_and_collect(), on the same thread.
   virtual void describe(Trace& /*trace*/) const {}
+  /// The window the source is in will never be collected: its session ends inside it, or the
+  /// source leaves the session (its registration reset) while it runs. Stop what start() began
+  /// and drop what was gathered. On the loop's thread.
+  virtual void abandon() noexcept {}
 
  private:
   friend class TraceSession;

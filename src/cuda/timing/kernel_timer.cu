@@ -47,11 +47,12 @@ constexpr int kCalibrationStamps = 33;
 constexpr int kProbeRounds = 16;
 __global__ void clock_probe_kernel(volatile unsigned long long* box, unsigned long long gen,
                                    int rounds) {
+  const unsigned long long t0 = global_timer_ns();
   for (int i = 0; i < rounds; ++i) {
     const unsigned long long want = gen << 32 | static_cast<unsigned long long>(i + 1);
     unsigned long long go = 0;
-    while ((go = box[0]) != want)
-      if (go >> 32 != gen) return;
+    while ((go = box[0]) != want)  // a host that gave up (or is gone): 50 ms at the most
+      if (go >> 32 != gen || global_timer_ns() - t0 > 50'000'000ULL) return;
     box[2 + i] = global_timer_ns();
     __threadfence_system();
     box[1] = want;
@@ -159,6 +160,7 @@ struct NodeInfo {
   std::uint32_t registers = 0, shared_memory = 0;
   std::uint64_t bytes = 0;
   CopyKind copy = CopyKind::kUnknown;
+  std::string stage_name;  // resolved on the loop's thread: a background writer reads it
 };
 
 namespace {
@@ -319,8 +321,7 @@ struct GraphKernelTimer::Impl final : StepListener {
   // One warning for the timer's life (formatted inside: never throws).
   template <class... Args>
   void say(fmt::format_string<Args...> f, Args&&... args) noexcept {
-    if (said) return;
-    said = true;
+    if (said.exchange(true)) return;
     try {
       simprof::default_logger()->warn("simprof: GraphKernelTimer: {} (said once; counted after)",
                                       fmt::format(f, std::forward<Args>(args)...));
@@ -400,8 +401,8 @@ struct GraphKernelTimer::Impl final : StepListener {
   double hop_sum_ns = 0;  // over the replays read
   std::uint64_t n_replays = 0, n_missed = 0, n_dropped = 0, n_unstamped = 0;
   std::function<void(const KernelReplay&)> on_replay;
-  KernelReplay replay;  // scratch for on_replay
-  bool said = false;
+  KernelReplay replay;            // scratch for on_replay
+  std::atomic<bool> said{false};  // the loop's thread and a background writer may both say
 
   // Trace windows (TraceSource). The window's flags and counts are under `mu`.
   TimeBase time_base;
@@ -424,7 +425,7 @@ struct GraphKernelTimer::Impl final : StepListener {
     bool cupti = false;
   } last_window;
   bool window_cupti = false;  // a KernelTracer traced the window: its records are the truth
-  std::uint64_t next_correlation = std::uint64_t{1} << 32;
+
   ClockPoint clock_from, clock_to;  // at the window's start, at its collection
   std::atomic<double> clock_error{0};
   // The ping-pong: its own stream (the greatest priority) and page-locked box.
@@ -535,7 +536,8 @@ void GraphKernelTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t) {
   step_now = step;
   if (step % static_cast<std::uint64_t>(options.sample_every) !=
           static_cast<std::uint64_t>(options.sample_offset) &&
-      !(window_open && options.trace_every_step))  // read racily: set on this thread
+      !(window_open && options.trace_every_step &&  // window_open: set on this thread
+        !detail::kernel_tracer_window_open()))      // CUPTI records the window's kernels anyway
     return;
   const std::lock_guard<std::mutex> lock(mu);
   begin_sample(step);
@@ -682,6 +684,7 @@ cudaGraph_t GraphKernelTimer::Impl::build_copy(cudaGraph_t graph, Copy& c) {
     describe_node(n, types[i], device_id, info);
     const auto it = known ? placed.find(n) : placed.end();
     info.stage = it != placed.end() ? it->second : open_now;
+    if (info.stage != kNoStage) info.stage_name = std::string(prof.stage_name(info.stage));
     std::uint64_t nid = 0;
     if (cuptiGetGraphNodeId(n, &nid) == CUPTI_SUCCESS) info.node_id = nid;
     info.index = index_of.at(n);
@@ -936,14 +939,19 @@ ClockPoint GraphKernelTimer::Impl::probe_clock() noexcept {
   box[1] = 0;
   box[0] = gen << 32;  // round 0 not yet: an older probe sees another generation and returns
   std::atomic_thread_fence(std::memory_order_seq_cst);
+  const auto quit = [&] { box[0] = ((gen + 1) & 0xffffffffULL) << 32; };  // a generation of its own
   unsigned long long* dbox = nullptr;
+  (void)cudaGetLastError();  // an earlier call's error is not this launch's
   if (cudaHostGetDevicePointer(reinterpret_cast<void**>(&dbox), probe_box.data(), 0) !=
       cudaSuccess) {
     (void)cudaGetLastError();
     return best;
   }
   clock_probe_kernel<<<1, 1, 0, probe_stream.get()>>>(dbox, gen, kProbeRounds);
-  if (cudaGetLastError() != cudaSuccess) return best;
+  if (cudaGetLastError() != cudaSuccess) {
+    quit();
+    return best;
+  }
   std::int64_t best_rtt = std::numeric_limits<std::int64_t>::max();
   for (int i = 0; i < kProbeRounds; ++i) {
     const unsigned long long want = gen << 32 | static_cast<unsigned long long>(i + 1);
@@ -954,11 +962,12 @@ ClockPoint GraphKernelTimer::Impl::probe_clock() noexcept {
     while (box[1] != want) {
       t1 = time_base.now_ns();
       if (t1 - t0 > limit) {
-        box[0] = (gen + 1) << 32;  // quit (a generation of its own)
+        quit();
         return best;
       }
     }
     t1 = time_base.now_ns();
+    std::atomic_thread_fence(std::memory_order_acquire);  // the stamp below after the answer
     const std::int64_t g = static_cast<std::int64_t>(box[2 + i]);
     if (t1 - t0 < best_rtt) {
       best_rtt = t1 - t0;
@@ -991,7 +1000,9 @@ void GraphKernelTimer::Impl::add_spans(std::vector<Span>& out) {
     const Copy& c = copies[r.copy];
     const unsigned long long* t = traced_stamps.data() + r.at;
     const unsigned long long hop = t[kHopSlot] - t[kBeginSlot];
-    const std::uint64_t correlation = next_correlation++;
+    // Process-wide: two timers' spans in one trace never share an id.
+    static std::atomic<std::uint64_t> next_correlation{std::uint64_t{1} << 32};
+    const std::uint64_t correlation = next_correlation.fetch_add(1, std::memory_order_relaxed);
     for (std::size_t i = 0; i < c.nodes.size(); ++i) {
       const NodeInfo& node = c.nodes[i];
       if (node.traced == SpanKind::kCpuStage) continue;
@@ -1013,7 +1024,7 @@ void GraphKernelTimer::Impl::add_spans(std::vector<Span>& out) {
       KernelPayload& k = out.back().get<KernelPayload>();
       k.graph_id = c.graph_id;
       k.graph_node_id = node.node_id;
-      if (node.stage != kNoStage) k.stage = std::string(prof.stage_name(node.stage));
+      k.stage = node.stage_name;
       k.grid = node.grid;
       k.block = node.block;
       k.registers = node.registers;
@@ -1124,7 +1135,25 @@ void GraphKernelTimer::start() {
   m.window_sampled = m.window_done = m.window_lost = m.window_missed = 0;
   m.traced.clear();
   m.traced_stamps.clear();
-  if (m.begun && !m.sampled && m.options.trace_every_step) m.begin_sample(m.step_now);
+  if (m.begun && m.sampled && m.sampled_step == m.step_now) {  // sampled on the usual schedule
+    m.sampled_traced = true;
+    m.sampled_gen = m.window_gen;
+    ++m.window_sampled;
+  } else if (m.begun && !m.sampled && m.options.trace_every_step &&
+             !detail::kernel_tracer_window_open()) {
+    m.begin_sample(m.step_now);
+  }
+}
+
+// The window will not be collected (its session ended, or the timer left it, inside it).
+void GraphKernelTimer::abandon() noexcept {
+  Impl& m = *impl_;
+  const std::lock_guard<std::mutex> lock(m.mu);
+  m.window_open = false;
+  ++m.window_gen;  // readings on their way are no window's
+  m.window_sampled = m.window_done = m.window_lost = m.window_missed = 0;
+  m.traced.clear();
+  m.traced_stamps.clear();
 }
 
 // The warm-up's replays are not kept; this step is the window's (it was stamped as the warm-up's).

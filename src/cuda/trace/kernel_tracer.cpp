@@ -419,6 +419,8 @@ std::uint64_t KernelTracer::stop_and_collect(std::vector<Span>& out) {
   return lost;
 }
 
+void KernelTracer::abandon() noexcept { impl_->mark_window(false); }
+
 void KernelTracer::describe(Trace& trace) const {
   if (!impl_->enabled) trace.metadata["kernel_tracing"] = "off: " + impl_->reason;
   if (!impl_->device_error.empty()) trace.metadata["device_error"] = impl_->device_error;

@@ -78,8 +78,9 @@ struct GraphKernelTimerOptions {
   std::size_t ring = 8;
   /// Added to a TraceSession: every step of a window (warm-up and active) runs the stamped copies,
   /// so that each of its replays is in the trace; a window's step that finds the ring full waits
-  /// for the oldest reading instead of dropping it. false: only the sampled steps that fall in a
-  /// window are traced.
+  /// for the oldest reading instead of dropping it. Not while a KernelTracer traces a window (its
+  /// CUPTI records are the spans then). false: only the sampled steps that fall in a window are
+  /// traced. A graph launched more than once in a stamped step is read once (its last launch).
   bool trace_every_step = true;
 };
 
@@ -168,6 +169,7 @@ class GraphKernelTimer final : public TraceSource {
   void stop() override;
   std::uint64_t stop_and_collect(std::vector<Span>& out) override;
   void describe(Trace& trace) const override;
+  void abandon() noexcept override;
   ///@}
 
   struct Impl;

@@ -102,6 +102,9 @@ class KernelTracer : public TraceSource {
   std::uint64_t stop_and_collect(std::vector<Span>& out) override;
   /// deviceProperties of the devices the last window ran on, and the CUDA and CUPTI versions.
   void describe(Trace& trace) const override;
+  /// Its window is not collected: it no longer counts as tracing one (a GraphKernelTimer's windows
+  /// stop leaving their spans to it). CUPTI's kinds go off when the tracer goes.
+  void abandon() noexcept override;
 
   struct Impl;
 
