@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Live heap blocks of the whole process, through glibc's malloc family (what operator new's hook
 // cannot see: CUPTI and the CUDA driver call malloc directly). Linked into a diagnostic binary
-// only: it replaces malloc, calloc, realloc, memalign, aligned_alloc, posix_memalign and free.
+// only: it replaces malloc, calloc, realloc, memalign, aligned_alloc, posix_memalign, valloc,
+// pvalloc and free.
 #include <malloc.h>
 
 #include <atomic>

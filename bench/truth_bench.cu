@@ -9,15 +9,15 @@
 //   * timed   a DeviceStageTimer with the default options (paced as above, stamps on 1 step in 16)
 //   * never   a DeviceStageTimer that samples no step after the first (the unstamped graph alone)
 // Two workloads. The verdicts come from the fixed one: 16 kernels of known duration (spinning on
-// the GPU's global timer) in the demo engine's stages — 4 substeps of collide, solve and integrate
-// under physics, an IMU, two render passes, a recorder — the 1,024-env shape a few blocks of 6 us
-// kernels, the 30,000-env shape kernels of 11 us over every SM; its work per step never changes,
-// so a loop's cost is the tool's. The demo engine's own step (each loop its own engine, whose
-// state drifts differently: +-1-4 % between loops of one run) is a second table, without verdicts.
-// Targets: pacing <= 1 % (1,024 and 30,000 envs, graph and eager); the stage timer (timed against
-// paced: its own cost; the two together against the bare loop beside it) <= 3 % on the replayed
-// step at 1,024 envs and <= 1 % at 30,000, <= 3 % eager. --verdicts FILE writes the verdicts; a
-// configuration that did not run is "not measured".
+// the GPU's global timer) laid out like the demo engine's stages — 4 substeps of collide, solve and
+// integrate under physics, an IMU, two render passes, a recorder — the 1,024-env shape a few blocks
+// of 6 us kernels, the 30,000-env shape kernels of 11 us over every SM; its work per step never
+// changes, so a loop's cost is the tool's. The demo engine's own step (each loop its own engine,
+// whose state drifts differently: +-1-4 % between loops of one run) is a second table, without
+// verdicts. Targets: pacing <= 1 % (1,024 and 30,000 envs, graph and eager); the stage timer (timed
+// against paced: its own cost; the two together against the bare loop beside it) <= 3 % on the
+// replayed step at 1,024 envs and <= 1 % at 30,000, <= 3 % eager. --verdicts FILE writes the
+// verdicts; a configuration that did not run is "not measured".
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -57,7 +57,8 @@ __global__ void fixed_spin(unsigned long long ns) {
   } while (t - t0 < ns);
 }
 
-// The fixed workload: the demo engine's stages, each kernel a spin of known length (see the top).
+// The fixed workload: stages like the demo engine's, each kernel a spin of known length (see the
+// top).
 struct FixedWork {
   StepProfiler& prof;
   int blocks, threads;

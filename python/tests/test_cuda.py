@@ -271,6 +271,21 @@ def test_device_stage_times_of_an_eager_torch_loop():
     assert "physics" in timer.device_stage_table()
 
 
+def _captured_in_stages(prof, timer, x, physics_kernels):
+    """A torch.cuda.CUDAGraph captured in one step through `timer` (its capture(g)):
+    physics_kernels x.mul_ in "physics", one x.add_ in "sensors"."""
+    import torch
+    g = torch.cuda.CUDAGraph(keep_graph=True)
+    with prof.step():
+        with timer.capture(g):
+            with prof.stage("physics"):
+                for _ in range(physics_kernels):
+                    x.mul_(1.0001)
+            with prof.stage("sensors"):
+                x.add_(1.0)
+    return g
+
+
 def test_device_stage_times_inside_a_torch_cuda_graph():
     torch = torch_on_gpu()
     if not hasattr(torch.cuda.CUDAGraph(), "raw_cuda_graph"):
@@ -281,14 +296,7 @@ def test_device_stage_times_inside_a_torch_cuda_graph():
     for _ in range(3):  # warm-up on a side stream, as torch's docs ask
         x.add_(1.0)
     torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph(keep_graph=True)
-    with prof.step():
-        with timer.capture(g):
-            with prof.stage("physics"):
-                for _ in range(30):
-                    x.mul_(1.0001)
-            with prof.stage("sensors"):
-                x.add_(1.0)
+    g = _captured_in_stages(prof, timer, x, 30)
     stamped = g._simprof_stamped_DeviceStageTimer
     assert stamped.instrumented
     launched = [None]
@@ -439,14 +447,7 @@ def test_a_trace_window_shows_every_kernel_of_a_torch_graph(tmp_path):
     with torch.cuda.stream(side):
         x.mul_(1.0001).add_(1.0)
     torch.cuda.current_stream().wait_stream(side)
-    g = torch.cuda.CUDAGraph(keep_graph=True)
-    with prof.step():  # step 0
-        with kernels.capture(g):
-            with prof.stage("physics"):
-                for _ in range(3):
-                    x.mul_(1.0001)
-            with prof.stage("sensors"):
-                x.add_(1.0)
+    g = _captured_in_stages(prof, kernels, x, 3)  # step 0
     for _ in range(4):  # steps 1 .. 4: the window is steps 2 and 3
         with prof.step():
             kernels.replay(g)

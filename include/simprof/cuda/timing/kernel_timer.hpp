@@ -31,7 +31,7 @@
 // interpolated between the two): a span is placed within half that round trip (clock_error_ns()).
 // The spans of one replay share a correlation id of their own (2^32 and up: no launch record goes
 // with them; CUPTI's ids are 32-bit). Where a KernelTracer traces the same window, CUPTI's records
-// of the stamped replays are the truth and this timer's spans are left out (said in otherData).
+// are the spans: the timer stamps none of its steps and adds none (said in otherData).
 //
 /* clang-format off */
 //   simprof::cuda::GraphKernelTimer kernels(prof, stream);            // 1 replay in 128 stamped
@@ -154,8 +154,9 @@ class GraphKernelTimer final : public TraceSource {
   void set_on_replay(std::function<void(const KernelReplay&)> fn);
   /// The options the timer was made with (sample_offset resolved).
   const GraphKernelTimerOptions& options() const noexcept;
-  /// How far a trace span may sit from where the GPU ran it, nanoseconds: half the shortest round
-  /// trip of the last clock alignment (0 before the first window).
+  /// How far a trace span may sit from where the GPU ran it, nanoseconds: the larger of the last
+  /// collected window's two half round trips (its start's and its collection's clock alignment);
+  /// 0 until a window is collected.
   double clock_error_ns() const noexcept;
   /// Traced replays left out of windows (a stamp that did not run, a reading that never came, no
   /// clock alignment), over the timer's life.
