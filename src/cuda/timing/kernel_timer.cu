@@ -318,6 +318,10 @@ struct GraphKernelTimer::Impl final : StepListener {
   void calibrate();
   ClockPoint probe_clock() noexcept;       // the ping-pong (start() and stop_and_collect() only)
   void add_spans(std::vector<Span>& out);  // the window's replays, with `mu` held
+  // With `mu` held: a new window generation (readings of earlier ones are no window's, nothing
+  // counted yet); the step in progress, already stamped, made the window's.
+  void next_generation() noexcept;
+  bool adopt_sampled_step() noexcept;  // false: no step in progress is stamped
   // One warning for the timer's life (formatted inside: never throws).
   template <class... Args>
   void say(fmt::format_string<Args...> f, Args&&... args) noexcept {
@@ -417,7 +421,7 @@ struct GraphKernelTimer::Impl final : StepListener {
   };
   std::vector<Traced> traced;
   std::vector<unsigned long long> traced_stamps;
-  std::uint64_t window_lost = 0, trace_lost = 0, windows_to_cupti = 0;
+  std::uint64_t window_lost = 0, trace_lost = 0;
   std::uint64_t window_missed = 0;  // the window's steps that ran no stamped copy
   struct LastWindow {               // what describe() says of the window collected last
     std::size_t replays = 0;
@@ -719,11 +723,7 @@ cudaGraph_t GraphKernelTimer::Impl::build_copy(cudaGraph_t graph, Copy& c) {
   roots.resize(n_roots);
   SIMPROF_CUDA_CHECK(cudaGraphGetRootNodes(copy.get(), roots.data(), &n_roots));
   roots.resize(n_roots);
-  int least = 0, greatest = 0;
-  if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) {
-    (void)cudaGetLastError();
-    greatest = 0;
-  }
+  int greatest = greatest_priority();
   cudaKernelNodeParams kp{};
   kp.gridDim = dim3(1);
   kp.blockDim = dim3(1);
@@ -1067,7 +1067,7 @@ std::vector<KernelNodeTime> GraphKernelTimer::nodes() const {
       k.name = n.name;
       k.kernel = n.kernel;
       k.stage = n.stage;
-      if (n.stage != kNoStage) k.stage_name = std::string(impl_->prof.stage_name(n.stage));
+      k.stage_name = n.stage_name;
       k.graph_id = c.graph_id;
       k.node_id = n.node_id;
       k.copy = ci;
@@ -1131,18 +1131,26 @@ void GraphKernelTimer::start() {
   m.clock_to = ClockPoint{};
   const std::lock_guard<std::mutex> lock(m.mu);
   m.window_open = true;
-  ++m.window_gen;
-  m.window_sampled = m.window_done = m.window_lost = m.window_missed = 0;
-  m.traced.clear();
-  m.traced_stamps.clear();
-  if (m.begun && m.sampled && m.sampled_step == m.step_now) {  // sampled on the usual schedule
-    m.sampled_traced = true;
-    m.sampled_gen = m.window_gen;
-    ++m.window_sampled;
-  } else if (m.begun && !m.sampled && m.options.trace_every_step &&
-             !detail::kernel_tracer_window_open()) {
+  m.next_generation();
+  // Sampled on the usual schedule already, or stamped now.
+  if (!m.adopt_sampled_step() && m.begun && !m.sampled && m.options.trace_every_step &&
+      !detail::kernel_tracer_window_open())
     m.begin_sample(m.step_now);
-  }
+}
+
+void GraphKernelTimer::Impl::next_generation() noexcept {
+  ++window_gen;
+  window_sampled = window_done = window_lost = window_missed = 0;
+  traced.clear();
+  traced_stamps.clear();
+}
+
+bool GraphKernelTimer::Impl::adopt_sampled_step() noexcept {
+  if (!(begun && sampled && sampled_step == step_now)) return false;
+  sampled_traced = true;
+  sampled_gen = window_gen;
+  ++window_sampled;
+  return true;
 }
 
 // The window will not be collected (its session ended, or the timer left it, inside it).
@@ -1150,24 +1158,15 @@ void GraphKernelTimer::abandon() noexcept {
   Impl& m = *impl_;
   const std::lock_guard<std::mutex> lock(m.mu);
   m.window_open = false;
-  ++m.window_gen;  // readings on their way are no window's
-  m.window_sampled = m.window_done = m.window_lost = m.window_missed = 0;
-  m.traced.clear();
-  m.traced_stamps.clear();
+  m.next_generation();  // readings on their way are no window's
 }
 
 // The warm-up's replays are not kept; this step is the window's (it was stamped as the warm-up's).
 void GraphKernelTimer::discard() {
   Impl& m = *impl_;
   const std::lock_guard<std::mutex> lock(m.mu);
-  ++m.window_gen;
-  m.window_sampled = m.window_done = m.window_lost = m.window_missed = 0;
-  m.traced.clear();
-  m.traced_stamps.clear();
-  if (m.begun && m.sampled && m.sampled_step == m.step_now && m.sampled_traced) {
-    m.sampled_gen = m.window_gen;
-    ++m.window_sampled;
-  }
+  m.next_generation();
+  if (m.sampled_traced) m.adopt_sampled_step();
 }
 
 // The window's last step ends: its row goes back now (the session may collect before our own step
@@ -1212,7 +1211,7 @@ std::uint64_t GraphKernelTimer::stop_and_collect(std::vector<Span>& out) {
   const std::lock_guard<std::mutex> lock(m.mu);
   std::uint64_t lost = m.window_lost;
   if (m.window_cupti) {
-    ++m.windows_to_cupti;  // CUPTI's records of the same replays are in the trace
+    // CUPTI's records of the window's replays are in the trace: none of ours.
   } else if (!m.clock_from.ok && !m.clock_to.ok) {
     lost += m.traced.size();  // nowhere to put them
     m.say("a trace window's device spans are left out: the GPU's clock could not be aligned");

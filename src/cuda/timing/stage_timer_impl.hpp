@@ -168,7 +168,7 @@ struct DeviceStageTimer::Impl final : StepListener {
   // The publication: a one-node graph, its step set before each launch. A plain launch of it cost
   // the host 32 bytes inside CUPTI (malloc'd, never freed) per launch once CUPTI was loaded (H200,
   // CUDA 13.0, bench/cupti_malloc_probe); a graph launch costs nothing there.
-  GraphHandle publish_graph;
+  GraphHandle publish_graph;  // kept: SetParams names its node, not the executable's
   GraphExecHandle publish_exec;
   cudaGraphNode_t publish_node = nullptr;
   cudaKernelNodeParams publish_params{};
