@@ -6,15 +6,22 @@
 //   * off      the graph replayed as captured (GraphCache, no tool): the baseline
 //   * stamped  a GraphKernelTimer with the default options (a stamped copy on 1 step in 128)
 //   * cupti    the same plain graph with simprof's KernelTracer on (per-kernel CUPTI activity)
-// Targets: stamped vs off <= 2 % at 1,024 envs and <= 1 % at 30,000. Then a separate pass: the
-// timer's per-node means against CUPTI's kernel durations of the same nodes (CUPTI on, the plain
-// graph): the share within 5 % or 1 us, target 100 %. --verdicts FILE writes the verdicts; a
-// configuration that did not run is "not measured".
+// Targets: stamped vs off <= 2 % at 1,024 envs and <= 1 % at 30,000. Then the agreement with
+// CUPTI, node by node (the share of nodes whose means are within 5 % or 1 us, target 100 %):
+//   * separate pass   the timer's means (1 step in 128) against CUPTI's kernel durations of the
+//                     plain graph, CUPTI on in a pass of its own
+//   * same replays    a timer stamping every step, under CUPTI: its readings against CUPTI's
+//                     durations of the same kernels of the same stamped replays
+// and beside them what CUPTI's own instrumentation does to the kernels it times: the same stamped
+// loop read without CUPTI and under it (its readings' rise), and CUPTI's durations in the stamped
+// replays against the plain graph's (what the stamps do to the kernels). --verdicts FILE writes
+// the verdicts; a configuration that did not run is "not measured".
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -82,15 +89,89 @@ struct Loop {
   }
 };
 
+// One reading's per-node means against another's: how many within 5 % or 1 us of the other's.
+struct Agreement {
+  int agree = 0, compared = 0;
+  double worst_us = 0, bias_us = 0;  // |a - b| at worst, mean of a - b over the nodes
+  double min_us = 0, max_us = 0;     // the smallest and the largest a - b
+  int worst_node = -1;
+  std::string cell() const {
+    return compared ? fmt::format("{}/{} {:.2f} {:+.2f}", agree, compared, worst_us, bias_us)
+                    : std::string("not measured");
+  }
+};
+
+Agreement compare(const std::vector<double>& a_us, const std::vector<double>& b_us) {
+  Agreement g;
+  if (a_us.size() != static_cast<std::size_t>(kKernels) || a_us.size() != b_us.size()) return g;
+  for (int k = 0; k < kKernels; ++k) {
+    const double a = a_us[static_cast<std::size_t>(k)], b = b_us[static_cast<std::size_t>(k)];
+    const double diff = std::abs(a - b);
+    g.bias_us += (a - b) / kKernels;
+    g.min_us = k == 0 ? a - b : std::min(g.min_us, a - b);
+    g.max_us = k == 0 ? a - b : std::max(g.max_us, a - b);
+    ++g.compared;
+    if (diff <= std::max(1.0, 0.05 * b)) ++g.agree;
+    if (diff > g.worst_us) {
+      g.worst_us = diff;
+      g.worst_node = k;
+    }
+  }
+  return g;
+}
+
 struct Result {
   double us_off = 0, us_stamped = 0, us_cupti = 0;
   double stamped_pct = 0, cupti_pct = 0;  // medians over iterations of per-iteration ratios
   std::uint64_t replays = 0, dropped = 0;
-  int agree = 0, compared = 0;                      // nodes within 5 % or 1 us of CUPTI
-  double worst_us = 0, worst_pct = 0, bias_us = 0;  // |ours - CUPTI| at worst, mean ours - CUPTI
   double hop_ns = 0;
+  // Node means, us: the timer's (1 in 128), CUPTI's of the plain graph; a timer stamping every
+  // step without CUPTI and under it, and CUPTI's of those stamped replays.
+  std::vector<double> ours, cupti, every, every_cupti, cupti_stamped;
+  Agreement separate, same, rise, stamps;  // ours/cupti, every_cupti/cupti_stamped,
+                                           // every_cupti/every, cupti_stamped/cupti
+  // Pearson's r of (CUPTI's - ours) in the separate pass against the readings' rise under CUPTI,
+  // node by node: how much of the separate pass's difference is CUPTI lengthening what it times.
+  double r_rise = simprof::bench::kNotMeasured;
 };
+
+double correlation(const std::vector<double>& a, const std::vector<double>& b) {
+  const std::size_t n = a.size();
+  if (n < 2 || b.size() != n) return simprof::bench::kNotMeasured;
+  double ma = 0, mb = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    ma += a[i] / static_cast<double>(n);
+    mb += b[i] / static_cast<double>(n);
+  }
+  double ab = 0, aa = 0, bb = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    ab += (a[i] - ma) * (b[i] - mb);
+    aa += (a[i] - ma) * (a[i] - ma);
+    bb += (b[i] - mb) * (b[i] - mb);
+  }
+  return aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : simprof::bench::kNotMeasured;
+}
 std::map<int, Result> g_results;
+
+// CUPTI's mean duration of each of the graph's kernels in `sink` (the k-th elementwise kernel of
+// each replay is node k); empty when no whole replay was traced.
+std::vector<double> cupti_means(const std::vector<Span>& sink) {
+  std::vector<const Span*> kernels;
+  for (const Span& s : sink)
+    if (s.kind == SpanKind::kKernel && s.name.find("elementwise") != std::string::npos)
+      kernels.push_back(&s);
+  std::sort(kernels.begin(), kernels.end(),
+            [](const Span* x, const Span* y) { return x->begin_ns < y->begin_ns; });
+  const int replays = static_cast<int>(kernels.size()) / kKernels;
+  if (replays == 0) return {};
+  std::vector<double> us(kKernels, 0.0);
+  for (int i = 0; i < replays * kKernels; ++i) {
+    const Span& k = *kernels[static_cast<std::size_t>(i)];
+    us[static_cast<std::size_t>(i % kKernels)] +=
+        static_cast<double>(k.end_ns - k.begin_ns) * 1e-3 / replays;
+  }
+  return us;
+}
 
 double median(std::vector<double> v) {
   if (v.empty()) return simprof::bench::kNotMeasured;
@@ -159,40 +240,62 @@ void BM_KernelTimer(benchmark::State& state) {
   r.replays = timer.replays();
   r.dropped = timer.dropped();
   r.hop_ns = timer.hop_ns();
-  // Agreement: the timer's per-node means against CUPTI's durations of the same nodes of the plain
-  // graph (CUPTI on, a separate pass): the k-th kernel of each replay is node k.
+  // Agreement, the separate pass: the timer's per-node means against CUPTI's durations of the
+  // same nodes of the plain graph, CUPTI on in a pass of its own.
   if (tracer.enabled()) {
     tracer.start();
     traced.steps(kCompareReplays);
     tracer.stop();
     tracer.stop_and_collect(sink);
-    std::vector<const Span*> kernels;
-    for (const Span& s : sink)
-      if (s.kind == SpanKind::kKernel && s.name.find("elementwise") != std::string::npos)
-        kernels.push_back(&s);
-    std::sort(kernels.begin(), kernels.end(),
-              [](const Span* x, const Span* y) { return x->begin_ns < y->begin_ns; });
-    std::vector<double> cupti_us(kKernels, 0.0);
-    const int replays = static_cast<int>(kernels.size()) / kKernels;
-    for (int i = 0; i < replays * kKernels; ++i)
-      cupti_us[static_cast<std::size_t>(i % kKernels)] +=
-          static_cast<double>(kernels[static_cast<std::size_t>(i)]->end_ns -
-                              kernels[static_cast<std::size_t>(i)]->begin_ns) *
-          1e-3 / replays;
-    const std::vector<cuda::KernelNodeTime> nodes = timer.nodes();
-    if (replays > 0 && nodes.size() == static_cast<std::size_t>(kKernels)) {
-      for (int k = 0; k < kKernels; ++k) {
-        const double ours = nodes[static_cast<std::size_t>(k)].mean_s * 1e6;
-        const double theirs = cupti_us[static_cast<std::size_t>(k)];
-        const double diff = std::abs(ours - theirs);
-        r.bias_us += (ours - theirs) / kKernels;
-        ++r.compared;
-        if (diff <= std::max(1.0, 0.05 * theirs)) ++r.agree;
-        if (diff > r.worst_us) {
-          r.worst_us = diff;
-          r.worst_pct = theirs > 0 ? 100.0 * diff / theirs : 0.0;
-        }
+    for (const cuda::KernelNodeTime& k : timer.nodes()) r.ours.push_back(k.mean_s * 1e6);
+    r.cupti = cupti_means(sink);
+    sink.clear();
+    // The same replays: a timer stamping every step, read without CUPTI and then under it.
+    Loop all(n, stream);
+    cuda::GraphKernelTimerOptions every;
+    every.sample_every = 1;
+    every.ring = 32;  // the host runs ahead: a replay that finds the ring full is not stamped
+    cuda::GraphKernelTimer each(all.prof, stream, every);
+    all.cache.attach(each.instrumentation());
+    all.steps(16);
+    each.synchronize();
+    std::vector<double>* into = nullptr;
+    int read = 0;
+    each.set_on_replay([&](const cuda::KernelReplay& rp) {
+      if (into == nullptr || rp.node_s.size() != static_cast<std::size_t>(kKernels)) return;
+      for (std::size_t k = 0; k < rp.node_s.size(); ++k) (*into)[k] += rp.node_s[k] * 1e6;
+      ++read;
+    });
+    const auto pass = [&](std::vector<double>& out, bool cupti) {
+      out.assign(kKernels, 0.0);
+      into = &out;
+      read = 0;
+      if (cupti) tracer.start();
+      all.steps(kCompareReplays);
+      each.synchronize();
+      if (cupti) {
+        tracer.stop();
+        tracer.stop_and_collect(sink);
       }
+      into = nullptr;
+      if (read == 0) out.clear();
+      for (double& o : out) o /= read;
+    };
+    pass(r.every, false);
+    pass(r.every_cupti, true);
+    r.cupti_stamped = cupti_means(sink);
+    sink.clear();
+    r.separate = compare(r.ours, r.cupti);
+    r.same = compare(r.every_cupti, r.cupti_stamped);
+    r.rise = compare(r.every_cupti, r.every);
+    r.stamps = compare(r.cupti_stamped, r.cupti);
+    if (r.ours.size() == r.cupti.size() && r.every.size() == r.every_cupti.size()) {
+      std::vector<double> short_by, rise;
+      for (std::size_t k = 0; k < r.ours.size() && k < r.every.size(); ++k) {
+        short_by.push_back(r.cupti[k] - r.ours[k]);
+        rise.push_back(r.every_cupti[k] - r.every[k]);
+      }
+      r.r_rise = correlation(short_by, rise);
     }
   }
   state.counters["stamped_pct"] = r.stamped_pct;
@@ -218,12 +321,46 @@ void print(const simprof::bench::RatioReporter&, simprof::bench::Verdicts& v) {
   for (const auto& [n, r] : g_results)
     std::printf("%8d %9.2f %9.2f %9.2f %8.2f%% %8.2f%% %9llu %9.0f %10d/%-3d %9.2f %+9.2f\n", n,
                 r.us_off, r.us_stamped, r.us_cupti, r.stamped_pct, r.cupti_pct,
-                static_cast<unsigned long long>(r.replays), r.hop_ns, r.agree, r.compared,
-                r.worst_us, r.bias_us);
+                static_cast<unsigned long long>(r.replays), r.hop_ns, r.separate.agree,
+                r.separate.compared, r.separate.worst_us, r.separate.bias_us);
   std::printf(
       "(medians over iterations of per-iteration ratios against off; stamped: GraphKernelTimer, "
       "1 step in 128; cupti: KernelTracer, kernels only; within: nodes whose mean agrees with "
       "CUPTI's, separate pass; bias: the mean of ours - CUPTI's over the nodes)\n");
+  std::printf(
+      "\n--- node by node (within 5 %%/1 us, worst us, mean difference us) ---\n%8s %24s %24s "
+      "%24s %28s %12s %6s\n",
+      "n_envs", "separate pass", "same replays", "stamps: CUPTI's durations",
+      "CUPTI on: our readings", "CUPTI/kernel", "r");
+  for (const auto& [n, r] : g_results) {
+    const std::string rise = r.rise.compared
+                                 ? fmt::format("{:+.2f} us [{:+.2f}, {:+.2f}]", r.rise.bias_us,
+                                               r.rise.min_us, r.rise.max_us)
+                                 : std::string("not measured");
+    std::printf("%8d %24s %24s %24s %28s %9.2f us %6.2f\n", n, r.separate.cell().c_str(),
+                r.same.cell().c_str(), r.stamps.cell().c_str(), rise.c_str(),
+                r.us_cupti > 0 ? (r.us_cupti - r.us_off) / kKernels : 0.0, r.r_rise);
+  }
+  std::printf(
+      "(separate pass: the timer's means, 1 step in 128, against CUPTI's durations of the plain "
+      "graph traced alone; same replays: a timer stamping every step, under CUPTI, against "
+      "CUPTI's durations of the same kernels; stamps: CUPTI's durations in the stamped replays "
+      "against the plain graph's; CUPTI on: how much the every-step timer's readings rise when "
+      "CUPTI traces, mean [least, most] over the nodes; CUPTI/kernel: what tracing adds to the "
+      "replay per kernel, CUDA events; r: Pearson's r, node by node, of CUPTI's durations less "
+      "ours in the separate pass against that rise)\n");
+  if (const char* path = std::getenv("KERNEL_TIMER_BENCH_NODES")) {  // node by node, for a look
+    if (std::FILE* f = std::fopen(path, "w")) {
+      std::fprintf(f, "n_envs,node,ours,cupti,every,every_cupti,cupti_stamped\n");
+      for (const auto& [n, r] : g_results)
+        for (std::size_t k = 0; k < r.ours.size(); ++k)
+          if (k < r.cupti.size() && k < r.every.size() && k < r.every_cupti.size() &&
+              k < r.cupti_stamped.size())
+            std::fprintf(f, "%d,%zu,%.4f,%.4f,%.4f,%.4f,%.4f\n", n, k, r.ours[k], r.cupti[k],
+                         r.every[k], r.every_cupti[k], r.cupti_stamped[k]);
+      std::fclose(f);
+    }
+  }
   for (const int n : {1024, 30000}) {
     const auto it = g_results.find(n);
     const bool ran = it != g_results.end();
@@ -235,14 +372,27 @@ void print(const simprof::bench::RatioReporter&, simprof::bench::Verdicts& v) {
         pct, target,
         v.judge(fmt::format("kernel_timer_{}", n), "stamped loop / plain loop - 1, " + where, pct,
                 "%", Goal::kAtMost, target));
-    const double share = ran && it->second.compared > 0
-                             ? 100.0 * it->second.agree / it->second.compared
-                             : simprof::bench::kNotMeasured;
-    std::printf("nodes within 5 %% or 1 us of CUPTI, %s: %.0f %% [target >= 100%%: %s]\n",
-                where.c_str(), share,
-                v.judge(fmt::format("kernel_timer_agree_{}", n),
-                        "share of nodes whose mean is within 5 % or 1 us of CUPTI's, " + where,
-                        share, "%", Goal::kAtLeast, 100.0));
+    const auto share = [](const Agreement& g) {
+      return g.compared > 0 ? 100.0 * g.agree / g.compared : simprof::bench::kNotMeasured;
+    };
+    const double separate = ran ? share(it->second.separate) : simprof::bench::kNotMeasured;
+    std::printf(
+        "nodes within 5 %% or 1 us of CUPTI, separate pass, %s: %.0f %% [target >= 100%%: %s]\n",
+        where.c_str(), separate,
+        v.judge(fmt::format("kernel_timer_agree_{}", n),
+                "share of nodes whose mean is within 5 % or 1 us of CUPTI's, CUPTI on in a "
+                "separate pass, " +
+                    where,
+                separate, "%", Goal::kAtLeast, 100.0));
+    const double same = ran ? share(it->second.same) : simprof::bench::kNotMeasured;
+    std::printf(
+        "nodes within 5 %% or 1 us of CUPTI, same replays, %s: %.0f %% [target >= 100%%: %s]\n",
+        where.c_str(), same,
+        v.judge(fmt::format("kernel_timer_agree_same_{}", n),
+                "share of nodes whose mean is within 5 % or 1 us of CUPTI's for the same stamped "
+                "replays, " +
+                    where,
+                same, "%", Goal::kAtLeast, 100.0));
   }
 }
 
