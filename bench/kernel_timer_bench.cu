@@ -68,7 +68,9 @@ __global__ void sm_clock(long long cycles, double* mhz) {
   long long c1 = c0;
   while (c1 - c0 < cycles) c1 = clock64();
   const unsigned long long t1 = global_ns();
-  mhz[blockIdx.x] = t1 > t0 ? static_cast<double>(c1 - c0) * 1e3 / static_cast<double>(t1 - t0) : 0;
+  // A block whose timer did not move writes NaN: the reading is then not measured.
+  mhz[blockIdx.x] = t1 > t0 ? static_cast<double>(c1 - c0) * 1e3 / static_cast<double>(t1 - t0)
+                            : __longlong_as_double(0x7ff8000000000000LL);
 }
 
 // The step: 100 kernels in 4 stages of 25, each of 1-4 passes.
@@ -295,12 +297,15 @@ void BM_KernelTimer(benchmark::State& state) {
     each.synchronize();
     std::vector<double> sum_off(kKernels, 0.0), sum_on(kKernels, 0.0);
     int sms = 0;
-    SIMPROF_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    int device = 0;
+    SIMPROF_CUDA_CHECK(cudaGetDevice(&device));
+    SIMPROF_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     cuda::DeviceBuffer<double> mhz(static_cast<std::size_t>(sms));
     double mhz_sum[2] = {0, 0};
     std::vector<double>* into = nullptr;
     int read = 0, read_off = 0, read_on = 0;
     std::uint64_t lost_on = 0;
+    bool traced_all = true;  // every "on" pass really traced (the tracer may turn itself off)
     each.set_on_replay([&](const cuda::KernelReplay& rp) {
       if (into == nullptr || rp.node_s.size() != static_cast<std::size_t>(kKernels)) return;
       for (std::size_t k = 0; k < rp.node_s.size(); ++k) (*into)[k] += rp.node_s[k] * 1e6;
@@ -319,12 +324,13 @@ void BM_KernelTimer(benchmark::State& state) {
       if (cupti) {
         tracer.stop();
         lost_on += tracer.stop_and_collect(sink);
+        traced_all = traced_all && tracer.enabled();
       }
       into = nullptr;
       (cupti ? read_on : read_off) += read;
     }
     // Every replay of the four passes read, none dropped: else "not measured".
-    if (read_off == 2 * kCompareReplays && read_on == 2 * kCompareReplays &&
+    if (traced_all && read_off == 2 * kCompareReplays && read_on == 2 * kCompareReplays &&
         each.dropped() + each.missed() == dropped_before) {
       for (double& o : sum_off) o /= read_off;
       for (double& o : sum_on) o /= read_on;
@@ -368,11 +374,18 @@ void print(const simprof::bench::RatioReporter&, simprof::bench::Verdicts& v) {
       "%d-step loops interleaved ---\n%8s %9s %9s %9s %9s %9s %9s %9s %14s %9s %9s\n",
       kKernels, kSteps, "n_envs", "off", "stamped", "cupti", "stamped", "cupti", "replays",
       "hop ns", "within 5%/1us", "worst us", "bias us");
+  const auto num = [](double x, const char* f) {
+    return std::isnan(x) ? std::string("-") : fmt::format(fmt::runtime(f), x);
+  };
   for (const auto& [n, r] : g_results)
-    std::printf("%8d %9.2f %9.2f %9.2f %8.2f%% %8.2f%% %9llu %9.0f %10d/%-3d %9.2f %+9.2f\n", n,
-                r.us_off, r.us_stamped, r.us_cupti, r.stamped_pct, r.cupti_pct,
-                static_cast<unsigned long long>(r.replays), r.hop_ns, r.separate.agree,
-                r.separate.compared, r.separate.worst_us, r.separate.bias_us);
+    std::printf(
+        "%8d %9.2f %9.2f %9s %9s %9s %9llu %9.0f %14s %9s %9s\n", n, r.us_off, r.us_stamped,
+        num(r.us_cupti, "{:.2f}").c_str(), num(r.stamped_pct, "{:.2f}%").c_str(),
+        num(r.cupti_pct, "{:.2f}%").c_str(), static_cast<unsigned long long>(r.replays), r.hop_ns,
+        r.separate.compared ? fmt::format("{}/{}", r.separate.agree, r.separate.compared).c_str()
+                            : "-",
+        r.separate.compared ? fmt::format("{:.2f}", r.separate.worst_us).c_str() : "-",
+        r.separate.compared ? fmt::format("{:+.2f}", r.separate.bias_us).c_str() : "-");
   std::printf(
       "(medians over iterations of per-iteration ratios against off; stamped: GraphKernelTimer, "
       "1 step in 128; cupti: KernelTracer, kernels only; within: nodes whose mean agrees with "
@@ -382,9 +395,6 @@ void print(const simprof::bench::RatioReporter&, simprof::bench::Verdicts& v) {
       "%22s %36s %13s %6s %15s\n",
       "n_envs", "separate pass", "same replays", "stamps: CUPTI's", "CUPTI on: our readings",
       "CUPTI/kernel", "r", "SM MHz off/on");
-  const auto num = [](double x, const char* f) {
-    return std::isnan(x) ? std::string("-") : fmt::format(fmt::runtime(f), x);
-  };
   for (const auto& [n, r] : g_results) {
     double every = 0;
     for (const double u : r.every) every += u;
