@@ -154,6 +154,7 @@ struct Result {
   // Pearson's r of (CUPTI's - ours) in the separate pass against the readings' rise under CUPTI,
   // node by node: how much of the separate pass's difference is CUPTI lengthening what it times.
   double r_rise = simprof::bench::kNotMeasured;
+  bool order_differs = false;  // CUPTI's node ids did not come in the timer's order
   // The SM clock, MHz, probed after each pass of the every-step timer: without CUPTI, under it.
   double mhz_off = simprof::bench::kNotMeasured, mhz_on = simprof::bench::kNotMeasured;
 };
@@ -178,8 +179,11 @@ std::map<int, Result> g_results;
 
 // CUPTI's mean duration of each of the graph's kernels in `sink` (the k-th elementwise kernel of
 // each replay is node k); empty unless exactly `replays` whole replays are there (a record lost or
-// one too many would put every later kernel on another node).
-std::vector<double> cupti_means(const std::vector<Span>& sink, int replays) {
+// one too many would put every later kernel on another node). With `node_ids` (the timer's nodes'
+// CUPTI ids, in its order), also empty unless the k-th kernel of every replay is that node.
+std::vector<double> cupti_means(const std::vector<Span>& sink, int replays,
+                                const std::vector<std::uint64_t>* node_ids = nullptr,
+                                bool* order_differs = nullptr) {
   std::vector<const Span*> kernels;
   for (const Span& s : sink)
     if (s.kind == SpanKind::kKernel && s.name.find("elementwise") != std::string::npos)
@@ -190,6 +194,12 @@ std::vector<double> cupti_means(const std::vector<Span>& sink, int replays) {
   std::vector<double> us(kKernels, 0.0);
   for (int i = 0; i < replays * kKernels; ++i) {
     const Span& k = *kernels[static_cast<std::size_t>(i)];
+    if (node_ids && (node_ids->size() != static_cast<std::size_t>(kKernels) ||
+                     k.or_empty<KernelPayload>().graph_node_id !=
+                         (*node_ids)[static_cast<std::size_t>(i % kKernels)])) {
+      if (order_differs) *order_differs = true;
+      return {};
+    }
     us[static_cast<std::size_t>(i % kKernels)] +=
         static_cast<double>(k.end_ns - k.begin_ns) * 1e-3 / replays;
   }
@@ -282,7 +292,11 @@ void BM_KernelTimer(benchmark::State& state) {
     tracer.stop();
     const std::uint64_t lost = tracer.stop_and_collect(sink);
     r.ours = node_means(timer);
-    if (lost == 0) r.cupti = cupti_means(sink, kCompareReplays);
+    // The graph as captured is what CUPTI traced here: its node ids must come in the timer's
+    // order (which the same-replays comparison below, on the stamped copy, relies on too).
+    std::vector<std::uint64_t> ids;
+    for (const cuda::KernelNodeTime& k : timer.nodes()) ids.push_back(k.node_id);
+    if (lost == 0) r.cupti = cupti_means(sink, kCompareReplays, &ids, &r.order_differs);
     sink.clear();
     // The same replays: a timer stamping every step (its ring holds a whole pass, so that no
     // replay goes unstamped), read without CUPTI and under it in turn: off, on, on, off, so that
@@ -341,6 +355,9 @@ void BM_KernelTimer(benchmark::State& state) {
       r.mhz_on = mhz_sum[1];
     }
     sink.clear();
+    // The same replays are matched by time order on the stamped copy: only once the separate
+    // pass has shown that order to be the timer's.
+    if (r.cupti.empty()) r.cupti_stamped.clear();
     r.separate = compare(r.ours, r.cupti);
     r.same = compare(r.every_cupti, r.cupti_stamped);
     r.rise = compare(r.every_cupti, r.every);
@@ -409,6 +426,12 @@ void print(const simprof::bench::RatioReporter&, simprof::bench::Verdicts& v) {
                 num(r.r_rise, "{:.2f}").c_str(),
                 (num(r.mhz_off, "{:.0f}") + "/" + num(r.mhz_on, "{:.0f}")).c_str());
   }
+  for (const auto& [n, r] : g_results)
+    if (r.order_differs)
+      std::printf(
+          "%8d the kernels' CUPTI node ids do not come in the timer's node order: the "
+          "comparisons are not measured\n",
+          n);
   std::printf(
       "(separate pass: the timer's means, 1 step in 128, against CUPTI's durations of the plain "
       "graph traced alone; same replays: a timer stamping every step (no replay unstamped), "
