@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // What per-node timing of a replayed graph costs, and whether it reads what CUPTI reads: a graph of
-// 100 elementwise kernels over n_envs x 64 floats (work fixed per step: each kernel 1-4 passes),
-// 1,024 and 30,000 envs, in three loops over one stream, interleaved in every iteration and timed
-// with CUDA events:
+// 100 elementwise kernels over n_envs x 64 floats (work fixed per step: each 1, 9, 17 or 25
+// passes), 1,024 and 30,000 envs, in three loops over one stream, interleaved in every iteration
+// and timed with CUDA events:
 //   * off      the graph replayed as captured (GraphCache, no tool): the baseline
 //   * stamped  a GraphKernelTimer with the default options (a stamped copy on 1 step in 128)
 //   * cupti    the same plain graph with simprof's KernelTracer on (per-kernel CUPTI activity)
@@ -45,6 +45,9 @@ constexpr int kKernels = 100;
 constexpr int kSteps = 256;  // per loop per iteration: 2 sampled steps of the timer's 1 in 128
 constexpr int kCompareReplays = 64;
 
+// Tagged by its passes, so that its name says which of the four kernels it is (the node comparisons
+// check CUPTI's order against the timer's by it); the code is the same for every tag.
+template <int kPasses>
 __global__ void elementwise(float* x, int n, float a, int passes) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
@@ -73,6 +76,15 @@ __global__ void sm_clock(long long cycles, double* mhz) {
                             : __longlong_as_double(0x7ff8000000000000LL);
 }
 
+void (*const kElementwise[4])(float*, int, float, int) = {elementwise<1>, elementwise<9>,
+                                                          elementwise<17>, elementwise<25>};
+
+// A kernel's tag from its demangled name ("...elementwise<9>(float*, ...)"); -1 where none.
+int tag_of(const std::string& name) {
+  const std::size_t at = name.find("elementwise<");
+  return at == std::string::npos ? -1 : std::atoi(name.c_str() + at + 12);
+}
+
 // The step: 100 kernels in 4 stages of 25, each of 1-4 passes.
 struct Workload {
   StepProfiler& prof;
@@ -87,7 +99,7 @@ struct Workload {
     for (int g = 0; g < 4; ++g) {
       auto st = prof.stage(stages[g]);
       for (int k = 0; k < kKernels / 4; ++k)
-        elementwise<<<(n + 255) / 256, 256, 0, s>>>(x.data(), n, 1e-3f, 1 + (k % 4) * 8);
+        kElementwise[k % 4]<<<(n + 255) / 256, 256, 0, s>>>(x.data(), n, 1e-3f, 1 + (k % 4) * 8);
     }
   }
 };
@@ -154,7 +166,8 @@ struct Result {
   // Pearson's r of (CUPTI's - ours) in the separate pass against the readings' rise under CUPTI,
   // node by node: how much of the separate pass's difference is CUPTI lengthening what it times.
   double r_rise = simprof::bench::kNotMeasured;
-  bool order_differs = false;  // CUPTI's node ids did not come in the timer's order
+  std::string ids;             // the first kernel's graph and node ids, the timer's and CUPTI's
+  bool order_differs = false;  // CUPTI's kernels did not come in the timer's node order
   // The SM clock, MHz, probed after each pass of the every-step timer: without CUPTI, under it.
   double mhz_off = simprof::bench::kNotMeasured, mhz_on = simprof::bench::kNotMeasured;
 };
@@ -179,11 +192,10 @@ std::map<int, Result> g_results;
 
 // CUPTI's mean duration of each of the graph's kernels in `sink` (the k-th elementwise kernel of
 // each replay is node k); empty unless exactly `replays` whole replays are there (a record lost or
-// one too many would put every later kernel on another node). With `node_ids` (the timer's nodes'
-// CUPTI ids, in its order), also empty unless the k-th kernel of every replay is that node.
+// one too many would put every later kernel on another node), and unless the k-th kernel of every
+// replay has the tag of the timer's node k (`tags`; else *order_differs is set).
 std::vector<double> cupti_means(const std::vector<Span>& sink, int replays,
-                                const std::vector<std::uint64_t>* node_ids = nullptr,
-                                bool* order_differs = nullptr) {
+                                const std::vector<int>& tags, bool* order_differs) {
   std::vector<const Span*> kernels;
   for (const Span& s : sink)
     if (s.kind == SpanKind::kKernel && s.name.find("elementwise") != std::string::npos)
@@ -194,10 +206,9 @@ std::vector<double> cupti_means(const std::vector<Span>& sink, int replays,
   std::vector<double> us(kKernels, 0.0);
   for (int i = 0; i < replays * kKernels; ++i) {
     const Span& k = *kernels[static_cast<std::size_t>(i)];
-    if (node_ids && (node_ids->size() != static_cast<std::size_t>(kKernels) ||
-                     k.or_empty<KernelPayload>().graph_node_id !=
-                         (*node_ids)[static_cast<std::size_t>(i % kKernels)])) {
-      if (order_differs) *order_differs = true;
+    if (tags.size() != static_cast<std::size_t>(kKernels) ||
+        tag_of(k.name) != tags[static_cast<std::size_t>(i % kKernels)]) {
+      *order_differs = true;
       return {};
     }
     us[static_cast<std::size_t>(i % kKernels)] +=
@@ -292,11 +303,23 @@ void BM_KernelTimer(benchmark::State& state) {
     tracer.stop();
     const std::uint64_t lost = tracer.stop_and_collect(sink);
     r.ours = node_means(timer);
-    // The graph as captured is what CUPTI traced here: its node ids must come in the timer's
-    // order (which the same-replays comparison below, on the stamped copy, relies on too).
-    std::vector<std::uint64_t> ids;
-    for (const cuda::KernelNodeTime& k : timer.nodes()) ids.push_back(k.node_id);
-    if (lost == 0) r.cupti = cupti_means(sink, kCompareReplays, &ids, &r.order_differs);
+    // CUPTI's kernels, replay by replay, must come in the timer's node order (by their tags).
+    std::vector<int> tags;
+    for (const cuda::KernelNodeTime& k : timer.nodes()) tags.push_back(tag_of(k.name));
+    if (lost == 0) r.cupti = cupti_means(sink, kCompareReplays, tags, &r.order_differs);
+    // The ids each side gives the first kernel: the timer's, of the graph as captured; CUPTI's
+    // records', of the replayed one.
+    const std::vector<cuda::KernelNodeTime> nodes = timer.nodes();
+    const Span* first = nullptr;
+    for (const Span& sp : sink)
+      if (sp.kind == SpanKind::kKernel && tag_of(sp.name) >= 0 &&
+          (first == nullptr || sp.begin_ns < first->begin_ns))
+        first = &sp;
+    if (!nodes.empty() && first != nullptr)
+      r.ids = fmt::format("timer graph {} node {}, CUPTI's record graph {} node {}",
+                          nodes.front().graph_id, nodes.front().node_id,
+                          first->or_empty<KernelPayload>().graph_id,
+                          first->or_empty<KernelPayload>().graph_node_id);
     sink.clear();
     // The same replays: a timer stamping every step (its ring holds a whole pass, so that no
     // replay goes unstamped), read without CUPTI and under it in turn: off, on, on, off, so that
@@ -350,14 +373,14 @@ void BM_KernelTimer(benchmark::State& state) {
       for (double& o : sum_on) o /= read_on;
       r.every = sum_off;
       r.every_cupti = sum_on;
-      if (lost_on == 0) r.cupti_stamped = cupti_means(sink, 2 * kCompareReplays);
+      std::vector<int> each_tags;
+      for (const cuda::KernelNodeTime& k : each.nodes()) each_tags.push_back(tag_of(k.name));
+      if (lost_on == 0)
+        r.cupti_stamped = cupti_means(sink, 2 * kCompareReplays, each_tags, &r.order_differs);
       r.mhz_off = mhz_sum[0];
       r.mhz_on = mhz_sum[1];
     }
     sink.clear();
-    // The same replays are matched by time order on the stamped copy: only once the separate
-    // pass has shown that order to be the timer's.
-    if (r.cupti.empty()) r.cupti_stamped.clear();
     r.separate = compare(r.ours, r.cupti);
     r.same = compare(r.every_cupti, r.cupti_stamped);
     r.rise = compare(r.every_cupti, r.every);
@@ -427,10 +450,12 @@ void print(const simprof::bench::RatioReporter&, simprof::bench::Verdicts& v) {
                 (num(r.mhz_off, "{:.0f}") + "/" + num(r.mhz_on, "{:.0f}")).c_str());
   }
   for (const auto& [n, r] : g_results)
+    if (!r.ids.empty()) std::printf("%8d the first kernel's ids: %s\n", n, r.ids.c_str());
+  for (const auto& [n, r] : g_results)
     if (r.order_differs)
       std::printf(
-          "%8d the kernels' CUPTI node ids do not come in the timer's node order: the "
-          "comparisons are not measured\n",
+          "%8d CUPTI's kernels do not come in the timer's node order (by their tags): not "
+          "measured\n",
           n);
   std::printf(
       "(separate pass: the timer's means, 1 step in 128, against CUPTI's durations of the plain "
