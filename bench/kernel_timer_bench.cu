@@ -37,6 +37,7 @@
 #include "simprof/cuda/timing/stopwatch.hpp"
 #include "simprof/cuda/trace/kernel_tracer.hpp"
 #include "simprof/profiler/step_profiler.hpp"
+#include "simprof/timers/timer_view.hpp"
 
 namespace {
 
@@ -56,21 +57,15 @@ __global__ void elementwise(float* x, int n, float a, int passes) {
   x[i] = v;
 }
 
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 // The SM clock while every SM spins: each block's one thread counts clock64() cycles against the
 // global timer for `cycles`, and writes its MHz.
 __global__ void sm_clock(long long cycles, double* mhz) {
   if (threadIdx.x != 0) return;
-  const unsigned long long t0 = global_ns();
+  const std::uint64_t t0 = global_timer_ns();
   const long long c0 = clock64();
   long long c1 = c0;
   while (c1 - c0 < cycles) c1 = clock64();
-  const unsigned long long t1 = global_ns();
+  const std::uint64_t t1 = global_timer_ns();
   // A block whose timer did not move writes NaN: the reading is then not measured.
   mhz[blockIdx.x] = t1 > t0 ? static_cast<double>(c1 - c0) * 1e3 / static_cast<double>(t1 - t0)
                             : __longlong_as_double(0x7ff8000000000000LL);
@@ -193,9 +188,10 @@ std::map<int, Result> g_results;
 // CUPTI's mean duration of each of the graph's kernels in `sink` (the k-th elementwise kernel of
 // each replay is node k); empty unless exactly `replays` whole replays are there (a record lost or
 // one too many would put every later kernel on another node), and unless the k-th kernel of every
-// replay has the tag of the timer's node k (`tags`; else *order_differs is set).
+// replay has the tag of the timer's node k (`nodes`; else *order_differs is set).
 std::vector<double> cupti_means(const std::vector<Span>& sink, int replays,
-                                const std::vector<int>& tags, bool* order_differs) {
+                                const std::vector<cuda::KernelNodeTime>& nodes,
+                                bool* order_differs) {
   std::vector<const Span*> kernels;
   for (const Span& s : sink)
     if (s.kind == SpanKind::kKernel && s.name.find("elementwise") != std::string::npos)
@@ -206,8 +202,8 @@ std::vector<double> cupti_means(const std::vector<Span>& sink, int replays,
   std::vector<double> us(kKernels, 0.0);
   for (int i = 0; i < replays * kKernels; ++i) {
     const Span& k = *kernels[static_cast<std::size_t>(i)];
-    if (tags.size() != static_cast<std::size_t>(kKernels) ||
-        tag_of(k.name) != tags[static_cast<std::size_t>(i % kKernels)]) {
+    if (nodes.size() != static_cast<std::size_t>(kKernels) ||
+        tag_of(k.name) != tag_of(nodes[static_cast<std::size_t>(i % kKernels)].name)) {
       *order_differs = true;
       return {};
     }
@@ -219,9 +215,9 @@ std::vector<double> cupti_means(const std::vector<Span>& sink, int replays,
 
 // The timer's node means, us; empty unless every node was read (a node no replay timed has no
 // mean) and the copy has one node a kernel.
-std::vector<double> node_means(const cuda::GraphKernelTimer& timer) {
+std::vector<double> node_means(const std::vector<cuda::KernelNodeTime>& nodes) {
   std::vector<double> us;
-  for (const cuda::KernelNodeTime& k : timer.nodes()) {
+  for (const cuda::KernelNodeTime& k : nodes) {
     if (k.count == 0 || k.name.find("elementwise") == std::string::npos) return {};
     us.push_back(k.mean_s * 1e6);
   }
@@ -302,14 +298,12 @@ void BM_KernelTimer(benchmark::State& state) {
     traced.steps(kCompareReplays);
     tracer.stop();
     const std::uint64_t lost = tracer.stop_and_collect(sink);
-    r.ours = node_means(timer);
+    const std::vector<cuda::KernelNodeTime> nodes = timer.nodes();
+    r.ours = node_means(nodes);
     // CUPTI's kernels, replay by replay, must come in the timer's node order (by their tags).
-    std::vector<int> tags;
-    for (const cuda::KernelNodeTime& k : timer.nodes()) tags.push_back(tag_of(k.name));
-    if (lost == 0) r.cupti = cupti_means(sink, kCompareReplays, tags, &r.order_differs);
+    if (lost == 0) r.cupti = cupti_means(sink, kCompareReplays, nodes, &r.order_differs);
     // The ids each side gives the first kernel: the timer's, of the graph as captured; CUPTI's
     // records', of the replayed one.
-    const std::vector<cuda::KernelNodeTime> nodes = timer.nodes();
     const Span* first = nullptr;
     for (const Span& sp : sink)
       if (sp.kind == SpanKind::kKernel && tag_of(sp.name) >= 0 &&
@@ -373,10 +367,8 @@ void BM_KernelTimer(benchmark::State& state) {
       for (double& o : sum_on) o /= read_on;
       r.every = sum_off;
       r.every_cupti = sum_on;
-      std::vector<int> each_tags;
-      for (const cuda::KernelNodeTime& k : each.nodes()) each_tags.push_back(tag_of(k.name));
       if (lost_on == 0)
-        r.cupti_stamped = cupti_means(sink, 2 * kCompareReplays, each_tags, &r.order_differs);
+        r.cupti_stamped = cupti_means(sink, 2 * kCompareReplays, each.nodes(), &r.order_differs);
       r.mhz_off = mhz_sum[0];
       r.mhz_on = mhz_sum[1];
     }

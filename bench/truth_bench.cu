@@ -39,6 +39,7 @@
 #include "simprof/cuda/timing/step_pacer.hpp"
 #include "simprof/cuda/timing/stopwatch.hpp"
 #include "simprof/profiler/step_profiler.hpp"
+#include "simprof/timers/timer_view.hpp"
 
 namespace {
 
@@ -50,11 +51,9 @@ const char* const kLoopName[] = {"plain", "paced", "nospan", "mark1", "timed", "
 enum Work { kFixed, kEngine };
 
 __global__ void fixed_spin(unsigned long long ns) {
-  unsigned long long t0 = 0, t = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  } while (t - t0 < ns);
+  const std::uint64_t t0 = global_timer_ns();
+  while (global_timer_ns() - t0 < ns) {
+  }
 }
 
 // The fixed workload: stages like the demo engine's, each kernel a spin of known length (see the

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -14,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "../trace/cupti_hub.hpp"  // OwnNodes: the stamps are not the stage's work
+#include "simprof/base/clock.hpp"
 #include "simprof/base/log.hpp"
 #include "simprof/cuda/graphs/instrumentation.hpp"
 #include "simprof/cuda/runtime/error.hpp"
@@ -103,12 +103,6 @@ WriteValue32 write_value32() {
   static const auto fn =
       reinterpret_cast<WriteValue32>(detail::driver_entry_point("cuStreamWriteValue32"));
   return fn;
-}
-
-std::int64_t steady_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 std::size_t checked_ring(const DeviceStageTimerOptions& o) {
@@ -277,7 +271,7 @@ void DeviceStageTimer::Impl::boundary(StageId stage, int kind) noexcept {
   // An unsampled step outside GraphCache's captures: nothing to do, not even a query.
   if (skip && !capturing) return;
   // Right after an eager stamp's launch, outside any capture: that stamp's instant, no query.
-  if (!capturing && merged_eager(stage, kind, steady_ns())) return;
+  if (!capturing && merged_eager(stage, kind)) return;
   CaptureInfo ci;
   cudaError_t e = capture_info(capturing ? capture_stream : stream, ci);
   if (e != cudaSuccess) return report("cudaStreamGetCaptureInfo", e);
@@ -321,22 +315,21 @@ void DeviceStageTimer::Impl::boundary(StageId stage, int kind) noexcept {
   }
 }
 
-// An eager boundary: its own stamp on the stream, or — right after the previous eager stamp's
-// launch, when nothing can have been launched between — that stamp's instant (an alias, joined on
-// the host).
-// Within merge_within_ns of the latest eager stamp's launch (now_ns read when the boundary came):
-// nothing can have been launched between, nor a capture begun; the boundary takes that stamp's
-// instant (joined on the host).
-bool DeviceStageTimer::Impl::merged_eager(StageId stage, int kind, std::int64_t now_ns) noexcept {
+// Within merge_within_ns of the latest eager stamp's launch: nothing can have been launched
+// between, nor a capture begun; the boundary takes that stamp's instant (joined on the host). The
+// clock is read only with merging on.
+bool DeviceStageTimer::Impl::merged_eager(StageId stage, int kind) noexcept {
   Slot& s = slots[slot_now];
-  if (skip || s.eager_stamps == 0 || options.merge_within_ns == 0 ||
-      s.n_aliases >= detail::kMaxAliases || now_ns - last_eager_ns >= options.merge_within_ns)
+  if (options.merge_within_ns == 0 || skip || s.eager_stamps == 0 ||
+      s.n_aliases >= detail::kMaxAliases ||
+      simprof::detail::steady_now_ns() - last_eager_ns >= options.merge_within_ns)
     return false;
   s.aliases[s.n_aliases++] = Alias{s.eager_stamps, static_cast<int>(stage), kind};
   ++n_merged;
   return true;
 }
 
+// An eager boundary's own stamp on the stream (after the step's begin stamp, launched first).
 void DeviceStageTimer::Impl::eager_stamp(detail::StampArgs& a, int kind) noexcept {
   Slot& s = slots[slot_now];
   if (!began_eagerly) {
@@ -350,7 +343,7 @@ void DeviceStageTimer::Impl::eager_stamp(detail::StampArgs& a, int kind) noexcep
     return;
   }
   ++s.eager_stamps;
-  last_eager_ns = steady_ns();
+  if (options.merge_within_ns != 0) last_eager_ns = simprof::detail::steady_now_ns();
 }
 
 cudaGraph_t DeviceStageTimer::Impl::instrumented_copy(cudaGraph_t graph) noexcept {

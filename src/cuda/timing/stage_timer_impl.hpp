@@ -95,7 +95,7 @@ struct DeviceStageTimer::Impl final : StepListener {
 
   void boundary(StageId stage, int kind) noexcept;
   void eager_stamp(detail::StampArgs& a, int kind) noexcept;
-  bool merged_eager(StageId stage, int kind, std::int64_t now_ns) noexcept;
+  bool merged_eager(StageId stage, int kind) noexcept;
   void make_publish_graph();
   void join(const detail::StepRecord& r, std::uint64_t step);
   void unpaired(StageId id, std::uint64_t step);
@@ -188,7 +188,8 @@ struct DeviceStageTimer::Impl final : StepListener {
   std::uint64_t next_read = 0;        // steps joined or passed over
   bool began_eagerly = false;         // the step in progress has an eager begin stamp
   std::size_t slot_now = 0;           // the step in progress's slot
-  // When the latest eager stamp's launch returned (steady clock, ns): merge_within_ns from it.
+  // When the latest eager stamp's launch returned (steady clock, ns; kept with merging on only):
+  // merge_within_ns from it.
   std::int64_t last_eager_ns = 0;
   // Scratch for join(): entries and merged boundaries in time order (reserved: no allocation).
   struct Item {
