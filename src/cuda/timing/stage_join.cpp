@@ -85,7 +85,8 @@ void DeviceStageTimer::Impl::join(const StepRecord& r, std::uint64_t step) {
     have_prev = false;  // the step after a vetoed one has no period, as on the host
     return;
   }
-  if (r.overflow) ++dropped;
+  const Slot& sl = slots[slot];
+  if (r.overflow || sl.eager_overflow) ++dropped;
   const std::size_t n = prof.num_stages();
   scratch.reset(step, n);
   if (open.size() < n) {
@@ -93,48 +94,46 @@ void DeviceStageTimer::Impl::join(const StepRecord& r, std::uint64_t step) {
     sums.resize(n);
   }
   for (std::size_t i = 0; i < n; ++i) open[i].state = 0;
-  // Stamps of a graph land in any order: put them in time order (same instant: reserved order),
-  // each eager boundary that shared an earlier eager stamp right after that stamp's entry.
+  // Stamps of a graph land in any order: put them all in time order (same instant: a graph's in
+  // reserved order, then the eager ones in stream order), each eager boundary that shared an
+  // earlier eager stamp's instant right after that stamp.
   const unsigned count = r.count < kMaxStamps ? r.count : kMaxStamps;
-  items.clear();        // reserved for kMaxStamps + kMaxAliases: no allocation here
-  eager_entry.clear();  // reserved for kMaxStamps
+  const unsigned n_eager = std::min(r.eager_count, sl.eager_stamps);
+  items.clear();  // reserved for 2 kMaxStamps + kMaxAliases: no allocation here
   for (unsigned i = 0; i < count; ++i) {
     const detail::StampEntry& e = r.entries[i];
-    items.push_back(Item{e.t, i, 0, e.stage, e.kind & detail::kKindMask});
-    if (const unsigned nth = static_cast<unsigned>(e.kind) >> detail::kKindBits; nth != 0) {
-      if (eager_entry.size() < nth) eager_entry.resize(nth, kMaxStamps);
-      eager_entry[nth - 1] = i;
-    }
+    items.push_back(Item{e.t, i, 0, e.stage, e.kind});
   }
-  const Slot& sl = slots[slot];
+  for (unsigned j = 0; j < n_eager; ++j)
+    items.push_back(Item{r.eager[j], kMaxStamps + j, 0, sl.eager_at[j].stage, sl.eager_at[j].kind});
   for (unsigned k = 0; k < sl.n_aliases; ++k) {
     const Alias& a = sl.aliases[k];
-    // Its stamp's entry (an entry past kMaxStamps was not kept: the boundary goes with it).
-    if (a.source == 0 || a.source > eager_entry.size() || eager_entry[a.source - 1] >= count)
-      continue;
-    const unsigned i = eager_entry[a.source - 1];
-    items.push_back(Item{r.entries[i].t, i, k + 1, a.stage, a.kind});
+    if (a.source == 0 || a.source > n_eager) continue;  // its stamp's time was not published
+    items.push_back(Item{r.eager[a.source - 1], kMaxStamps + a.source - 1, k + 1, a.stage, a.kind});
   }
   std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
     if (a.t != b.t) return a.t < b.t;
     return a.base != b.base ? a.base < b.base : a.sub < b.sub;
   });
-  const bool eager = sl.eager != 0;
+  unsigned eager_before = 0;  // eager stamps before the item in time order (its own excluded)
   for (const Item& e : items) {
-    const unsigned i = e.base;
+    const bool eager_stamp = e.base >= kMaxStamps && e.sub == 0;
+    // A merged boundary comes right after its stamp, which it is: not before it.
+    const unsigned at = e.base >= kMaxStamps && e.sub != 0 ? eager_before - 1 : eager_before;
+    if (eager_stamp) ++eager_before;
     const auto id = static_cast<StageId>(e.stage);
     if (id >= n) continue;
     if (e.kind == kStageBegin) {
       if (open[id].state == 2) continue;  // its end came first: already counted as unpaired
       open[id].state = 1;
       open[id].at = static_cast<std::int64_t>(e.t);
-      open[id].idx = i;
+      open[id].eager = at;
     } else if (open[id].state == 1) {
       open[id].state = 0;
       // Eager stamps sit on the stream, each one adding eager_stamp_ns to the stages around it:
-      // the stamps from the stage's begin (included) to its end (excluded) are taken out. (One
-      // entry per eager stamp, reserved in stream order; a merged boundary counts as its stamp.)
-      const double stamps = eager ? static_cast<double>(i - open[id].idx) : 0.0;
+      // the stamps from the stage's begin (included) to its end (excluded) are taken out. (A
+      // merged boundary counts as its stamp.)
+      const double stamps = static_cast<double>(at - open[id].eager);
       const double d =
           std::max(0.0, (static_cast<double>(static_cast<std::int64_t>(e.t) - open[id].at) -
                          stamps * eager_stamp_ns) *
@@ -212,6 +211,9 @@ std::uint64_t DeviceStageTimer::joined() const noexcept { return impl_->joined; 
 std::uint64_t DeviceStageTimer::dropped() const noexcept { return impl_->dropped; }
 std::uint64_t DeviceStageTimer::unpaired() const noexcept { return impl_->n_unpaired; }
 std::uint64_t DeviceStageTimer::merged() const noexcept { return impl_->n_merged; }
+double DeviceStageTimer::eager_stamp_seconds() const noexcept {
+  return impl_->eager_stamp_ns * 1e-9;
+}
 const DeviceStageTimerOptions& DeviceStageTimer::options() const noexcept { return impl_->options; }
 int DeviceStageTimer::device() const noexcept { return impl_->device_id; }
 const StepPacer* DeviceStageTimer::pacer() const noexcept {

@@ -31,17 +31,40 @@ using detail::kStageEnd;
 using detail::StepRecord;
 constexpr unsigned kNotTimed = 0xffffffffu;
 
-// Starts the step's record (once: an eager stamp before a replayed graph may have started it).
-__global__ void begin_kernel(StepRecord* recs, const unsigned* step, unsigned ring) {
-  const unsigned long long t = global_timer_ns();
-  const unsigned k = *step;
-  if (k == kNotTimed) return;
-  StepRecord& r = recs[k % ring];
+// Starts step k's record at time t (once: an eager stamp before a replayed graph may have started
+// it).
+__device__ void begin_record(StepRecord& r, unsigned k, unsigned long long t) {
   if (r.step == k && r.t_begin != 0) return;
   r.step = k;
   r.count = 0;
   r.overflow = 0;
   r.t_begin = t;
+}
+
+// A replayed graph's first node on a stamped copy.
+__global__ void begin_kernel(StepRecord* recs, const unsigned* step, unsigned ring) {
+  const unsigned long long t = global_timer_ns();
+  const unsigned k = *step;
+  if (k == kNotTimed) return;
+  begin_record(recs[k % ring], k, t);
+}
+
+// A programmatic dependent (launch_eager_stamp) runs as soon as it is on the GPU; this waits until
+// the work before it on the stream has completed. A kernel launched without the attribute (or on a
+// GPU before compute capability 9.0) passes straight through.
+__device__ __forceinline__ void wait_for_the_work_before() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// An eager boundary's stamp: the time the stream reached it, stored at the place the host chose;
+// the step's first also starts its record (`begin`, tagged `k`). One store: its cost is a stage's.
+__global__ void eager_stamp_kernel(unsigned long long* at, StepRecord* begin, unsigned k) {
+  wait_for_the_work_before();
+  const unsigned long long t = global_timer_ns();
+  *at = t;
+  if (begin != nullptr) begin_record(*begin, k, t);
 }
 
 __global__ void stamp_kernel(detail::StampArgs a) {
@@ -59,13 +82,20 @@ __global__ void stamp_kernel(detail::StampArgs a) {
   }
 }
 
-// The eager stamps' own cost: consecutive one-thread kernels queued back to back, each taking the
-// global timer when it starts.
-__global__ void calibrate_kernel(unsigned long long* out, int i) { out[i] = global_timer_ns(); }
-
-__global__ void hold_kernel(unsigned long long ns) {
+// calibrate()'s stand-in for an engine's kernel: launched as one is, it runs 2 us (long enough for
+// a dependent launched after it to be on the GPU when it ends).
+__global__ void stand_in_kernel() {
   const unsigned long long t0 = global_timer_ns();
-  while (global_timer_ns() - t0 < ns) {
+  while (global_timer_ns() - t0 < 2'000) {
+  }
+}
+
+// Holds the stream for at least `ns`, and until the host sets `go` (at most 100 ms: a host that
+// cannot queue everything before it, its launch queue full, is let go).
+__global__ void hold_kernel(unsigned long long ns, const volatile unsigned* go) {
+  const unsigned long long t0 = global_timer_ns();
+  for (unsigned long long t = t0; t - t0 < ns || (*go == 0 && t - t0 < 100'000'000ull);
+       t = global_timer_ns()) {
   }
 }
 
@@ -74,7 +104,7 @@ constexpr int kPublishThreads = 128;
 // On the timer's own stream, after the step ended: copies step `k`'s record (or an empty one, when
 // the step stamped nothing) into the mapped mirror.
 __global__ void publish_kernel(const StepRecord* recs, StepRecord* mirror, unsigned ring,
-                               unsigned long long k) {
+                               unsigned long long k, unsigned n_eager) {
   __shared__ unsigned long long t_end;
   if (threadIdx.x == 0) t_end = global_timer_ns();
   __syncthreads();
@@ -83,11 +113,14 @@ __global__ void publish_kernel(const StepRecord* recs, StepRecord* mirror, unsig
   const bool mine = r.step == static_cast<unsigned>(k) && r.t_begin != 0;
   const unsigned n =
       mine ? (r.count < DeviceStageTimer::kMaxStamps ? r.count : DeviceStageTimer::kMaxStamps) : 0u;
+  const unsigned n_e = mine ? n_eager : 0u;
   for (unsigned i = threadIdx.x; i < n; i += blockDim.x) m.entries[i] = r.entries[i];
+  for (unsigned i = threadIdx.x; i < n_e; i += blockDim.x) m.eager[i] = r.eager[i];
   __syncthreads();
   if (threadIdx.x == 0) {
     m.step = static_cast<unsigned>(k);
     m.count = n;
+    m.eager_count = n_e;
     m.overflow = mine ? r.overflow : 0u;
     m.t_begin = mine ? r.t_begin : 0ull;
     m.t_end = t_end;
@@ -147,8 +180,10 @@ DeviceStageTimer::Impl::Impl(StepProfiler& profiler, cudaStream_t s, DeviceStage
   SIMPROF_CUDA_CHECK(cudaMemsetAsync(records.data(), 0, records.bytes(), stream));
   SIMPROF_CUDA_CHECK(  // kNotTimed
       cudaMemsetAsync(step_index.data(), 0xff, step_index.bytes(), stream));
-  items.reserve(kMaxStamps + detail::kMaxAliases);
-  eager_entry.reserve(kMaxStamps);
+  items.reserve(2 * kMaxStamps + detail::kMaxAliases);
+  int major = 0;
+  SIMPROF_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_id));
+  dependent_launch = major >= 9;
   calibrate();
   make_publish_graph();
   if (options.max_in_flight > 0) {
@@ -176,6 +211,7 @@ void DeviceStageTimer::Impl::make_publish_graph() {
   publish_args[1] = &mirror_view;
   publish_args[2] = &publish_ring;
   publish_args[3] = &publish_step;
+  publish_args[4] = &publish_eager;
   publish_params.func = reinterpret_cast<void*>(&publish_kernel);
   publish_params.gridDim = dim3(1);
   publish_params.blockDim = dim3(kPublishThreads);
@@ -187,20 +223,53 @@ void DeviceStageTimer::Impl::make_publish_graph() {
 }
 
 void DeviceStageTimer::Impl::calibrate() {
-  // 65 stamps queued behind a 2 ms hold (which also brings the SM clock up): the median gap between
-  // two consecutive starts is what one eager stamp adds to a stage it sits in.
-  constexpr int kN = 65;
-  DeviceBuffer<unsigned long long> t(kN);
-  hold_kernel<<<1, 1, 0, stream>>>(2'000'000ull);
-  for (int i = 0; i < kN; ++i) calibrate_kernel<<<1, 1, 0, stream>>>(t.data(), i);
-  SIMPROF_CUDA_CHECK_LAUNCH("calibrate_kernel");
-  unsigned long long h[kN] = {};
-  t.copy_to_host(h, kN, stream);
+  // A stage read as on a sampled eager step, twice over: 8 kernels back to back between a begin
+  // and an end stamp, then the same 8 kernels each in a child stage of its own (16 stamps more,
+  // two between each two kernels, as between an engine's stages). A sixteenth of the difference
+  // is what one eager stamp adds to a stage it sits in; the mean of the middle half of 24 such
+  // pairs is taken (neighbours in time: the GPU's clock is the same for both). All of it queued
+  // behind a hold of 2 ms (which brings the SM clock up) that lasts until the host has queued
+  // everything: the GPU runs it back to back, not at the host's pace.
+  constexpr int kPairs = 24, kUnits = 8;
+  constexpr int kPerPair = 4 + 2 * kUnits;  // stamps: the two stages' bounds, the children's
+  DeviceBuffer<unsigned long long> t(kPairs * kPerPair);
+  PinnedBuffer<unsigned> go(1, cudaHostAllocMapped);
+  go[0] = 0;
+  hold_kernel<<<1, 1, 0, stream>>>(2'000'000ull, go.device_pointer());
+  SIMPROF_CUDA_CHECK_LAUNCH("hold_kernel");
+  unsigned long long* next = t.data();
+  const auto stamp = [&] { SIMPROF_CUDA_CHECK(launch_eager_stamp(next++, nullptr, 0)); };
+  const auto kernel = [&] {
+    stand_in_kernel<<<1, 1, 0, stream>>>();
+    SIMPROF_CUDA_CHECK_LAUNCH("stand_in_kernel");
+  };
+  for (int p = 0; p < kPairs; ++p) {
+    stamp();
+    for (int k = 0; k < kUnits; ++k) kernel();
+    stamp();
+    stamp();
+    for (int k = 0; k < kUnits; ++k) {
+      stamp();
+      kernel();
+      stamp();
+    }
+    stamp();
+  }
+  reinterpret_cast<volatile unsigned&>(go[0]) = 1;
+  unsigned long long h[kPairs * kPerPair] = {};
+  t.copy_to_host(h, kPairs * kPerPair, stream);
   SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream));
-  double gaps[kN - 1];
-  for (int i = 0; i + 1 < kN; ++i) gaps[i] = static_cast<double>(h[i + 1] - h[i]);
-  std::nth_element(gaps, gaps + (kN - 1) / 2, gaps + (kN - 1));
-  eager_stamp_ns = gaps[(kN - 1) / 2];
+  double costs[kPairs];
+  for (int p = 0; p < kPairs; ++p) {
+    const unsigned long long* at = h + p * kPerPair;
+    const auto plain = static_cast<double>(at[1] - at[0]);
+    const auto staged = static_cast<double>(at[kPerPair - 1] - at[2]);
+    costs[p] = (staged - plain) / (2.0 * kUnits);
+  }
+  std::sort(costs, costs + kPairs);
+  double middle = 0;
+  for (int p = kPairs / 4; p < kPairs - kPairs / 4; ++p) middle += costs[p];
+  eager_stamp_ns = std::max(0.0, middle / (kPairs - 2 * (kPairs / 4)));
 }
 
 DeviceStageTimer::Impl::~Impl() {
@@ -235,6 +304,7 @@ void DeviceStageTimer::Impl::report(const char* what, const std::string& why) no
 
 void DeviceStageTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t) {
   began_eagerly = false;
+  step_tag = static_cast<unsigned>(step);
   const bool sampled = step % static_cast<std::uint64_t>(options.sample_every) == 0;
   slot_now = step % options.ring;
   slots[slot_now].stamped = 0;
@@ -247,6 +317,7 @@ void DeviceStageTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t) {
   slots[slot_now].stamped = !skip;
   if (!skip) {  // the slot's last step is joined or passed over (the ring check above)
     slots[slot_now].eager_stamps = 0;
+    slots[slot_now].eager_overflow = false;
     slots[slot_now].n_aliases = 0;
   }
   // The step's index, written by the stream itself before the step's work: every stamp of the step,
@@ -275,6 +346,11 @@ void DeviceStageTimer::Impl::boundary(StageId stage, int kind) noexcept {
   CaptureInfo ci;
   cudaError_t e = capture_info(capturing ? capture_stream : stream, ci);
   if (e != cudaSuccess) return report("cudaStreamGetCaptureInfo", e);
+  if (ci.status != cudaStreamCaptureStatusActive) {
+    // Eager: on the stream, in order, in sampled steps only.
+    if (!skip) eager_stamp(stage, kind);
+    return;
+  }
   detail::StampArgs a{};
   a.recs = records.data();
   a.step = step_index.data();
@@ -282,12 +358,6 @@ void DeviceStageTimer::Impl::boundary(StageId stage, int kind) noexcept {
   a.n = 1;
   a.stage[0] = static_cast<int>(stage);
   a.kind[0] = kind;
-  if (ci.status != cudaStreamCaptureStatusActive) {
-    // Eager: on the stream, in order, in sampled steps only.
-    if (skip) return;
-    eager_stamp(a, kind);
-    return;
-  }
   // Captured: noted for the instrumented copy, as a leaf after the work captured so far. A capture
   // is noted whether or not its step is sampled: the copy serves the sampled steps to come.
   detail::CaptureStamps& c = capture;
@@ -329,21 +399,41 @@ bool DeviceStageTimer::Impl::merged_eager(StageId stage, int kind) noexcept {
   return true;
 }
 
-// An eager boundary's own stamp on the stream (after the step's begin stamp, launched first).
-void DeviceStageTimer::Impl::eager_stamp(detail::StampArgs& a, int kind) noexcept {
+// An eager boundary's own stamp on the stream: its time goes to the step's record at the
+// boundary's place among the step's eager stamps, what it marks stays here. The step's first eager
+// stamp also starts the record. (The record is the host's slot, as the publication's.)
+void DeviceStageTimer::Impl::eager_stamp(StageId stage, int kind) noexcept {
   Slot& s = slots[slot_now];
-  if (!began_eagerly) {
-    begin_kernel<<<1, 1, 0, stream>>>(a.recs, a.step, a.ring);
-    began_eagerly = true;
-  }
-  a.kind[0] = kind | static_cast<int>((s.eager_stamps + 1) << detail::kKindBits);
-  stamp_kernel<<<1, 1, 0, stream>>>(a);
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) {
-    report("a timestamp launch", e);
+  if (s.eager_stamps >= kMaxStamps) {
+    s.eager_overflow = true;  // counted in dropped() when the step is joined
     return;
   }
-  ++s.eager_stamps;
+  detail::StepRecord& r = records.data()[slot_now];
+  if (const cudaError_t e =
+          launch_eager_stamp(&r.eager[s.eager_stamps], began_eagerly ? nullptr : &r, step_tag);
+      e != cudaSuccess) {
+    (void)cudaGetLastError();
+    report("an eager stamp's cudaLaunchKernelEx", e);
+    return;
+  }
+  began_eagerly = true;
+  s.eager_at[s.eager_stamps++] = EagerAt{static_cast<int>(stage), kind};
   if (options.merge_within_ns != 0) last_eager_ns = simprof::detail::steady_now_ns();
+}
+
+cudaError_t DeviceStageTimer::Impl::launch_eager_stamp(unsigned long long* at,
+                                                       detail::StepRecord* begin,
+                                                       unsigned tag) noexcept {
+  cudaLaunchAttribute dependent{};
+  dependent.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  dependent.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t c{};
+  c.gridDim = dim3(1);
+  c.blockDim = dim3(1);
+  c.stream = stream;
+  c.attrs = &dependent;
+  c.numAttrs = dependent_launch ? 1 : 0;
+  return cudaLaunchKernelEx(&c, eager_stamp_kernel, at, begin, tag);
 }
 
 cudaGraph_t DeviceStageTimer::Impl::instrumented_copy(cudaGraph_t graph) noexcept {
@@ -460,12 +550,12 @@ void DeviceStageTimer::Impl::on_step_end(std::uint64_t step, std::int64_t, StepO
   // An unstamped step leaves the slot alone: it may still hold an unread step's publication.
   if (skip) return;
   slots[slot].completed = outcome == StepOutcome::kCompleted;
-  slots[slot].eager = began_eagerly;
   // On the timer's stream once the step's work is done: off the path of the next step.
   cudaError_t e = cudaEventRecord(step_done.get(), stream);
   if (e == cudaSuccess) e = cudaStreamWaitEvent(side.get(), step_done.get(), 0);
   if (e != cudaSuccess) return report("cudaStreamWaitEvent", e);
   publish_step = step;  // the arguments are copied into the executable here
+  publish_eager = slots[slot].eager_stamps;
   if ((e = cudaGraphExecKernelNodeSetParams(publish_exec.get(), publish_node, &publish_params)) !=
       cudaSuccess)
     return report("cudaGraphExecKernelNodeSetParams (the publication's step)", e);

@@ -24,10 +24,6 @@ namespace simprof::cuda {
 namespace detail {
 
 enum StampKind : int { kStageBegin = 1, kStageEnd = 2 };
-// An eager stamp's entry carries its place among the step's eager stamps (from 1) above the kind:
-// boundaries that shared its instant (Slot::aliases) find it by that number.
-constexpr int kKindBits = 4;
-constexpr int kKindMask = (1 << kKindBits) - 1;
 constexpr int kMaxAliases = 128;  // eager boundaries a step may merge into earlier stamps
 
 struct StampEntry {
@@ -37,16 +33,19 @@ struct StampEntry {
 };
 
 // One step's readings. `step` tags the record with the host's step index (low 32 bits): a stamp
-// finds its record through the step index the stream wrote before the step's work.
+// of a replayed graph finds its record through the step index the stream wrote before the step's
+// work. The eager stamps' times go to `eager` at the places the host chose (in stream order: what
+// each one marks stays on the host, Slot::eager_at).
 struct StepRecord {
   unsigned int step;
   unsigned int count;  // entries reserved (atomically: stamps of a graph run in any order)
   unsigned int overflow;
-  unsigned int pad;
+  unsigned int eager_count;  // mirror only: the eager times published
   unsigned long long t_begin;
   unsigned long long t_end;
   volatile unsigned long long done;  // mirror only: host step + 1 once the rest is written
   StampEntry entries[DeviceStageTimer::kMaxStamps];
+  unsigned long long eager[DeviceStageTimer::kMaxStamps];
 };
 
 constexpr int kPerNode = 8;  // boundaries one stamp kernel records (they share a device instant)
@@ -94,7 +93,9 @@ struct DeviceStageTimer::Impl final : StepListener {
   double sampled_mean(StageId id) const noexcept;
 
   void boundary(StageId stage, int kind) noexcept;
-  void eager_stamp(detail::StampArgs& a, int kind) noexcept;
+  void eager_stamp(StageId stage, int kind) noexcept;
+  cudaError_t launch_eager_stamp(unsigned long long* at, detail::StepRecord* begin,
+                                 unsigned tag) noexcept;
   bool merged_eager(StageId stage, int kind) noexcept;
   void make_publish_graph();
   void join(const detail::StepRecord& r, std::uint64_t step);
@@ -129,6 +130,11 @@ struct DeviceStageTimer::Impl final : StepListener {
     Impl* timer_;
   };
 
+  // What an eager stamp marks (its time is the record's `eager` at the same place).
+  struct EagerAt {
+    int stage = 0;
+    int kind = 0;
+  };
   // An eager boundary that shared an earlier eager stamp's instant (merge_within_ns).
   struct Alias {
     unsigned source = 0;  // that stamp's place among the step's eager stamps (from 1)
@@ -139,8 +145,9 @@ struct DeviceStageTimer::Impl final : StepListener {
   struct Slot {
     bool stamped = false;         // the step is stamped
     std::uint64_t published = 0;  // step + 1 of the publication enqueued
-    bool eager = false;           // its stamps ran on the stream
     unsigned eager_stamps = 0;    // eager stamps launched in the step
+    bool eager_overflow = false;  // an eager boundary past kMaxStamps went unstamped
+    std::array<EagerAt, kMaxStamps> eager_at;
     unsigned n_aliases = 0;
     std::array<Alias, detail::kMaxAliases> aliases;
     bool completed = false;  // the host's outcome
@@ -150,7 +157,7 @@ struct DeviceStageTimer::Impl final : StepListener {
   // A stage while join() walks a step's stamps in time order.
   struct Open {
     std::int64_t at = 0;     // its begin stamp's time
-    unsigned idx = 0;        // its begin stamp's entry
+    unsigned eager = 0;      // the step's eager stamps before its begin's (in time order)
     std::uint8_t state = 0;  // 0 closed, 1 open, 2 its end came first
   };
   // Sums of a stage's device seconds over the joined steps.
@@ -172,10 +179,11 @@ struct DeviceStageTimer::Impl final : StepListener {
   GraphExecHandle publish_exec;
   cudaGraphNode_t publish_node = nullptr;
   cudaKernelNodeParams publish_params{};
-  void* publish_args[4] = {};
+  void* publish_args[5] = {};
   const detail::StepRecord* publish_recs = nullptr;
   unsigned publish_ring = 0;
   unsigned long long publish_step = 0;
+  unsigned publish_eager = 0;  // the step's eager stamps
   Event step_done{cudaEventDisableTiming};
   PinnedBuffer<detail::StepRecord> mirror;    // page-locked, mapped: the published records
   detail::StepRecord* mirror_view = nullptr;  // mirror as the device sees it
@@ -188,19 +196,23 @@ struct DeviceStageTimer::Impl final : StepListener {
   std::uint64_t next_read = 0;        // steps joined or passed over
   bool began_eagerly = false;         // the step in progress has an eager begin stamp
   std::size_t slot_now = 0;           // the step in progress's slot
+  unsigned step_tag = 0;              // the step in progress's index (low 32 bits)
+  // Eager stamps are launched as programmatic dependents (compute capability 9.0 and up): each is
+  // on the GPU already when the work before it ends, and waits for it there (griddepcontrol).
+  bool dependent_launch = false;
   // When the latest eager stamp's launch returned (steady clock, ns; kept with merging on only):
   // merge_within_ns from it.
   std::int64_t last_eager_ns = 0;
   // Scratch for join(): entries and merged boundaries in time order (reserved: no allocation).
   struct Item {
     unsigned long long t = 0;
-    unsigned base = 0;  // the entry (a merged boundary: its stamp's entry)
-    unsigned sub = 0;   // 0 for the entry itself, k + 1 for the k-th merged boundary
+    unsigned base = 0;  // the entry, or kMaxStamps + an eager stamp's place (a merged boundary: its
+                        // stamp's)
+    unsigned sub = 0;   // 0 for the stamp itself, k + 1 for the k-th merged boundary
     int stage = 0;
     int kind = 0;
   };
   std::vector<Item> items;
-  std::vector<unsigned> eager_entry;  // by eager stamp number - 1: its entry
   bool skip = false;       // this step is not stamped (not sampled, or the ring was full)
   bool capturing = false;  // a step is being captured (GraphCache's, or a ForeignCapture)
   cudaStream_t capture_stream = nullptr;  // ... on this stream

@@ -10,7 +10,9 @@
 //     given the timer's instrumentation() keeps two executables (graphs/instrumentation.hpp): the
 //     stamped one, launched on sampled steps, and the graph without stamps, launched on every
 //     other step — which therefore runs exactly as it would without the timer;
-//   * in a sampled eager step, a stamp kernel is enqueued on the stream at each boundary.
+//   * in a sampled eager step, a one-thread stamp kernel is launched on the stream at each
+//     boundary, as a programmatic dependent of the work before it (compute capability 9.0 and up):
+//     it is on the GPU before that work ends and takes the time when it does.
 // A sampled step's readings are copied to page-locked host memory by a kernel on a stream of the
 // timer's own after the step ends, and joined to the host's step by its index.
 //
@@ -31,7 +33,8 @@
 // What a stage's device time is: from the end of the device work before its first boundary to the
 // end of its last kernel — its kernels' span plus the launch gap before the first one — summed over
 // the stage's scopes in the step, children counted into their parents as on the host. Stamps cost
-// the sampled step about a microsecond per boundary; the unsampled steps, nothing.
+// the sampled step well under a microsecond per boundary (0.6 us eager on the H200); the unsampled
+// steps, nothing.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -117,6 +120,10 @@ class DeviceStageTimer {
   /// Eager boundaries that shared an earlier eager stamp's instant (merge_within_ns) instead of
   /// launching their own.
   std::uint64_t merged() const noexcept;
+  /// What one eager stamp adds to a stage it sits in, in seconds: measured when the timer is made
+  /// (kernels queued back to back with and without two stamps between each) and taken out of
+  /// every eager reading.
+  double eager_stamp_seconds() const noexcept;
   /// The options the timer was made with.
   const DeviceStageTimerOptions& options() const noexcept;
   /// The device the timer belongs to: its stream's, current when it was made.
