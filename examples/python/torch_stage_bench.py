@@ -210,7 +210,10 @@ def cupti_stage_means(path, counts):
             prev_end = end
             if first > 0 and is_stamp[first - 1] and last + 1 < len(every) and is_stamp[last + 1]:
                 b = every[first - 1]["ts"] + every[first - 1]["dur"]
-                bounds[i] += (every[last + 1]["ts"] - b) * 1e-6
+                # A stamp launched as a programmatic dependent may start (and wait) before the
+                # kernel ahead of it ends: the stage ends no earlier than its kernels.
+                e = max(every[last + 1]["ts"], end)
+                bounds[i] += (e - b) * 1e-6
             else:
                 bounded = False
             at += c

@@ -86,7 +86,10 @@ void DeviceStageTimer::Impl::join(const StepRecord& r, std::uint64_t step) {
     return;
   }
   const Slot& sl = slots[slot];
-  if (r.overflow || sl.eager_overflow) ++dropped;
+  // Stamps lost (past kMaxStamps, a failed launch): the step counts as dropped; the stages whose
+  // two boundaries were stamped are still read, the others are left out without a word.
+  const bool lost = r.overflow != 0 || sl.eager_lost;
+  if (lost) ++dropped;
   const std::size_t n = prof.num_stages();
   scratch.reset(step, n);
   if (open.size() < n) {
@@ -149,7 +152,7 @@ void DeviceStageTimer::Impl::join(const StepRecord& r, std::uint64_t step) {
     }
   }
   for (std::size_t id = 0; id < n; ++id)
-    if (open[id].state == 1) unpaired(static_cast<StageId>(id), step);
+    if (open[id].state == 1 && !lost) unpaired(static_cast<StageId>(id), step);
   if (pacer) {
     // Step and period from the pacer's events: the GPU's own, all of the step's work.
     const DeviceStep& d = slots[slot].device;

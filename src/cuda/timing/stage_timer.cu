@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 
@@ -90,13 +91,15 @@ __global__ void stand_in_kernel() {
   }
 }
 
-// Holds the stream for at least `ns`, and until the host sets `go` (at most 100 ms: a host that
-// cannot queue everything before it, its launch queue full, is let go).
-__global__ void hold_kernel(unsigned long long ns, const volatile unsigned* go) {
+// Holds the stream for at least `ns`, and until the host sets `go`, but 100 ms at most (a host that
+// cannot queue what comes after it is let go, and says so in `gave_up`).
+__global__ void hold_kernel(unsigned long long ns, const volatile unsigned* go,
+                            volatile unsigned* gave_up) {
   const unsigned long long t0 = global_timer_ns();
   for (unsigned long long t = t0; t - t0 < ns || (*go == 0 && t - t0 < 100'000'000ull);
        t = global_timer_ns()) {
   }
+  if (*go == 0) *gave_up = 1;
 }
 
 constexpr int kPublishThreads = 128;
@@ -138,7 +141,10 @@ WriteValue32 write_value32() {
   return fn;
 }
 
-std::size_t checked_ring(const DeviceStageTimerOptions& o) {
+// The options, validated; the ring rounded up to a power of two (a replayed graph's stamps find
+// their record by the step's low 32 bits modulo the ring, the host by the whole step: the two agree
+// only for a ring that divides 2^32).
+DeviceStageTimerOptions checked(DeviceStageTimerOptions o) {
   if (o.merge_within_ns < 0)
     throw std::invalid_argument(
         fmt::format("simprof: DeviceStageTimerOptions.merge_within_ns = {} (expected >= 0)",
@@ -149,12 +155,17 @@ std::size_t checked_ring(const DeviceStageTimerOptions& o) {
   // Paced, the pacer's times of a step arrive up to max_in_flight + mark_every (2) steps late.
   const std::size_t least =
       o.max_in_flight > 0 ? static_cast<std::size_t>(o.max_in_flight) + 4 : std::size_t{2};
-  if (o.max_in_flight < 0 || o.ring < least)
+  constexpr std::size_t kMostRing = std::size_t{1} << 20;
+  if (o.max_in_flight < 0 || o.ring < least || o.ring > kMostRing)
     throw std::invalid_argument(
         fmt::format("simprof: DeviceStageTimerOptions ring = {} with max_in_flight = {} (expected "
-                    "max_in_flight >= 0 and ring >= max_in_flight + 4, or 2 unpaced)",
-                    o.ring, o.max_in_flight));
-  return o.ring;
+                    "max_in_flight >= 0 and max_in_flight + 4 <= ring <= {}, or ring >= 2 "
+                    "unpaced)",
+                    o.ring, o.max_in_flight, kMostRing));
+  std::size_t ring = 1;
+  while (ring < o.ring) ring *= 2;
+  o.ring = ring;
+  return o;
 }
 
 }  // namespace
@@ -163,13 +174,13 @@ DeviceStageTimer::Impl::Impl(StepProfiler& profiler, cudaStream_t s, DeviceStage
     : prof(profiler),
       stream(s),
       device_id(bind_device(s, "DeviceStageTimer")),
-      options(o),
-      mirror(checked_ring(o), cudaHostAllocMapped),
+      options(checked(o)),
+      mirror(options.ring, cudaHostAllocMapped),
       mirror_view(mirror.device_pointer()),
-      records(o.ring),
+      records(options.ring),
       step_index(1),
       hook(std::make_shared<Hook>(this)),
-      slots(o.ring),
+      slots(options.ring),
       latest(profiler),
       scratch(profiler) {
   if (write_value32() == nullptr)
@@ -181,9 +192,13 @@ DeviceStageTimer::Impl::Impl(StepProfiler& profiler, cudaStream_t s, DeviceStage
   SIMPROF_CUDA_CHECK(  // kNotTimed
       cudaMemsetAsync(step_index.data(), 0xff, step_index.bytes(), stream));
   items.reserve(2 * kMaxStamps + detail::kMaxAliases);
+  // Programmatic launches where the GPU has them (9.0 and up) and the stamp's code loaded for it
+  // waits for them (compiled for 9.0 and up: PTX of an older target, JIT-compiled, has no wait).
   int major = 0;
   SIMPROF_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_id));
-  dependent_launch = major >= 9;
+  cudaFuncAttributes stamp_code{};
+  SIMPROF_CUDA_CHECK(cudaFuncGetAttributes(&stamp_code, eager_stamp_kernel));
+  dependent_launch = major >= 9 && stamp_code.ptxVersion >= 90;
   calibrate();
   make_publish_graph();
   if (options.max_in_flight > 0) {
@@ -227,23 +242,38 @@ void DeviceStageTimer::Impl::calibrate() {
   // and an end stamp, then the same 8 kernels each in a child stage of its own (16 stamps more,
   // two between each two kernels, as between an engine's stages). A sixteenth of the difference
   // is what one eager stamp adds to a stage it sits in; the mean of the middle half of 24 such
-  // pairs is taken (neighbours in time: the GPU's clock is the same for both). All of it queued
-  // behind a hold of 2 ms (which brings the SM clock up) that lasts until the host has queued
-  // everything: the GPU runs it back to back, not at the host's pace.
+  // pairs is taken (neighbours in time: the GPU's clock is the same for both). Each pair is held
+  // on the GPU until the host has queued all of it, so that the GPU runs it back to back, not at
+  // the host's pace; the first hold lasts 2 ms at least (it brings the SM clock up).
   constexpr int kPairs = 24, kUnits = 8;
   constexpr int kPerPair = 4 + 2 * kUnits;  // stamps: the two stages' bounds, the children's
   DeviceBuffer<unsigned long long> t(kPairs * kPerPair);
-  PinnedBuffer<unsigned> go(1, cudaHostAllocMapped);
-  go[0] = 0;
-  hold_kernel<<<1, 1, 0, stream>>>(2'000'000ull, go.device_pointer());
-  SIMPROF_CUDA_CHECK_LAUNCH("hold_kernel");
+  // [p]: pair p may run; [kPairs + p]: pair p's hold gave up waiting for it (100 ms).
+  PinnedBuffer<unsigned> gate(2 * kPairs, cudaHostAllocMapped);
+  for (int p = 0; p < 2 * kPairs; ++p) gate[p] = 0;
+  const auto let_run = [&](int p) { reinterpret_cast<volatile unsigned&>(gate[p]) = 1; };
+  // On every way out (a failed launch throws): no hold left waiting, nothing left running on the
+  // buffers about to be freed.
+  struct Release {
+    const std::function<void()> done;
+    ~Release() { done(); }
+  } release{[&] {
+    for (int p = 0; p < kPairs; ++p) let_run(p);
+    cudaStreamSynchronize(stream);
+  }};
   unsigned long long* next = t.data();
-  const auto stamp = [&] { SIMPROF_CUDA_CHECK(launch_eager_stamp(next++, nullptr, 0)); };
+  const auto stamp = [&] {
+    if (const cudaError_t e = launch_eager_stamp(next++, nullptr, 0); e != cudaSuccess)
+      throw CudaError(e, "cudaLaunchKernelEx (an eager stamp, calibrating)", __FILE__, __LINE__);
+  };
   const auto kernel = [&] {
     stand_in_kernel<<<1, 1, 0, stream>>>();
     SIMPROF_CUDA_CHECK_LAUNCH("stand_in_kernel");
   };
   for (int p = 0; p < kPairs; ++p) {
+    hold_kernel<<<1, 1, 0, stream>>>(p == 0 ? 2'000'000ull : 0ull, gate.device_pointer() + p,
+                                     gate.device_pointer() + kPairs + p);
+    SIMPROF_CUDA_CHECK_LAUNCH("hold_kernel");
     stamp();
     for (int k = 0; k < kUnits; ++k) kernel();
     stamp();
@@ -254,11 +284,19 @@ void DeviceStageTimer::Impl::calibrate() {
       stamp();
     }
     stamp();
+    let_run(p);
   }
-  reinterpret_cast<volatile unsigned&>(go[0]) = 1;
   unsigned long long h[kPairs * kPerPair] = {};
   t.copy_to_host(h, kPairs * kPerPair, stream);
   SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream));
+  int gave_up = 0;
+  for (int p = 0; p < kPairs; ++p) gave_up += gate[kPairs + p] != 0;
+  if (gave_up != 0)
+    simprof::default_logger()->warn(
+        "simprof: DeviceStageTimer: {} of {} calibration runs waited 100 ms for the host to queue "
+        "them and ran at its pace: the eager stamps' cost taken out of eager stage times may be "
+        "too high",
+        gave_up, kPairs);
   double costs[kPairs];
   for (int p = 0; p < kPairs; ++p) {
     const unsigned long long* at = h + p * kPerPair;
@@ -317,11 +355,12 @@ void DeviceStageTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t) {
   slots[slot_now].stamped = !skip;
   if (!skip) {  // the slot's last step is joined or passed over (the ring check above)
     slots[slot_now].eager_stamps = 0;
-    slots[slot_now].eager_overflow = false;
+    slots[slot_now].eager_lost = false;
     slots[slot_now].n_aliases = 0;
   }
-  // The step's index, written by the stream itself before the step's work: every stamp of the step,
-  // eager or inside a replayed graph, finds its record through it.
+  // The step's index, written by the stream itself before the step's work: every stamp of a
+  // replayed graph in the step finds its record through it (an eager stamp is told where its time
+  // goes).
   const auto value = skip ? kNotTimed : static_cast<unsigned>(step);
   const CUresult r = write_value32()(reinterpret_cast<CUstream>(stream),
                                      reinterpret_cast<CUdeviceptr>(step_index.data()), value, 0);
@@ -405,7 +444,7 @@ bool DeviceStageTimer::Impl::merged_eager(StageId stage, int kind) noexcept {
 void DeviceStageTimer::Impl::eager_stamp(StageId stage, int kind) noexcept {
   Slot& s = slots[slot_now];
   if (s.eager_stamps >= kMaxStamps) {
-    s.eager_overflow = true;  // counted in dropped() when the step is joined
+    s.eager_lost = true;  // counted in dropped() when the step is joined
     return;
   }
   detail::StepRecord& r = records.data()[slot_now];
@@ -413,6 +452,7 @@ void DeviceStageTimer::Impl::eager_stamp(StageId stage, int kind) noexcept {
           launch_eager_stamp(&r.eager[s.eager_stamps], began_eagerly ? nullptr : &r, step_tag);
       e != cudaSuccess) {
     (void)cudaGetLastError();
+    s.eager_lost = true;
     report("an eager stamp's cudaLaunchKernelEx", e);
     return;
   }

@@ -146,7 +146,7 @@ struct DeviceStageTimer::Impl final : StepListener {
     bool stamped = false;         // the step is stamped
     std::uint64_t published = 0;  // step + 1 of the publication enqueued
     unsigned eager_stamps = 0;    // eager stamps launched in the step
-    bool eager_overflow = false;  // an eager boundary past kMaxStamps went unstamped
+    bool eager_lost = false;  // an eager boundary went unstamped (past kMaxStamps, a failed launch)
     std::array<EagerAt, kMaxStamps> eager_at;
     unsigned n_aliases = 0;
     std::array<Alias, detail::kMaxAliases> aliases;
