@@ -2,7 +2,7 @@
 // What one command between two eager kernels costs the GPU (docs/gpu-truth.md, "Eager stamps as
 // programmatic dependents"). A step is 16 kernels spinning a known time (the 1,024-env shape: 8
 // blocks of 6 us; --n-envs 30000: 528 blocks of 11 us), launched eagerly on one stream; on 1 step
-// in 8 a command goes before and after each kernel (32 a step), or before each only (16). Loops of
+// in 8 a command goes before and after each kernel (32 a step). Loops of
 // 400 steps, one per variant, interleaved in 15 iterations and timed with CUDA events; the median
 // per variant, and what one command costs: (variant - plain) * 8 / commands a step. Run it on the
 // GPU: stamp_cost_probe [--n-envs N]
@@ -42,18 +42,15 @@ struct Entry {
   unsigned long long t;
 };
 struct Record {
-  unsigned count, overflow;
+  unsigned count;
   Entry entries[128];
 };
 __global__ void stamp_reserving(Record* recs, const unsigned* step, int stage, bool dependent) {
   wait_if(dependent);
   const unsigned long long t = global_timer_ns();
   Record& r = recs[*step % 64];
-  const unsigned e = atomicAdd(&r.count, 1u);
-  if (e < 128)
-    r.entries[e] = Entry{stage, 1, t};
-  else
-    atomicAdd(&r.overflow, 1u);
+  const unsigned e = atomicAdd(&r.count, 1u);  // the record is never reset here: wrap around
+  r.entries[e % 128] = Entry{stage, 1, t};
 }
 
 // The eager stamp as shipped: one store where the host said.
@@ -114,6 +111,18 @@ int main(int argc, char** argv) {
       cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000, cudaEnableDefault, &q));
   const auto write_value = reinterpret_cast<WriteValue32>(fn);
   SIMPROF_CUDA_CHECK(cudaDeviceSynchronize());
+  int major = 0, device = 0;
+  SIMPROF_CUDA_CHECK(cudaGetDevice(&device));
+  SIMPROF_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  cudaFuncAttributes code{};
+  SIMPROF_CUDA_CHECK(cudaFuncGetAttributes(&code, stamp_one_store));
+  if (major < 9 || code.ptxVersion < 90) {
+    std::fprintf(stderr,
+                 "stamp_cost_probe: programmatic launches need compute capability 9.0 and code "
+                 "compiled for it (GPU %d.x, code %d)\n",
+                 major, code.ptxVersion);
+    return 2;
+  }
 
   cudaLaunchAttribute dependent{};
   dependent.id = cudaLaunchAttributeProgrammaticStreamSerialization;

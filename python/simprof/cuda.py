@@ -269,7 +269,8 @@ class DeviceStageTimer(_StampingTimer):
         handle = stream_handle(stream)
         if ring is not None and int(ring) < 1:
             raise InvalidArgument("simprof: DeviceStageTimer ring = %r (expected >= "
-                                  "max_in_flight + 4, or None for 64)" % (ring,))
+                                  "max_in_flight + 4 and <= 2**20, rounded up to a power of "
+                                  "two; or None for 64)" % (ring,))
         super().__init__(new(lib.simprof_stage_timer_new, prof._h, handle, int(sample_every),
                              int(max_in_flight), 0 if ring is None else int(ring),
                              int(bool(fps_from_device))), prof)

@@ -501,12 +501,16 @@ TEST_F(GpuTest, EagerStampsAreTakenOutOfTheStagesAroundThem) {
               stamp_s * 1e6, parent[0] * 1e6, parent[1] * 1e6);
   EXPECT_EQ(dev0.unpaired() + dev1.unpaired(), 0u);
   // What one stamp costs on the GPU: more than nothing; launched as a programmatic dependent
-  // (compute capability 9.0 and up), under a plain launch's 1.5-2 us.
+  // (compute capability 9.0 and up), under a plain launch's 1.5-2 us (0.55-0.97 us seen).
+  // (As the timer decides: the GPU 9.0 and up, this build's code compiled for it.)
   int major = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev1.device()),
             cudaSuccess);
+  cudaFuncAttributes code{};
+  ASSERT_EQ(cudaFuncGetAttributes(&code, gt::spin_kernel), cudaSuccess);
+  const bool dependent = major >= 9 && code.ptxVersion >= 90;
   SIMPROF_TIMING EXPECT_GT(stamp_s, 0.1e-6);
-  SIMPROF_TIMING EXPECT_LT(stamp_s, major >= 9 ? 1.2e-6 : 5e-6);
+  SIMPROF_TIMING EXPECT_LT(stamp_s, dependent ? 1.4e-6 : 5e-6);
   // The 40 stamps' time (uncorrected, 40 stamp_s: 22-39 us) taken out to within a fifth of it. On
   // the H200 what was left ranged from -1.2 to +2.9 us (calibrated 0.55-0.97 us a stamp; a GPU
   // whose launch gaps had grown read each stamp 0.07 us dearer than calibrated); plain stamp
@@ -520,10 +524,11 @@ TEST_F(GpuTest, EagerBoundariesPastTheRecordAreCountedAsDropped) {
   Stream stream;
   simprof::StepProfiler prof(quiet(), 0);
   DeviceStageTimer dev(prof, stream, every_step());
-  constexpr int kStages = 70;  // 140 boundaries, kMaxStamps of them stamped
+  constexpr int kStages = 70;  // 142 boundaries with "all", kMaxStamps of them stamped
   static_assert(2 * kStages > DeviceStageTimer::kMaxStamps);
   {
     auto s = prof.step();
+    auto all = prof.stage("all");  // its end, and one part's, go unstamped: left open
     for (int k = 0; k < kStages; ++k) {
       auto st = prof.stage("part" + std::to_string(k));
       gt::spin(1'000, stream);
@@ -534,7 +539,9 @@ TEST_F(GpuTest, EagerBoundariesPastTheRecordAreCountedAsDropped) {
   EXPECT_EQ(dev.dropped(), 1u);
   EXPECT_EQ(dev.unpaired(), 0u);
   const simprof::TimingsSnapshot& t = dev.device_timings();
-  const int last_whole = DeviceStageTimer::kMaxStamps / 2 - 1;  // boundaries 125 and 126
+  // "all" takes stamp 1: part k's are 2k + 2 and 2k + 3, the last whole one's 124 and 125.
+  const int last_whole = (DeviceStageTimer::kMaxStamps - 1) / 2 - 1;
+  EXPECT_FALSE(t.find(prof.find_stage("all")).has_value());
   EXPECT_TRUE(t.find(prof.find_stage("part0")).has_value());
   EXPECT_TRUE(t.find(prof.find_stage("part" + std::to_string(last_whole))).has_value());
   EXPECT_FALSE(t.find(prof.find_stage("part" + std::to_string(last_whole + 1))).has_value());

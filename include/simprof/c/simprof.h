@@ -249,8 +249,8 @@ simprof_status simprof_step_pacer_device_steps(const simprof_step_pacer* pacer,
 /* --- the device stage timer: stage times on the GPU's clock, stamped on one step in sample_every,
  * eager work and replayed graphs alike; it paces the loop too (a pacer, max_in_flight > 0) ---- */
 typedef struct simprof_stage_timer simprof_stage_timer;
-/* sample_every >= 1; max_in_flight >= 0 (0: unpaced); ring >= max_in_flight + 4 (2 unpaced; 0:
- * the default, 64). Free before the profiler. */
+/* sample_every >= 1; max_in_flight >= 0 (0: unpaced); max_in_flight + 4 <= ring <= 2^20 (2
+ * unpaced; 0: the default, 64), rounded up to a power of two. Free before the profiler. */
 simprof_status simprof_stage_timer_new(simprof_profiler* prof, void* stream, int sample_every,
                                        int max_in_flight, size_t ring, int fps_from_device,
                                        simprof_stage_timer** out);

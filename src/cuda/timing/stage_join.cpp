@@ -147,8 +147,8 @@ void DeviceStageTimer::Impl::join(const StepRecord& r, std::uint64_t step) {
            p = prof.stage_parent(p))
         scratch.add(p, d);
     } else if (open[id].state == 0) {
-      open[id].state = 2;  // its end ran before its begin
-      unpaired(id, step);
+      open[id].state = 2;  // its end ran before its begin (or its begin's stamp was lost)
+      if (!lost) unpaired(id, step);
     }
   }
   for (std::size_t id = 0; id < n; ++id)

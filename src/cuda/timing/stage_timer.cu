@@ -92,11 +92,13 @@ __global__ void stand_in_kernel() {
 }
 
 // Holds the stream for at least `ns`, and until the host sets `go`, but 100 ms at most (a host that
-// cannot queue what comes after it is let go, and says so in `gave_up`).
+// cannot queue what comes after it is let go, and says so in `gave_up`); once one hold has given
+// up, the others do not wait (launches that block until the kernel is done: no host gets there).
 __global__ void hold_kernel(unsigned long long ns, const volatile unsigned* go,
                             volatile unsigned* gave_up) {
   const unsigned long long t0 = global_timer_ns();
-  for (unsigned long long t = t0; t - t0 < ns || (*go == 0 && t - t0 < 100'000'000ull);
+  for (unsigned long long t = t0;
+       t - t0 < ns || (*go == 0 && *gave_up == 0 && t - t0 < 100'000'000ull);
        t = global_timer_ns()) {
   }
   if (*go == 0) *gave_up = 1;
@@ -248,9 +250,9 @@ void DeviceStageTimer::Impl::calibrate() {
   constexpr int kPairs = 24, kUnits = 8;
   constexpr int kPerPair = 4 + 2 * kUnits;  // stamps: the two stages' bounds, the children's
   DeviceBuffer<unsigned long long> t(kPairs * kPerPair);
-  // [p]: pair p may run; [kPairs + p]: pair p's hold gave up waiting for it (100 ms).
-  PinnedBuffer<unsigned> gate(2 * kPairs, cudaHostAllocMapped);
-  for (int p = 0; p < 2 * kPairs; ++p) gate[p] = 0;
+  // [p]: pair p may run; [kPairs]: a hold gave up waiting for its pair (100 ms).
+  PinnedBuffer<unsigned> gate(kPairs + 1, cudaHostAllocMapped);
+  for (int p = 0; p <= kPairs; ++p) gate[p] = 0;
   const auto let_run = [&](int p) { reinterpret_cast<volatile unsigned&>(gate[p]) = 1; };
   // On every way out (a failed launch throws): no hold left waiting, nothing left running on the
   // buffers about to be freed.
@@ -272,7 +274,7 @@ void DeviceStageTimer::Impl::calibrate() {
   };
   for (int p = 0; p < kPairs; ++p) {
     hold_kernel<<<1, 1, 0, stream>>>(p == 0 ? 2'000'000ull : 0ull, gate.device_pointer() + p,
-                                     gate.device_pointer() + kPairs + p);
+                                     gate.device_pointer() + kPairs);
     SIMPROF_CUDA_CHECK_LAUNCH("hold_kernel");
     stamp();
     for (int k = 0; k < kUnits; ++k) kernel();
@@ -289,14 +291,12 @@ void DeviceStageTimer::Impl::calibrate() {
   unsigned long long h[kPairs * kPerPair] = {};
   t.copy_to_host(h, kPairs * kPerPair, stream);
   SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream));
-  int gave_up = 0;
-  for (int p = 0; p < kPairs; ++p) gave_up += gate[kPairs + p] != 0;
-  if (gave_up != 0)
+  if (gate[kPairs] != 0)
     simprof::default_logger()->warn(
-        "simprof: DeviceStageTimer: {} of {} calibration runs waited 100 ms for the host to queue "
-        "them and ran at its pace: the eager stamps' cost taken out of eager stage times may be "
-        "too high",
-        gave_up, kPairs);
+        "simprof: DeviceStageTimer: measuring the eager stamps' cost, the GPU waited 100 ms for "
+        "the "
+        "host to queue its work and then ran at the host's pace (launches that block?): the cost "
+        "taken out of eager stage times may be too high");
   double costs[kPairs];
   for (int p = 0; p < kPairs; ++p) {
     const unsigned long long* at = h + p * kPerPair;

@@ -34,9 +34,10 @@
 // What a stage's device time is: from the end of the device work before its first boundary to the
 // end of its last kernel — its kernels' span plus the launch gap before the first one — summed over
 // the stage's scopes in the step, children counted into their parents as on the host. Stamps cost
-// the sampled step about 0.6 us of GPU time per eager boundary on the H200 (about 2 us where a
-// programmatic launch is not available: before compute capability 9.0); the unsampled steps,
-// nothing.
+// the sampled step 0.6-0.7 us of GPU time per eager boundary between two kernels on the H200
+// (about 1 us a boundary in all on a demo-engine-like step; about 2 us where a programmatic launch
+// is not available: before compute capability 9.0, or code not compiled for it); the unsampled
+// steps, nothing.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -82,8 +83,8 @@ class DeviceStageTimer {
   static constexpr int kMaxStamps = 126;  ///< stage boundaries recorded per step; more are counted
 
   /// Attaches to `prof`; `stream` is the one the engine's steps run on. Throws
-  /// std::invalid_argument for a ring smaller than max_in_flight + 4 (2 unpaced), or sample_every
-  /// < 1.
+  /// std::invalid_argument for a ring smaller than max_in_flight + 4 (2 unpaced) or over 2^20, or
+  /// sample_every < 1.
   DeviceStageTimer(StepProfiler& prof, cudaStream_t stream, DeviceStageTimerOptions options = {});
   ~DeviceStageTimer();
   DeviceStageTimer(const DeviceStageTimer&) = delete;
@@ -127,7 +128,7 @@ class DeviceStageTimer {
   /// (kernels queued back to back with and without two stamps between each) and taken out of
   /// every eager reading.
   double eager_stamp_seconds() const noexcept;
-  /// The options the timer was made with.
+  /// The options the timer was made with (the ring rounded up to a power of two).
   const DeviceStageTimerOptions& options() const noexcept;
   /// The device the timer belongs to: its stream's, current when it was made.
   int device() const noexcept;
