@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <stdexcept>
 
@@ -82,6 +81,9 @@ __global__ void stamp_kernel(detail::StampArgs a) {
       atomicAdd(&r.overflow, 1u);
   }
 }
+
+// Opens a hold_kernel's gate in mapped memory (the GPU polls it).
+void let_run(unsigned& gate) { reinterpret_cast<volatile unsigned&>(gate) = 1; }
 
 // calibrate()'s stand-in for an engine's kernel: launched as one is, it runs 2 us (long enough for
 // a dependent launched after it to be on the GPU when it ends).
@@ -250,19 +252,18 @@ void DeviceStageTimer::Impl::calibrate() {
   constexpr int kPairs = 24, kUnits = 8;
   constexpr int kPerPair = 4 + 2 * kUnits;  // stamps: the two stages' bounds, the children's
   DeviceBuffer<unsigned long long> t(kPairs * kPerPair);
-  // [p]: pair p may run; [kPairs]: a hold gave up waiting for its pair (100 ms).
+  // [p]: pair p may run; [kPairs]: a hold gave up waiting for its pair (100 ms). Zeroed.
   PinnedBuffer<unsigned> gate(kPairs + 1, cudaHostAllocMapped);
-  for (int p = 0; p <= kPairs; ++p) gate[p] = 0;
-  const auto let_run = [&](int p) { reinterpret_cast<volatile unsigned&>(gate[p]) = 1; };
   // On every way out (a failed launch throws): no hold left waiting, nothing left running on the
   // buffers about to be freed.
   struct Release {
-    const std::function<void()> done;
-    ~Release() { done(); }
-  } release{[&] {
-    for (int p = 0; p < kPairs; ++p) let_run(p);
-    cudaStreamSynchronize(stream);
-  }};
+    const PinnedBuffer<unsigned>& gate;
+    cudaStream_t stream;
+    ~Release() {
+      for (int p = 0; p < kPairs; ++p) let_run(gate[p]);
+      cudaStreamSynchronize(stream);
+    }
+  } release{gate, stream};
   unsigned long long* next = t.data();
   const auto stamp = [&] {
     if (const cudaError_t e = launch_eager_stamp(next++, nullptr, 0); e != cudaSuccess)
@@ -286,7 +287,7 @@ void DeviceStageTimer::Impl::calibrate() {
       stamp();
     }
     stamp();
-    let_run(p);
+    let_run(gate[p]);
   }
   unsigned long long h[kPairs * kPerPair] = {};
   t.copy_to_host(h, kPairs * kPerPair, stream);
@@ -294,9 +295,8 @@ void DeviceStageTimer::Impl::calibrate() {
   if (gate[kPairs] != 0)
     simprof::default_logger()->warn(
         "simprof: DeviceStageTimer: measuring the eager stamps' cost, the GPU waited 100 ms for "
-        "the "
-        "host to queue its work and then ran at the host's pace (launches that block?): the cost "
-        "taken out of eager stage times may be too high");
+        "the host to queue its work and then ran at the host's pace (launches that block?): the "
+        "cost taken out of eager stage times may be too high");
   double costs[kPairs];
   for (int p = 0; p < kPairs; ++p) {
     const unsigned long long* at = h + p * kPerPair;
