@@ -70,7 +70,8 @@ const char* const kUsage =
     "  --n-envs N   Bullet worlds (btDiscreteDynamicsWorld), each a pile on a plane (default 4)\n"
     "  --threads T  threads stepping them; 1: the loop's own thread (default 1)\n"
     "  --steps N    timed steps (default 300); with --cost, all blocks (5 steps each: on, off,\n"
-    "               off', off, ...) per thread count\n"
+    "               off', off, ...) at 1 thread; at T threads as many rounds as take the same\n"
+    "               time (at most 16 times as many)\n"
     "  --bodies N   spheres and boxes per world (default 200)\n"
     "  --warmup N   steps before timing: the piles collapse (default 30)\n"
     "  --attempts N measure again, up to N times in all, while a zone disagrees with the\n"
@@ -493,6 +494,7 @@ int run_profile(const Args& a) {
 int run_cost(const Args& a) {
   constexpr int block = 5;
   const int rounds = std::max(1, a.steps / (4 * block));  // --steps: on, off, off' and off
+  double one_thread_block_s = 0;  // the 1-thread off block's median: the T-thread rounds follow
   auto worlds = make_worlds(a);
   ProfilingOptions options = ProfilingOptions::from_env();
   options.show_fps = false;
@@ -502,9 +504,10 @@ int run_cost(const Args& a) {
   const Hooks hooks;
   g_zones = &zones;
   fmt::print(
-      "bullet --cost: Bullet {}, {} worlds x {} bodies; {} rounds of {}-step blocks, hooks on / "
-      "off / off' / off (each on block and each off' block, the null pair, against the off blocks "
-      "either side), after {} warm-up steps\n",
+      "bullet --cost: Bullet {}, {} worlds x {} bodies; {} rounds of {}-step blocks at 1 thread "
+      "(at T threads as many as take the same time), hooks on / off / off' / off (each on block "
+      "and each off' block, the null pair, against the off blocks either side), after {} warm-up "
+      "steps\n",
       bullet_version(), a.n_envs, a.bodies, rounds, block, a.warmup);
   // The hook's own cost: on the loop's thread (nested stages) and on one worker (summed there).
   double loop_ns = 0, worker_ns = 0;
@@ -538,8 +541,11 @@ int run_cost(const Args& a) {
     // simprof's own time on the loop's thread per step (the step and stage scopes, the workers'
     // sums read at the step's end), timed in the on blocks: the part of the cost that the pool's
     // threads wait for, and so the part that does not spread over them.
-    std::vector<double> loop_steps_s;  // one per on step: its median (a preemption moves a mean)
-    loop_steps_s.reserve(static_cast<std::size_t>(a.steps + a.warmup));
+    // One per on step (their medians: a preemption moves a mean): the whole, and its two parts
+    // (the step and stage begin; the stage and step end, which reads the workers' sums).
+    std::vector<double> loop_steps_s, loop_begins_s, loop_ends_s;
+    for (auto* v : {&loop_steps_s, &loop_begins_s, &loop_ends_s})
+      v->reserve(static_cast<std::size_t>(a.steps + a.warmup));
     auto on = [&](int n) {
       btSetCustomEnterProfileZoneFunc(enter_simprof);
       btSetCustomLeaveProfileZoneFunc(leave_simprof);
@@ -555,7 +561,10 @@ int run_cost(const Args& a) {
             step_all(worlds, p);
             t2 = clock.now();
           }
-          loop_steps_s.push_back(clock.seconds(clock.now() - t2 + t1 - t0));
+          const std::int64_t t3 = clock.now();
+          loop_steps_s.push_back(clock.seconds(t3 - t2 + t1 - t0));
+          loop_begins_s.push_back(clock.seconds(t1 - t0));
+          loop_ends_s.push_back(clock.seconds(t3 - t2));
         }
       });
     };
@@ -566,10 +575,19 @@ int run_cost(const Args& a) {
       });
     };
     on(a.warmup);
-    off(a.warmup);
-    loop_steps_s.clear();
+    const double warm_off_s = off(a.warmup).wall_s;
+    for (auto* v : {&loop_steps_s, &loop_begins_s, &loop_ends_s}) v->clear();
+    // A faster batch gets more rounds, so that its median is not the noisier one: as many as take
+    // the 1-thread half's time (its warm-up's off steps are the estimate of a block).
+    int rounds_t = rounds;
+    if (t > 1 && one_thread_block_s > 0 && warm_off_s > 0) {
+      const double faster = one_thread_block_s / (warm_off_s * block / std::max(1, a.warmup));
+      rounds_t =
+          static_cast<int>(std::clamp(std::round(rounds * faster), 1.0 * rounds, 16.0 * rounds));
+    }
     const OnOffCost c =
-        measure_on_off(rounds, [&](bool is_on) { return is_on ? on(block) : off(block); });
+        measure_on_off(rounds_t, [&](bool is_on) { return is_on ? on(block) : off(block); });
+    if (t == 1) one_thread_block_s = c.off_wall_s;
     hooks.restore();
     ok = ok && c.resolved(1.0) && c.cost_pct <= 1.0;
     // The same cost from the hook's own time: zones x ns, spread over t threads, per step (off).
@@ -577,11 +595,13 @@ int run_cost(const Args& a) {
         zones_per_step * (t > 1 ? worker_ns : loop_ns) * 1e-9 / t / (c.off_wall_s / block);
     const double loop_s = median(loop_steps_s);
     fmt::print(
-        "  {} thread{}: steps/s on {:.1f}, off {:.1f} (medians); cost {:+.2f} % ({}); from the "
-        "hook's own time {:.3f} % + on the loop's thread {:.2f} us a step ({:.3f} %); envs/s off "
-        "{}\n{}",
-        t, t > 1 ? "s" : "", block / c.on_wall_s, block / c.off_wall_s, c.cost_pct, c.verdict(1.0),
-        100 * estimate, 1e6 * loop_s, 100 * loop_s / (c.off_wall_s / block),
+        "  {} thread{} ({} rounds): steps/s on {:.1f}, off {:.1f} (medians); cost {:+.2f} % ({}); "
+        "from the hook's own time {:.3f} % + on the loop's thread {:.2f} us a step ({:.3f} %; "
+        "begin "
+        "{:.2f}, end {:.2f}); envs/s off {}\n{}",
+        t, t > 1 ? "s" : "", rounds_t, block / c.on_wall_s, block / c.off_wall_s, c.cost_pct,
+        c.verdict(1.0), 100 * estimate, 1e6 * loop_s, 100 * loop_s / (c.off_wall_s / block),
+        1e6 * median(loop_begins_s), 1e6 * median(loop_ends_s),
         format_thousands(a.n_envs * block / c.off_wall_s), c.details("    "));
   }
   g_zones = nullptr;

@@ -38,6 +38,16 @@ struct EngineZones::WorkerFrame {
 
 namespace {
 constexpr std::uint32_t kNoSum = ~std::uint32_t{0};
+constexpr std::uint32_t kPrefetchSums = 256;  // a step end asks for the first ones' lines at once
+
+SIMPROF_FORCE_INLINE void prefetch(const void* p) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+  __builtin_prefetch(p);
+#else
+  (void)p;
+#endif
+}
+constexpr const char* kNullName = "(null)";  // a null name's one pointer (the caches' key)
 }  // namespace
 
 // One worker thread's hand-over to one EngineZones, with one writer (the thread) and one reader
@@ -117,31 +127,35 @@ struct EngineZones::ThreadLanes {
   ~ThreadLanes();
 };
 
-namespace {
-// Set when the calling thread's lanes are gone (its exit, before other thread_local destructors
-// that may still call enter()/leave()): its zones are then ignored. Trivially destructible, so it
-// can be read at any point of the thread's exit.
-thread_local bool t_lanes_gone = false;
-}  // namespace
-
-// The calling thread's last EngineZones and its lane there: a repeated zone finds its lane with no
-// look at the EngineZones (whose address a later one may take: the lane's owner_gone says so).
-// Trivially destructible; read only while t_lanes_gone is false, when the lane is still held.
-struct EngineZones::ThreadHot {
+// The calling thread's zone state, for every EngineZones: which one its last zone was of (so that
+// a repeated zone is told apart with one compare and no look at the EngineZones), and its open
+// worker zones. Trivially constructed and destructed, so that reading it is a plain access to the
+// thread's block (no initialisation check) and it can be read at any point of the thread's exit.
+struct EngineZones::ThreadState {
+  // The EngineZones of the thread's last zone, whose address a later one may take: a lane's
+  // owner_gone, or loop_of, tells that apart. Null after the thread's lanes are gone.
   const EngineZones* zones = nullptr;
-  Lane* lane = nullptr;
+  Lane* lane = nullptr;  // its lane (held in thread_lanes()); null: the thread is its loop's thread
+  std::uint64_t loop_of = 0;  // with lane null: the id of the EngineZones whose loop thread it is
+  bool gone = false;          // the thread is exiting and its lanes are gone: zones are ignored
+  std::uint32_t depth = 0;    // worker zones open; beyond kMaxWorkerDepth they are not kept
+  WorkerFrame frames[kMaxWorkerDepth]{};
 };
-thread_local EngineZones::ThreadHot EngineZones::t_hot;
+thread_local EngineZones::ThreadState EngineZones::t_state;
 
 EngineZones::ThreadLanes::~ThreadLanes() {
-  t_lanes_gone = true;
+  // Set before other thread_local destructors that may still call enter()/leave().
+  t_state.gone = true;
+  t_state.zones = nullptr;
   for (const Entry& e : entries) e.lane->thread_gone.store(true, std::memory_order_release);
 }
 
-// One stack per thread; it allocates when a thread first nests deeper than before, never after.
-// Its destructor, at the thread's exit, reads none of the owners (they may be gone by then).
-thread_local std::vector<EngineZones::WorkerFrame> EngineZones::t_worker_stack;
-thread_local EngineZones::ThreadLanes EngineZones::t_lanes;
+// A function's own thread_local: its construction check stays here, out of the accesses to
+// t_state (which, constant-initialised, then needs none).
+EngineZones::ThreadLanes& EngineZones::thread_lanes() {
+  thread_local ThreadLanes lanes;
+  return lanes;
+}
 
 namespace {
 std::atomic<std::uint64_t> g_next_zones_id{1};
@@ -152,22 +166,15 @@ std::size_t EngineZones::NodeKeyHash::operator()(const NodeKey& k) const noexcep
   return a ^ (std::hash<const void*>{}(k.name) + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
 }
 
-std::size_t EngineZones::slot_of(const NodeKey& k, std::size_t slots) noexcept {
-  constexpr std::uint64_t kMix = 0x9e3779b97f4a7c15ULL;  // Fibonacci hashing: the high bits
-  const std::uint64_t h = (reinterpret_cast<std::uintptr_t>(k.parent) * kMix) ^
-                          reinterpret_cast<std::uintptr_t>(k.name);
-  return static_cast<std::size_t>((h * kMix) >> 32) & (slots - 1);  // slots: a power of two
-}
-
-EngineZones::Node* EngineZones::NodeTable::find_or_add(const Node* parent, const char* name) {
-  const NodeKey key{parent, name};
-  Slot& slot = slots[slot_of(key, kSlots)];
-  if (slot.key == key) return slot.node;
+SIMPROF_ZONES_COLD EngineZones::Node* EngineZones::NodeTable::refill(Slot& slot,
+                                                                     const NodeKey& key) {
   if (const auto it = index.find(key); it != index.end()) {
     slot = Slot{key, it->second};
     return it->second;
   }
   // First sight of this (parent, pointer): the only string work a zone ever costs.
+  const Node* parent = key.parent;
+  const char* name = key.name;
   Node n;
   n.parent = parent;
   n.path = parent->path.empty() ? std::string(name) : fmt::format("{}/{}", parent->path, name);
@@ -179,8 +186,8 @@ EngineZones::Node* EngineZones::NodeTable::find_or_add(const Node* parent, const
 
 EngineZones::EngineZones(StepProfiler& prof, std::string_view under)
     : prof_(prof),
-      loop_thread_(std::this_thread::get_id()),
-      id_(g_next_zones_id.fetch_add(1, std::memory_order_relaxed)) {
+      id_(g_next_zones_id.fetch_add(1, std::memory_order_relaxed)),
+      loop_thread_(std::this_thread::get_id()) {
   if (!under.empty()) under_ = prof_.stage_id(under);  // throws for a bad name, naming it
   root_.path = std::string(under);
   root_.stage = under_;
@@ -213,30 +220,78 @@ void EngineZones::listeners_changed() noexcept {
   for (const auto& l : lanes_) l->spans.store(wanted, std::memory_order_relaxed);
 }
 
-// The calling thread's lane in this EngineZones when it is the one of its last zone (a worker's
-// repeated zone: no line of the EngineZones is read), else null.
-EngineZones::Lane* EngineZones::hot_lane() const noexcept {
-  if (t_lanes_gone || t_hot.zones != this) return nullptr;
-  Lane* l = t_hot.lane;
-  return l->owner_gone.load(std::memory_order_relaxed) ? nullptr : l;
-}
-
+// A repeated zone: the calling thread's last zone was one of this EngineZones', on the same side
+// (a worker's: no line of the EngineZones is read; the loop's: its id, beside its stack). Anything
+// else goes through enter_slow()/leave_slow(), which decide the side and remember it.
 void EngineZones::enter(const char* name) noexcept {
-  if (Lane* l = hot_lane())
-    worker_enter(l, name);
-  else if (std::this_thread::get_id() == loop_thread_)
-    loop_enter(name);
-  else
-    worker_enter(nullptr, name);
+  ThreadState& t = t_state;
+  if (SIMPROF_LIKELY(t.zones == this)) {
+    if (Lane* l = t.lane) {
+      if (SIMPROF_LIKELY(!l->owner_gone.load(std::memory_order_relaxed)))
+        return worker_enter(*l, name);
+    } else if (SIMPROF_LIKELY(t.loop_of == id_)) {
+      return loop_enter(name);
+    }
+  }
+  enter_slow(name);
 }
 
 void EngineZones::leave() noexcept {
-  if (Lane* l = hot_lane())
-    worker_leave(l);
-  else if (std::this_thread::get_id() == loop_thread_)
-    loop_leave();
-  else
-    worker_leave(nullptr);
+  ThreadState& t = t_state;
+  if (SIMPROF_LIKELY(t.zones == this)) {
+    if (Lane* l = t.lane) {
+      const std::int64_t now = l->clock.now();
+      const std::uint32_t d = t.depth;
+      // d - 1 wraps for d == 0: a stray leave, or a zone past the depth, goes the slow way.
+      if (SIMPROF_LIKELY(d - 1 < kMaxWorkerDepth && t.frames[d - 1].lane == l &&
+                         !l->owner_gone.load(std::memory_order_relaxed))) {
+        t.depth = d - 1;
+        return worker_leave(t.frames[d - 1], now);
+      }
+    } else if (SIMPROF_LIKELY(t.loop_of == id_)) {
+      return loop_leave();
+    }
+  }
+  leave_slow();
+}
+
+SIMPROF_ZONES_NOINLINE void EngineZones::enter_slow(const char* name) noexcept {
+  ThreadState& t = t_state;
+  if (t.gone) return;
+  if (std::this_thread::get_id() == loop_thread_) {
+    t.zones = this;
+    t.lane = nullptr;
+    t.loop_of = id_;
+    return loop_enter(name);
+  }
+  Lane* l = nullptr;
+  try {
+    l = lane();    // this thread's first zone here, or its previous zone was another's
+  } catch (...) {  // out of memory: the zone is not kept (its leave() is said as stray)
+    return;
+  }
+  worker_enter(*l, name);
+}
+
+SIMPROF_ZONES_NOINLINE void EngineZones::leave_slow() noexcept {
+  ThreadState& t = t_state;
+  if (t.gone) return;
+  if (std::this_thread::get_id() == loop_thread_) {
+    t.zones = this;
+    t.lane = nullptr;
+    t.loop_of = id_;
+    return loop_leave();
+  }
+  const std::int64_t now = prof_.clock_.now();
+  if (t.depth > kMaxWorkerDepth) {  // the zone past the depth ends (whoever entered it)
+    --t.depth;
+    return;
+  }
+  if (t.depth == 0 || t.frames[t.depth - 1].lane->owner != id_) return stray_worker_leave();
+  // The thread's innermost zone is ours, though its last zone was another EngineZones' (or the
+  // lane's owner is gone: then the id cannot be ours, and it went stray above).
+  --t.depth;
+  worker_leave(t.frames[t.depth], now);
 }
 
 void EngineZones::say_once(Problem p, const std::string& message) noexcept {
@@ -265,54 +320,72 @@ bool EngineZones::resolve(Node& n) noexcept {
   }
 }
 
-void EngineZones::loop_enter(const char* name) noexcept {
+SIMPROF_FORCE_INLINE void EngineZones::loop_enter(const char* name) noexcept {
   const Node* parent = loop_stack_.empty() ? &root_ : loop_stack_.back().node;
   Node* n = nullptr;
   try {
-    n = loop_nodes_.find_or_add(parent, name == nullptr ? "(null)" : name);
+    n = loop_nodes_.find_or_add(parent, name == nullptr ? kNullName : name);
     loop_stack_.push_back(LoopFrame{n, false});
   } catch (...) {  // out of memory: the zone is not kept, and its leave() is said as stray
     return;
   }
   // Outside a step there is nothing to count it into; its leave() still pairs with it.
-  if (!prof_.in_step() || !resolve(*n)) return;
+  if (!prof_.in_step() || (n->stage == kNoStage && !resolve(*n))) return;
+  const StepProfiler& p = prof_;
+  const StageId id = n->stage;  // a registered stage: what begin_stage() could refuse is this
+  if (SIMPROF_UNLIKELY(p.depth_ == StepProfiler::kMaxDepth || p.slots_[id].open))
+    return not_opened(*n);
+  prof_.begin_stage(id);
+  loop_stack_.back().opened = true;
+}
+
+// A loop zone whose stage begin_stage() refuses: already open (a scope of that name), or too deep.
+SIMPROF_ZONES_COLD void EngineZones::not_opened(const Node& n) noexcept {
   try {
-    prof_.begin_stage(n->stage);
+    prof_.begin_stage(n.stage);  // throws, naming the reason
     loop_stack_.back().opened = true;
-  } catch (const std::exception& e) {  // already open (a scope of that name), or too deep
+  } catch (const std::exception& e) {
     say_once(kNotOpened,
-             fmt::format("simprof: engine zone '{}' not counted: {}", n->path, e.what()));
+             fmt::format("simprof: engine zone '{}' not counted: {}", n.path, e.what()));
   }
 }
 
-void EngineZones::loop_leave() noexcept {
-  if (loop_stack_.empty()) {
-    say_once(kStrayLeave,
-             "simprof: EngineZones::leave() with no zone open on the loop's thread; "
-             "ignored");
-    return;
-  }
+SIMPROF_FORCE_INLINE void EngineZones::loop_leave() noexcept {
+  if (SIMPROF_UNLIKELY(loop_stack_.empty())) return stray_loop_leave();
   const LoopFrame f = loop_stack_.back();
   loop_stack_.pop_back();
   if (!f.opened) return;
   const StageId id = f.node->stage;
-  if (prof_.depth_ == 0 || prof_.stack_[prof_.depth_ - 1] != id) {
-    // A scope opened inside the zone is still open: ending the zone would break the nesting. The
-    // step's end says so (the profiler's unbalanced-scopes error).
-    say_once(kNotOpened, fmt::format("simprof: engine zone '{}' left while stage '{}' is open "
-                                     "inside it; the zone is left to the step's end",
-                                     f.node->path,
-                                     prof_.depth_ ? prof_.names_[prof_.stack_[prof_.depth_ - 1]]
-                                                  : std::string("nothing")));
-    return;
-  }
+  if (SIMPROF_UNLIKELY(prof_.depth_ == 0 || prof_.stack_[prof_.depth_ - 1] != id))
+    return left_around_a_scope(*f.node);
   prof_.close_stage(id, prof_.clock_.now());
 }
 
+SIMPROF_ZONES_COLD void EngineZones::stray_loop_leave() noexcept {
+  say_once(kStrayLeave,
+           "simprof: EngineZones::leave() with no zone open on the loop's thread; ignored");
+}
+
+// A scope opened inside the zone is still open: ending the zone would break the nesting. The
+// step's end says so (the profiler's unbalanced-scopes error).
+SIMPROF_ZONES_COLD void EngineZones::left_around_a_scope(const Node& n) noexcept {
+  try {
+    say_once(kNotOpened, fmt::format("simprof: engine zone '{}' left while stage '{}' is open "
+                                     "inside it; the zone is left to the step's end",
+                                     n.path,
+                                     prof_.depth_ ? prof_.names_[prof_.stack_[prof_.depth_ - 1]]
+                                                  : std::string("nothing")));
+  } catch (...) {  // out of memory for the message
+  }
+}
+
 EngineZones::Lane* EngineZones::lane() {
-  for (const ThreadLanes::Entry& e : t_lanes.entries)
+  ThreadState& t = t_state;
+  auto& entries = thread_lanes().entries;
+  for (const ThreadLanes::Entry& e : entries)
     if (e.owner == id_) {
-      t_hot = ThreadHot{this, e.lane.get()};
+      t.zones = this;
+      t.lane = e.lane.get();
       return e.lane.get();
     }
   // This thread's first zone of this EngineZones: the one allocation and lock a thread pays.
@@ -320,7 +393,6 @@ EngineZones::Lane* EngineZones::lane() {
   // the zones this thread left open in them are forgotten: decided once, from the same lanes, so
   // that an EngineZones destroyed meanwhile on its loop's thread cannot free a lane that a frame
   // still names (and whose address the lane made below could take).
-  auto& entries = t_lanes.entries;
   std::vector<std::shared_ptr<Lane>> gone;
   for (const ThreadLanes::Entry& e : entries)
     if (e.lane->owner_gone.load(std::memory_order_acquire)) gone.push_back(e.lane);
@@ -330,82 +402,93 @@ EngineZones::Lane* EngineZones::lane() {
         if (g.get() == l) return true;
       return false;
     };
-    t_worker_stack.erase(std::remove_if(t_worker_stack.begin(), t_worker_stack.end(),
-                                        [&](const WorkerFrame& f) { return is_gone(f.lane); }),
-                         t_worker_stack.end());
+    // Zones past the depth are not kept: whose they were is not known, and they stay counted.
+    const std::uint32_t kept = std::min(t.depth, kMaxWorkerDepth);
+    const WorkerFrame* end = std::remove_if(t.frames, t.frames + kept,
+                                            [&](const WorkerFrame& f) { return is_gone(f.lane); });
+    t.depth -= kept - static_cast<std::uint32_t>(end - t.frames);
     entries.erase(
         std::remove_if(entries.begin(), entries.end(),
                        [&](const ThreadLanes::Entry& e) { return is_gone(e.lane.get()); }),
         entries.end());
   }
-  t_hot = ThreadHot{};  // its lane may have been one of those
+  t.zones = nullptr;  // its lane may have been one of those
   entries.reserve(entries.size() + 1);
   std::shared_ptr<Lane> made;
   {
     std::lock_guard<std::mutex> lock(mutex_);  // spans_ as listeners_changed() leaves it
     made = std::make_shared<Lane>(id_, prof_.clock_, spans_.load(std::memory_order_relaxed));
     lanes_.push_back(made);
+    lanes_changed_.fetch_add(1, std::memory_order_release);
   }
   entries.push_back(ThreadLanes::Entry{id_, made});  // reserved: cannot throw
-  t_hot = ThreadHot{this, made.get()};
+  t.zones = this;
+  t.lane = made.get();
   return made.get();
 }
 
-SIMPROF_ZONES_COLD void EngineZones::fill_slot(Lane& l, std::size_t slot, const NodeKey& key) {
-  Lane::Named named;
-  if (const auto it = l.names.find(key); it != l.names.end()) {
-    named = it->second;
-  } else {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      named.node = worker_nodes_.find_or_add(key.parent, key.name);
-    }
-    const std::uint32_t k = l.n_sums.load(std::memory_order_relaxed);
-    named.sum = k < kMaxSums ? k : kNoSum;  // beyond: each zone of it goes through the ring
-    l.names.emplace(key, named);
-    if (named.sum != kNoSum) {
-      l.sum_node[k] = named.node;
-      l.n_sums.store(k + 1, std::memory_order_release);
-    }
-  }
-  l.slots[slot] = Lane::Slot{key, named};
-}
-
-void EngineZones::worker_enter(Lane* l, const char* name) noexcept {
-  if (t_lanes_gone) return;
+SIMPROF_ZONES_COLD bool EngineZones::fill_slot(Lane& l, std::size_t slot,
+                                               const NodeKey& key) noexcept {
   try {
-    if (l == nullptr) {  // this thread's first zone here, or its previous zone was another's
-      if (t_worker_stack.capacity() == 0) t_worker_stack.reserve(StepProfiler::kMaxDepth);
-      l = lane();
-    }
-    const Node* parent = &root_;
-    for (auto it = t_worker_stack.rbegin(); it != t_worker_stack.rend(); ++it)
-      if (it->lane == l) {
-        parent = it->node;
-        break;
+    Lane::Named named;
+    if (const auto it = l.names.find(key); it != l.names.end()) {
+      named = it->second;
+    } else {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        named.node = worker_nodes_.find_or_add(key.parent, key.name);
       }
-    const NodeKey key{parent, name == nullptr ? "(null)" : name};
-    const std::size_t at = slot_of(key, Lane::kSlots);
-    // This thread's first sight of the zone path, or a collision: filled from the map.
-    if (SIMPROF_UNLIKELY(!(l->slots[at].key == key))) fill_slot(*l, at, key);
-    const Lane::Named named = l->slots[at].named;
-    // The zone begins once the lookup is done, as on the loop's thread: the time spent here
-    // belongs to the parent zone, not to this one.
-    const std::int64_t t = l->clock.now();
-    t_worker_stack.push_back(WorkerFrame{l, named.node, named.sum, t});
-  } catch (...) {  // out of memory: the zone is not kept
+      const std::uint32_t k = l.n_sums.load(std::memory_order_relaxed);
+      named.sum = k < kMaxSums ? k : kNoSum;  // beyond: each zone of it goes through the ring
+      l.names.emplace(key, named);
+      if (named.sum != kNoSum) {
+        l.sum_node[k] = named.node;
+        l.n_sums.store(k + 1, std::memory_order_release);
+      }
+    }
+    l.slots[slot] = Lane::Slot{key, named};
+    return true;
+  } catch (...) {  // out of memory (or a lock that failed): the zone is not kept
+    return false;
   }
 }
 
-void EngineZones::worker_leave(Lane* hot) noexcept {
-  if (t_lanes_gone) return;
-  const std::int64_t t = hot != nullptr ? hot->clock.now() : prof_.clock_.now();
-  if (SIMPROF_UNLIKELY(t_worker_stack.empty() ||
-                       (hot != nullptr ? t_worker_stack.back().lane != hot
-                                       : t_worker_stack.back().lane->owner != id_)))
-    return stray_worker_leave();
-  const WorkerFrame f = t_worker_stack.back();
-  t_worker_stack.pop_back();
+// The innermost open zone of this EngineZones on the calling thread, under zones of others.
+SIMPROF_ZONES_COLD const EngineZones::Node* EngineZones::worker_parent(
+    const Lane* l) const noexcept {
+  const ThreadState& t = t_state;
+  for (std::uint32_t i = std::min(t.depth, kMaxWorkerDepth); i-- > 0;)
+    if (t.frames[i].lane == l) return t.frames[i].node;
+  return &root_;
+}
+
+SIMPROF_ZONES_COLD void EngineZones::too_deep() noexcept {
+  ++t_state.depth;  // not kept: its leave() pairs with it
+  say_once(kTooDeep, fmt::format("simprof: worker-thread engine zones nested deeper than {} are "
+                                 "not counted (EngineZones::kMaxWorkerDepth)",
+                                 kMaxWorkerDepth));
+}
+
+// A worker's zone begins on lane l (the calling thread's, in t_state).
+SIMPROF_FORCE_INLINE void EngineZones::worker_enter(Lane& l, const char* name) noexcept {
+  ThreadState& t = t_state;
+  const std::uint32_t d = t.depth;
+  if (SIMPROF_UNLIKELY(d >= kMaxWorkerDepth)) return too_deep();
+  const Node* parent = &root_;
+  if (d != 0) parent = t.frames[d - 1].lane == &l ? t.frames[d - 1].node : worker_parent(&l);
+  const NodeKey key{parent, name == nullptr ? kNullName : name};
+  const std::size_t at = slot_of(key, Lane::kSlots);
+  // This thread's first sight of the zone path, or a collision: filled from the map.
+  if (SIMPROF_UNLIKELY(!(l.slots[at].key == key)) && !fill_slot(l, at, key)) return;
+  const Lane::Named named = l.slots[at].named;
+  // The zone begins once the lookup is done, as on the loop's thread: the time spent here
+  // belongs to the parent zone, not to this one.
+  t.frames[d] = WorkerFrame{&l, named.node, named.sum, l.clock.now()};
+  t.depth = d + 1;
+}
+
+// A worker's zone f (popped off the calling thread's frames) ended at t.
+SIMPROF_FORCE_INLINE void EngineZones::worker_leave(const WorkerFrame& f, std::int64_t t) noexcept {
   Lane& l = *f.lane;
   // A zone of 2^48 ticks or more (a day or more) has no place in a sum: it goes through the ring.
   const std::int64_t d = std::max<std::int64_t>(t - f.begin, 0);
@@ -463,17 +546,31 @@ void EngineZones::step_ending(std::int64_t t) noexcept {
   // (its unbalanced-scopes error) and every stage with it, so none of ours is open any more.
   for (LoopFrame& f : loop_stack_) f.opened = false;
 
-  draining_.clear();
-  {
+  // The lanes, taken under the lock only when a thread's first zone added one or a step end
+  // removed some: most step ends take no lock (its line and code, cold after the engine's work,
+  // cost more than the rest of a step end without workers).
+  if (lanes_changed_.load(std::memory_order_acquire) != lanes_seen_) {
     std::lock_guard<std::mutex> lock(mutex_);
+    draining_.clear();
     try {
       draining_.reserve(lanes_.size());  // allocates only when threads were added
     } catch (...) {
       return;  // out of memory: the zones wait in their lanes for the next step end
     }
     for (const auto& l : lanes_) draining_.push_back(l.get());
+    lanes_seen_ = lanes_changed_.load(std::memory_order_relaxed);
   }
   ++cpu_serial_;
+  // Every line read below is likely cold (the workers wrote the sums; the engine's work evicted
+  // the rest), and each lane's reads depend on its pointers: asked for all at once first, so that
+  // they come in together rather than one after another.
+  for (const Lane* l : draining_) prefetch(&l->n_sums);
+  for (const Lane* l : draining_) {
+    const std::uint32_t n = std::min(l->n_sums.load(std::memory_order_relaxed), kPrefetchSums);
+    for (std::uint32_t i = 0; i < n; i += 64 / sizeof(std::uint64_t)) prefetch(&l->sums[i]);
+    for (std::uint32_t i = 0; i < n; i += 64 / sizeof(Lane::Taken)) prefetch(&l->taken[i]);
+    prefetch(&l->tail);
+  }
   bool gone = false;
   for (Lane* l : draining_) {
     gone = gone || l->thread_gone.load(std::memory_order_acquire);
@@ -500,6 +597,7 @@ void EngineZones::step_ending(std::int64_t t) noexcept {
   if (!gone) return;
   // Lanes of threads that ended, now empty: removed (their drop counts kept).
   std::lock_guard<std::mutex> lock(mutex_);
+  const std::size_t before = lanes_.size();
   lanes_.erase(std::remove_if(lanes_.begin(), lanes_.end(),
                               [&](const std::shared_ptr<Lane>& l) {
                                 if (!l->thread_gone.load(std::memory_order_acquire) || !drained(*l))
@@ -508,6 +606,10 @@ void EngineZones::step_ending(std::int64_t t) noexcept {
                                 return true;
                               }),
                lanes_.end());
+  if (lanes_.size() != before) {  // draining_ names freed lanes now: taken again next time
+    draining_.clear();
+    lanes_changed_.fetch_add(1, std::memory_order_release);
+  }
 }
 
 bool EngineZones::drained(const Lane& l) noexcept {

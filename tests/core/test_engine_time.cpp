@@ -417,6 +417,41 @@ TEST(EngineZones, WorkerCpuSecondsSumAcrossThreads) {
   EXPECT_FALSE(zones.worker_cpu_seconds("physics/stepSimulation"));
 }
 
+// A worker keeps kMaxWorkerDepth zones open at once: deeper ones are not counted, said once, and
+// their leaves pair with them, so that the zones around them and after them count as before.
+TEST(EngineZones, WorkerZonesPastTheDepthAreSaidOnceAndPairWithTheirLeaves) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  EngineZones zones(prof, "physics");
+  SimprofLog log;
+  constexpr std::uint32_t kDeep = EngineZones::kMaxWorkerDepth + 8;
+  {
+    auto step = prof.step();
+    std::thread worker([&] {
+      for (std::uint32_t i = 0; i < kDeep; ++i) {
+        zones.enter("z");  // level i + 1 advances 1 us, inside every level above it
+        mc.advance_ns(1'000);
+      }
+      for (std::uint32_t i = 0; i < kDeep; ++i) zones.leave();
+      zones.enter("after");
+      mc.advance_ns(500);
+      zones.leave();
+    });
+    worker.join();
+  }
+  std::string path = "physics";
+  for (std::uint32_t level = 1; level <= EngineZones::kMaxWorkerDepth; ++level) {
+    path += "/z";
+    const auto s = zones.worker_cpu_seconds(path);
+    ASSERT_TRUE(s) << path;
+    EXPECT_DOUBLE_EQ(*s, 1e-6 * (kDeep + 1 - level)) << path;
+  }
+  EXPECT_FALSE(zones.worker_cpu_seconds(path + "/z"));  // level 33: not counted
+  EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/after"), 0.5e-6);
+  EXPECT_EQ(log.count("nested deeper than 32"), 1) << log.str();
+  EXPECT_EQ(log.count("no zone open"), 0) << log.str();
+}
+
 TEST(EngineZones, WorkerStrayLeaveIsSaidOnce) {
   StepProfiler prof(quiet());
   EngineZones zones(prof);

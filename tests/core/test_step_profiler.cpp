@@ -9,9 +9,12 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "simprof/base/manual_clock.hpp"
+#include "simprof/detail/uncaught.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 
 using simprof::ManualClock;
@@ -173,6 +176,41 @@ TEST(StepProfiler, ExceptionInAStepAbortsIt) {
   l.step();
   EXPECT_FALSE(l.prof.timings().contains("period"));
   EXPECT_TRUE(l.prof.timings().contains("physics"));
+}
+
+// The step scope's own count of exceptions in flight (one load, not the runtime's call) must be
+// the runtime's: 0 normally, 1 in a destructor run by unwinding, 2 while a second is thrown there.
+TEST(StepProfiler, ExceptionsInFlightAreCountedAsTheRuntimeCountsThem) {
+  struct Probe {
+    std::vector<std::pair<int, int>>& seen;  // (ours, the runtime's)
+    ~Probe() {
+      seen.emplace_back(simprof::detail::uncaught_exceptions(), std::uncaught_exceptions());
+      try {
+        struct Inner {
+          std::vector<std::pair<int, int>>& seen;
+          ~Inner() {
+            seen.emplace_back(simprof::detail::uncaught_exceptions(), std::uncaught_exceptions());
+          }
+        };
+        Inner inner{seen};
+        throw std::logic_error("second");
+      } catch (const std::logic_error&) {
+      }
+    }
+  };
+  std::vector<std::pair<int, int>> seen;
+  seen.emplace_back(simprof::detail::uncaught_exceptions(), std::uncaught_exceptions());
+  try {
+    Probe probe{seen};
+    throw std::runtime_error("first");
+  } catch (const std::runtime_error&) {
+  }
+  std::thread([&seen] {  // another thread: its own count, its own block
+    seen.emplace_back(simprof::detail::uncaught_exceptions(), std::uncaught_exceptions());
+  })
+      .join();
+  const std::vector<std::pair<int, int>> expected{{0, 0}, {1, 1}, {2, 2}, {0, 0}};
+  EXPECT_EQ(seen, expected);
 }
 
 TEST(StepProfiler, ListenersSeeEveryEvent) {

@@ -24,14 +24,18 @@
 // is kept on that thread's own stack and, when it ends, added to that thread's own sum for its zone
 // path (one writer, one reader: no lock; one word, its ticks modulo 2^48, so that the step end
 // reads each whole in one load: a day of a 3 GHz clock between two step ends; the thread's own
-// name cache makes a repeated zone one look). At the loop's step end the sums that moved are read
-// into worker_cpu_seconds(): CPU time summed across threads, which may exceed the step's wall time,
-// so it is never added to timings(). The step end reads a few values per thread and zone path, not
-// one per zone: on a pool it is on the step's critical path. Only while a listener wants worker
-// zones (StepListener::wants_worker_zones(), a TraceSession: spans on their thread's track) does
-// each zone also go through the thread's queue, to on_worker_zone() at the step end (and a zone of
-// a path beyond kMaxSums always does). A thread's first zone allocates its queue and sums once,
-// and each zone path's first use on a thread takes a lock.
+// name cache makes a repeated zone one look; a thread keeps kMaxWorkerDepth zones open at once,
+// and a deeper one is not counted). At the loop's step end the sums that moved are read into
+// worker_cpu_seconds(): CPU time summed across threads, which may exceed the step's wall time, so
+// it is never added to timings(). The step end reads a few values per thread and zone path, not
+// one per zone, and takes no lock unless a thread came or went: on a pool it is on the step's
+// critical path, with its lines cold after the engine's work. A repeated zone, on either side,
+// is told apart by one thread_local block (the thread's last EngineZones and its open zones).
+// Only while a listener wants worker zones (StepListener::wants_worker_zones(), a TraceSession:
+// spans on their thread's track) does each zone also go through the thread's queue, to
+// on_worker_zone() at the step end (and a zone of a path beyond kMaxSums always does). A thread's
+// first zone allocates its queue and sums once, and each zone path's first use on a thread takes a
+// lock.
 //
 // Misuse is said once (a warning through simprof's logger) and corrupts nothing: a zone still open
 // on the loop's thread when the step ends is closed there and the step still ends (the engine's
@@ -65,6 +69,9 @@ class EngineZones {
   static constexpr std::size_t kMaxPending = std::size_t{1} << 14;
   /// Distinct zone paths a worker thread sums itself; a path beyond goes through the queue.
   static constexpr std::uint32_t kMaxSums = 1024;
+  /// Zones a worker thread keeps open at once (all EngineZones together); a zone nested deeper is
+  /// not counted (said once), and its leave() pairs with it.
+  static constexpr std::uint32_t kMaxWorkerDepth = 32;
 
   /// Attaches to `prof` (which must outlive this), with zones as sub-stages of `under` ("" for
   /// top-level stages; otherwise a valid stage name, std::invalid_argument if not). The calling
@@ -112,7 +119,12 @@ class EngineZones {
     std::size_t operator()(const NodeKey& k) const noexcept;
   };
   // Slot of `k` in a direct-mapped cache of `slots` (a power of two) entries.
-  static std::size_t slot_of(const NodeKey& k, std::size_t slots) noexcept;
+  static std::size_t slot_of(const NodeKey& k, std::size_t slots) noexcept {
+    constexpr std::uint64_t kMix = 0x9e3779b97f4a7c15ULL;  // Fibonacci hashing: the high bits
+    const std::uint64_t h = (reinterpret_cast<std::uintptr_t>(k.parent) * kMix) ^
+                            reinterpret_cast<std::uintptr_t>(k.name);
+    return static_cast<std::size_t>((h * kMix) >> 32) & (slots - 1);
+  }
   // The nodes one side knows: the loop's (its thread only) or the workers' (under mutex_). A
   // direct-mapped cache in front of the index makes a repeated zone one line and no division.
   struct NodeTable {
@@ -125,7 +137,13 @@ class EngineZones {
     std::deque<Node> nodes;  // deque: pointers stay valid as it grows
     std::unordered_map<NodeKey, Node*, NodeKeyHash> index;
     std::array<Slot, kSlots> slots{};
-    Node* find_or_add(const Node* parent, const char* name);
+    // The node of (parent, name): a hit in the cache reads one slot; the rest is out of line.
+    Node* find_or_add(const Node* parent, const char* name) {
+      const NodeKey key{parent, name};
+      Slot& slot = slots[slot_of(key, kSlots)];
+      return slot.key == key ? slot.node : refill(slot, key);
+    }
+    Node* refill(Slot& slot, const NodeKey& key);  // from the index, or a new node; may throw
   };
   struct LoopFrame {
     const Node* node;
@@ -139,52 +157,74 @@ class EngineZones {
   struct Lane;  // one worker thread's queue and name cache, for this EngineZones
   struct WorkerFrame;
   struct ThreadLanes;
-  struct ThreadHot;
-  static thread_local ThreadHot t_hot;  // the calling thread's last EngineZones and lane
-  static thread_local std::vector<WorkerFrame> t_worker_stack;  // the calling thread's open zones
-  static thread_local ThreadLanes t_lanes;                      // the calling thread's lanes
-  enum Problem : unsigned { kLeftOpen = 1, kStrayLeave = 2, kNotOpened = 4, kOverflow = 8 };
+  struct ThreadState;
+  // The calling thread's last EngineZones (its lane, or that it is its loop's thread) and its open
+  // worker zones: one trivially destructible block, so that a repeated zone reads it directly.
+  static thread_local ThreadState t_state;
+  static ThreadLanes& thread_lanes();  // the calling thread's lanes (its first zone, its exit)
+  enum Problem : unsigned {
+    kLeftOpen = 1,
+    kStrayLeave = 2,
+    kNotOpened = 4,
+    kOverflow = 8,
+    kTooDeep = 16
+  };
 
   void step_ending(std::int64_t t) noexcept;  // the profiler's step end, on the loop's thread
   void listeners_changed() noexcept;          // the profiler's listeners changed (between steps)
   void add_cpu(StageId stage, bool top, std::int64_t ticks) noexcept;  // a worker path's time
   void hand_over(const Finished& f) noexcept;   // one queued worker zone, at a step end
   static bool drained(const Lane& l) noexcept;  // nothing in l the loop has not read
+  // enter()/leave() when the calling thread's last zone was not one of this EngineZones' (or
+  // something is out of the ordinary: a gone owner, a zone too deep, a stray leave).
+  void enter_slow(const char* name) noexcept;
+  void leave_slow() noexcept;
   void loop_enter(const char* name) noexcept;
   void loop_leave() noexcept;
-  void worker_enter(Lane* hot, const char* name) noexcept;  // hot: the thread's lane, or null
-  void worker_leave(Lane* hot) noexcept;
-  Lane* hot_lane() const noexcept;  // the calling thread's lane when its last zone was here
+  // The loop's slow paths: a zone whose stage cannot be opened, a stray leave, a zone left while
+  // a scope inside it is open.
+  void not_opened(const Node& n) noexcept;
+  void stray_loop_leave() noexcept;
+  void left_around_a_scope(const Node& n) noexcept;
+  void worker_enter(Lane& l, const char* name) noexcept;             // l: the calling thread's lane
+  void worker_leave(const WorkerFrame& f, std::int64_t t) noexcept;  // f popped, ended at t
   // A worker's slow paths, kept out of the repeated zone's code: a name's first sight on the
-  // thread (fills l's slot `slot`; may throw), a stray leave, a zone through the queue.
-  void fill_slot(Lane& l, std::size_t slot, const NodeKey& key);
+  // thread (fills l's slot `slot`; false when out of memory), the parent zone when the thread's
+  // innermost zone is another EngineZones', a zone too deep, a stray leave, a zone through the
+  // queue.
+  bool fill_slot(Lane& l, std::size_t slot, const NodeKey& key) noexcept;
+  const Node* worker_parent(const Lane* l) const noexcept;
+  void too_deep() noexcept;
   void stray_worker_leave() noexcept;
   void queue_zone(Lane& l, const WorkerFrame& f, std::int64_t t, bool summed) noexcept;
   Lane* lane();                    // the calling thread's lane, made on its first zone
   bool resolve(Node& n) noexcept;  // loop's thread: n.stage from n.path; false when bad
   void say_once(Problem p, const std::string& message) noexcept;
 
+  // What a step end and a loop zone read comes first, on a few lines together: after the
+  // engine's work they are cold, and each line (and page) fetched is on the loop's critical path.
   StepProfiler& prof_;
-  StageId under_ = kNoStage;
-  std::thread::id loop_thread_;
-  Node root_;  // parent of the top-level zones, both sides
-  NodeTable loop_nodes_;
+  const std::uint64_t id_;  // tells this EngineZones apart in the threads' lanes (never reused)
   std::vector<LoopFrame> loop_stack_;
+  StageId under_ = kNoStage;
   unsigned said_ = 0;  // Problem bits already said (loop's thread and workers: under mutex_)
-
-  const std::uint64_t id_;    // tells this EngineZones apart in the threads' lanes (never reused)
-  mutable std::mutex mutex_;  // guards the workers' nodes, lanes_, dropped_, said_
-  NodeTable worker_nodes_;
-  std::vector<std::shared_ptr<Lane>> lanes_;  // one per worker thread that entered a zone
-  std::vector<Lane*> draining_;               // lanes_ at the step end, read without the lock
-  std::uint64_t dropped_ = 0;                 // of lanes whose thread has ended
-  std::atomic<bool> spans_{false};  // a listener wants worker zones: they go through the queues
-  std::vector<StepListener*> span_listeners_;  // the listeners that want them (loop's thread)
-
+  std::vector<Lane*> draining_;                   // lanes_ as of lanes_seen_, read without the lock
+  std::atomic<std::uint64_t> lanes_changed_{0};   // bumped (under mutex_) when lanes_ changes
+  std::uint64_t lanes_seen_ = ~std::uint64_t{0};  // lanes_changed_ when draining_ was taken
   // The latest step end's worker CPU ticks by stage: valid where cpu_in_[id] == cpu_serial_.
   std::vector<std::int64_t> cpu_ticks_;
   std::vector<std::uint64_t> cpu_in_;
   std::uint64_t cpu_serial_ = 0;
+  std::vector<StepListener*> span_listeners_;  // the listeners that want worker zones (loop's)
+  std::atomic<bool> spans_{false};  // a listener wants worker zones: they go through the queues
+
+  std::thread::id loop_thread_;
+  Node root_;  // parent of the top-level zones, both sides
+  NodeTable loop_nodes_;
+  mutable std::mutex mutex_;  // guards the workers' nodes, lanes_, dropped_, said_
+  NodeTable worker_nodes_;
+  std::vector<std::shared_ptr<Lane>> lanes_;  // one per worker thread that entered a zone
+  std::uint64_t dropped_ = 0;                 // of lanes whose thread has ended
 };
 
 }  // namespace simprof

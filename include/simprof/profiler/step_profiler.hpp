@@ -52,6 +52,7 @@
 #include "simprof/base/config.hpp"
 #include "simprof/base/stats.hpp"
 #include "simprof/detail/ring.hpp"
+#include "simprof/detail/uncaught.hpp"
 #include "simprof/profiler/fps_tracker.hpp"
 #include "simprof/profiler/listener.hpp"
 #include "simprof/profiler/options.hpp"
@@ -351,12 +352,13 @@ template <bool Nullable>
 inline BasicStepScope<Nullable>::BasicStepScope(Profiler prof) : prof_(detail::pointer(prof)) {
   if (!Nullable || prof_) prof_->begin_step();
 }
-// One std::uncaught_exceptions() call (a few ns: thread-local state inside the C++ runtime) tells
-// an exception unwinding through the step from a normal end. A step scope that lives entirely
-// inside a destructor run by unwinding would be taken for an aborted step: an accepted corner.
+// The count of exceptions in flight (detail::uncaught_exceptions(): one load where the C++ runtime
+// follows the Itanium ABI) tells an exception unwinding through the step from a normal end. A step
+// scope that lives entirely inside a destructor run by unwinding would be taken for an aborted
+// step: an accepted corner.
 template <bool Nullable>
 inline BasicStepScope<Nullable>::~BasicStepScope() {
-  if (!Nullable || prof_) prof_->finish_step_noexcept(std::uncaught_exceptions() > 0);
+  if (!Nullable || prof_) prof_->finish_step_noexcept(detail::uncaught_exceptions() > 0);
 }
 template <bool Nullable>
 inline BasicStepScope<Nullable>::operator bool() const noexcept {
