@@ -255,15 +255,18 @@ void EngineZones::leave() noexcept {
   leave_slow();
 }
 
+bool EngineZones::claim_loop_thread() noexcept {
+  if (std::this_thread::get_id() != loop_thread_) return false;
+  ThreadState& t = t_state;  // the next zone here takes the loop's fast path
+  t.zones = this;
+  t.lane = nullptr;
+  t.loop_of = id_;
+  return true;
+}
+
 SIMPROF_ZONES_NOINLINE void EngineZones::enter_slow(const char* name) noexcept {
-  ThreadState& t = t_state;
-  if (t.gone) return;
-  if (std::this_thread::get_id() == loop_thread_) {
-    t.zones = this;
-    t.lane = nullptr;
-    t.loop_of = id_;
-    return loop_enter(name);
-  }
+  if (t_state.gone) return;
+  if (claim_loop_thread()) return loop_enter(name);
   Lane* l = nullptr;
   try {
     l = lane();    // this thread's first zone here, or its previous zone was another's
@@ -276,12 +279,7 @@ SIMPROF_ZONES_NOINLINE void EngineZones::enter_slow(const char* name) noexcept {
 SIMPROF_ZONES_NOINLINE void EngineZones::leave_slow() noexcept {
   ThreadState& t = t_state;
   if (t.gone) return;
-  if (std::this_thread::get_id() == loop_thread_) {
-    t.zones = this;
-    t.lane = nullptr;
-    t.loop_of = id_;
-    return loop_leave();
-  }
+  if (claim_loop_thread()) return loop_leave();
   const std::int64_t now = prof_.clock_.now();
   if (t.depth > kMaxWorkerDepth) {  // the zone past the depth ends (whoever entered it)
     --t.depth;

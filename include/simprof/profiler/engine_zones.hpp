@@ -179,6 +179,7 @@ class EngineZones {
   // something is out of the ordinary: a gone owner, a zone too deep, a stray leave).
   void enter_slow(const char* name) noexcept;
   void leave_slow() noexcept;
+  bool claim_loop_thread() noexcept;  // the caller is the loop's thread: marked so in t_state
   void loop_enter(const char* name) noexcept;
   void loop_leave() noexcept;
   // The loop's slow paths: a zone whose stage cannot be opened, a stray leave, a zone left while
