@@ -22,7 +22,7 @@ namespace simprof {
 struct EngineZones::WorkerFrame {
   Lane* lane;
   Node* node;
-  std::uint32_t sum;  // the lane's sum for the node, kNoSum for none
+  std::atomic<std::uint64_t>* sum;  // the lane's sum for the node, null for none
   std::int64_t begin;
 };
 
@@ -37,7 +37,6 @@ struct EngineZones::WorkerFrame {
 #endif
 
 namespace {
-constexpr std::uint32_t kNoSum = ~std::uint32_t{0};
 constexpr std::uint32_t kPrefetchSums = 256;  // a step end asks for the first ones' lines at once
 
 SIMPROF_FORCE_INLINE void prefetch(const void* p) noexcept {
@@ -52,10 +51,11 @@ constexpr const char* kNullName = "(null)";  // a null name's one pointer (the c
 
 // One worker thread's hand-over to one EngineZones, with one writer (the thread) and one reader
 // (the loop's thread, at step ends): a running sum per zone path the thread ran, a ring of single
-// zones for the listeners that want them, and the thread's own cache of zone names. Both are
-// allocated once; the ring's pages are committed as it goes round (up to kMaxPending x 40 bytes,
-// 640 KiB, per worker thread and EngineZones over a long run, and only while spans are wanted or
-// for paths beyond kMaxSums).
+// zones for the listeners that want them, and the thread's own cache of zone names. All are
+// allocated once, the cache and the sums inside the lane itself (a zone finds them at fixed offsets
+// from the lane, with no pointer to load first); the ring's pages are committed as it goes round
+// (up to kMaxPending x 40 bytes, 640 KiB, per worker thread and EngineZones over a long run, and
+// only while spans are wanted or for paths beyond kMaxSums).
 struct alignas(64) EngineZones::Lane {
   // A sum is one word, so that a reader takes it whole in one load and the step end reads 8 bytes
   // per path and thread: the ticks in the low 48 bits (modulo 2^48: the reader takes differences,
@@ -69,7 +69,7 @@ struct alignas(64) EngineZones::Lane {
   static constexpr std::size_t kSlots = 128;
   struct Named {
     Node* node = nullptr;
-    std::uint32_t sum = 0;
+    std::atomic<std::uint64_t>* sum = nullptr;  // in this lane's sums; null: none (kMaxSums)
   };
   struct Slot {
     NodeKey key{nullptr, nullptr};
@@ -77,8 +77,6 @@ struct alignas(64) EngineZones::Lane {
   };
   Lane(std::uint64_t owner_id, const Clock& c, bool spans_wanted)
       : clock(c),
-        slots(new Slot[kSlots]),
-        sums(new std::atomic<std::uint64_t>[kMaxSums]),
         spans(spans_wanted),
         owner(owner_id),
         ring(new Finished[kMaxPending]),
@@ -86,14 +84,15 @@ struct alignas(64) EngineZones::Lane {
         taken(new Taken[kMaxSums]) {
     for (std::uint32_t i = 0; i < kMaxSums; ++i) sums[i].store(0, std::memory_order_relaxed);
   }
-  // The first line holds all a repeated zone reads of the lane (its owner's lines and the
-  // profiler's are not read at all), and nothing here is written but the two flags, rarely: in a
-  // step of an engine's own work between two zones, fewer lines to bring back is what a zone costs.
-  const Clock clock;                                   // the profiler's (fixed for its life)
-  std::unique_ptr<Slot[]> slots;                       // the worker's own
-  std::unique_ptr<std::atomic<std::uint64_t>[]> sums;  // written by the worker, read by the loop
+  // The first line holds all a repeated zone reads of the lane besides its slot and its sum (its
+  // owner's lines and the profiler's are not read at all), and nothing here is written but the
+  // two flags, rarely: in a step of an engine's own work between two zones, fewer lines to bring
+  // back, and none that waits for another, is what a zone costs.
+  const Clock clock;                    // the profiler's (fixed for its life)
   std::atomic<bool> owner_gone{false};  // the EngineZones was destroyed: the thread forgets it
   std::atomic<bool> spans;              // a listener wants worker zones: the zones are queued too
+  alignas(64) Slot slots[kSlots];       // the worker's own
+  alignas(64) std::atomic<std::uint64_t> sums[kMaxSums];  // written by the worker, read by the loop
   // The rest, on later lines.
   const std::uint64_t owner;
   std::unique_ptr<Finished[]> ring;
@@ -437,9 +436,9 @@ SIMPROF_ZONES_COLD bool EngineZones::fill_slot(Lane& l, std::size_t slot,
         named.node = worker_nodes_.find_or_add(key.parent, key.name);
       }
       const std::uint32_t k = l.n_sums.load(std::memory_order_relaxed);
-      named.sum = k < kMaxSums ? k : kNoSum;  // beyond: each zone of it goes through the ring
+      named.sum = k < kMaxSums ? &l.sums[k] : nullptr;  // beyond: each zone goes through the ring
       l.names.emplace(key, named);
-      if (named.sum != kNoSum) {
+      if (named.sum != nullptr) {
         l.sum_node[k] = named.node;
         l.n_sums.store(k + 1, std::memory_order_release);
       }
@@ -490,9 +489,9 @@ SIMPROF_FORCE_INLINE void EngineZones::worker_leave(const WorkerFrame& f, std::i
   Lane& l = *f.lane;
   // A zone of 2^48 ticks or more (a day or more) has no place in a sum: it goes through the ring.
   const std::int64_t d = std::max<std::int64_t>(t - f.begin, 0);
-  const bool summed = f.sum != kNoSum && static_cast<std::uint64_t>(d) <= Lane::kTickMask;
+  const bool summed = f.sum != nullptr && static_cast<std::uint64_t>(d) <= Lane::kTickMask;
   if (summed) {  // one writer: a plain add, stored whole for the loop's thread to load whole
-    std::atomic<std::uint64_t>& s = l.sums[f.sum];
+    std::atomic<std::uint64_t>& s = *f.sum;
     s.store(s.load(std::memory_order_relaxed) + static_cast<std::uint64_t>(d) + Lane::kOneZone,
             std::memory_order_relaxed);
     if (SIMPROF_LIKELY(!l.spans.load(std::memory_order_relaxed))) return;
