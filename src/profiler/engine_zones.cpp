@@ -137,7 +137,10 @@ struct EngineZones::ThreadState {
   Lane* lane = nullptr;  // its lane (held in thread_lanes()); null: the thread is its loop's thread
   std::uint64_t loop_of = 0;  // with lane null: the id of the EngineZones whose loop thread it is
   bool gone = false;          // the thread is exiting and its lanes are gone: zones are ignored
-  std::uint32_t depth = 0;    // worker zones open; beyond kMaxWorkerDepth they are not kept
+  std::uint32_t depth = 0;    // worker zones open and kept in frames (kMaxWorkerDepth at most)
+  // Worker zones open and not kept (past kMaxWorkerDepth, or out of memory), innermost of all:
+  // while there are any, a zone entered is not kept either, and a leave ends one of them first.
+  std::uint32_t not_kept = 0;
   WorkerFrame frames[kMaxWorkerDepth]{};
 };
 thread_local EngineZones::ThreadState EngineZones::t_state;
@@ -241,8 +244,8 @@ void EngineZones::leave() noexcept {
     if (Lane* l = t.lane) {
       const std::int64_t now = l->clock.now();
       const std::uint32_t d = t.depth;
-      // d - 1 wraps for d == 0: a stray leave, or a zone past the depth, goes the slow way.
-      if (SIMPROF_LIKELY(d - 1 < kMaxWorkerDepth && t.frames[d - 1].lane == l &&
+      // d - 1 wraps for d == 0: a stray leave, or a zone not kept, goes the slow way.
+      if (SIMPROF_LIKELY(d - 1 < kMaxWorkerDepth && t.not_kept == 0 && t.frames[d - 1].lane == l &&
                          !l->owner_gone.load(std::memory_order_relaxed))) {
         t.depth = d - 1;
         return worker_leave(t.frames[d - 1], now);
@@ -269,7 +272,8 @@ SIMPROF_ZONES_NOINLINE void EngineZones::enter_slow(const char* name) noexcept {
   Lane* l = nullptr;
   try {
     l = lane();    // this thread's first zone here, or its previous zone was another's
-  } catch (...) {  // out of memory: the zone is not kept (its leave() is said as stray)
+  } catch (...) {  // out of memory: the zone is not kept (its leave() pairs with it)
+    ++t_state.not_kept;
     return;
   }
   worker_enter(*l, name);
@@ -280,8 +284,8 @@ SIMPROF_ZONES_NOINLINE void EngineZones::leave_slow() noexcept {
   if (t.gone) return;
   if (claim_loop_thread()) return loop_leave();
   const std::int64_t now = prof_.clock_.now();
-  if (t.depth > kMaxWorkerDepth) {  // the zone past the depth ends (whoever entered it)
-    --t.depth;
+  if (t.not_kept > 0) {  // the innermost zone was not kept: it ends (whoever entered it)
+    --t.not_kept;
     return;
   }
   if (t.depth == 0 || t.frames[t.depth - 1].lane->owner != id_) return stray_worker_leave();
@@ -291,16 +295,20 @@ SIMPROF_ZONES_NOINLINE void EngineZones::leave_slow() noexcept {
   worker_leave(t.frames[t.depth], now);
 }
 
-void EngineZones::say_once(Problem p, const std::string& message) noexcept {
+// The message is made only the first time: a problem repeated in every zone (a stray leave, a
+// zone too deep) costs one load after that, no string and no lock.
+template <class MakeMessage>
+void EngineZones::say_once(Problem p, MakeMessage&& make) noexcept {
+  if (said_.load(std::memory_order_relaxed) & p) return;
   try {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (said_ & p) return;
-      said_ |= p;
+      if (said_.load(std::memory_order_relaxed) & p) return;
+      said_.fetch_or(p, std::memory_order_relaxed);
     }
-    default_logger()->warn("{} (said once)", message);
+    default_logger()->warn("{} (said once)", make());
   } catch (...) {
-    // Logging must not take the engine's callback down.
+    // Logging (or the message's memory) must not take the engine's callback down.
   }
 }
 
@@ -312,7 +320,9 @@ bool EngineZones::resolve(Node& n) noexcept {
     return true;
   } catch (const std::exception& e) {
     n.bad = true;
-    say_once(kNotOpened, fmt::format("simprof: engine zone '{}' is ignored: {}", n.path, e.what()));
+    say_once(kNotOpened, [&] {
+      return fmt::format("simprof: engine zone '{}' is ignored: {}", n.path, e.what());
+    });
     return false;
   }
 }
@@ -323,7 +333,8 @@ SIMPROF_FORCE_INLINE void EngineZones::loop_enter(const char* name) noexcept {
   try {
     n = loop_nodes_.find_or_add(parent, name == nullptr ? kNullName : name);
     loop_stack_.push_back(LoopFrame{n, false});
-  } catch (...) {  // out of memory: the zone is not kept, and its leave() is said as stray
+  } catch (...) {  // out of memory: the zone is not kept, and its leave() pairs with it
+    ++loop_not_kept_;
     return;
   }
   // Outside a step there is nothing to count it into; its leave() still pairs with it.
@@ -342,12 +353,17 @@ SIMPROF_ZONES_COLD void EngineZones::not_opened(const Node& n) noexcept {
     prof_.begin_stage(n.stage);  // throws, naming the reason
     loop_stack_.back().opened = true;
   } catch (const std::exception& e) {
-    say_once(kNotOpened,
-             fmt::format("simprof: engine zone '{}' not counted: {}", n.path, e.what()));
+    say_once(kNotOpened, [&] {
+      return fmt::format("simprof: engine zone '{}' not counted: {}", n.path, e.what());
+    });
   }
 }
 
 SIMPROF_FORCE_INLINE void EngineZones::loop_leave() noexcept {
+  if (SIMPROF_UNLIKELY(loop_not_kept_ != 0)) {  // the innermost zone was not kept
+    --loop_not_kept_;
+    return;
+  }
   if (SIMPROF_UNLIKELY(loop_stack_.empty())) return stray_loop_leave();
   const LoopFrame f = loop_stack_.back();
   loop_stack_.pop_back();
@@ -359,21 +375,22 @@ SIMPROF_FORCE_INLINE void EngineZones::loop_leave() noexcept {
 }
 
 SIMPROF_ZONES_COLD void EngineZones::stray_loop_leave() noexcept {
-  say_once(kStrayLeave,
-           "simprof: EngineZones::leave() with no zone open on the loop's thread; ignored");
+  say_once(kStrayLeave, [] {
+    return std::string(
+        "simprof: EngineZones::leave() with no zone open on the loop's thread; ignored");
+  });
 }
 
 // A scope opened inside the zone is still open: ending the zone would break the nesting. The
 // step's end says so (the profiler's unbalanced-scopes error).
 SIMPROF_ZONES_COLD void EngineZones::left_around_a_scope(const Node& n) noexcept {
-  try {
-    say_once(kNotOpened, fmt::format("simprof: engine zone '{}' left while stage '{}' is open "
-                                     "inside it; the zone is left to the step's end",
-                                     n.path,
-                                     prof_.depth_ ? prof_.names_[prof_.stack_[prof_.depth_ - 1]]
-                                                  : std::string("nothing")));
-  } catch (...) {  // out of memory for the message
-  }
+  say_once(kNotOpened, [&] {
+    return fmt::format(
+        "simprof: engine zone '{}' left while stage '{}' is open inside it; the "
+        "zone is left to the step's end",
+        n.path,
+        prof_.depth_ ? prof_.names_[prof_.stack_[prof_.depth_ - 1]] : std::string("nothing"));
+  });
 }
 
 EngineZones::Lane* EngineZones::lane() {
@@ -399,11 +416,10 @@ EngineZones::Lane* EngineZones::lane() {
         if (g.get() == l) return true;
       return false;
     };
-    // Zones past the depth are not kept: whose they were is not known, and they stay counted.
-    const std::uint32_t kept = std::min(t.depth, kMaxWorkerDepth);
-    const WorkerFrame* end = std::remove_if(t.frames, t.frames + kept,
+    // Zones not kept stay counted (whose they were is not known), innermost as they were.
+    const WorkerFrame* end = std::remove_if(t.frames, t.frames + t.depth,
                                             [&](const WorkerFrame& f) { return is_gone(f.lane); });
-    t.depth -= kept - static_cast<std::uint32_t>(end - t.frames);
+    t.depth = static_cast<std::uint32_t>(end - t.frames);
     entries.erase(
         std::remove_if(entries.begin(), entries.end(),
                        [&](const ThreadLanes::Entry& e) { return is_gone(e.lane.get()); }),
@@ -454,29 +470,35 @@ SIMPROF_ZONES_COLD bool EngineZones::fill_slot(Lane& l, std::size_t slot,
 SIMPROF_ZONES_COLD const EngineZones::Node* EngineZones::worker_parent(
     const Lane* l) const noexcept {
   const ThreadState& t = t_state;
-  for (std::uint32_t i = std::min(t.depth, kMaxWorkerDepth); i-- > 0;)
+  for (std::uint32_t i = t.depth; i-- > 0;)
     if (t.frames[i].lane == l) return t.frames[i].node;
   return &root_;
 }
 
 SIMPROF_ZONES_COLD void EngineZones::too_deep() noexcept {
-  ++t_state.depth;  // not kept: its leave() pairs with it
-  say_once(kTooDeep, fmt::format("simprof: worker-thread engine zones nested deeper than {} are "
-                                 "not counted (EngineZones::kMaxWorkerDepth)",
-                                 kMaxWorkerDepth));
+  ++t_state.not_kept;  // its leave() pairs with it
+  say_once(kTooDeep, [] {
+    return fmt::format(
+        "simprof: worker-thread engine zones nested deeper than {} are not "
+        "counted (EngineZones::kMaxWorkerDepth)",
+        kMaxWorkerDepth);
+  });
 }
 
 // A worker's zone begins on lane l (the calling thread's, in t_state).
 SIMPROF_FORCE_INLINE void EngineZones::worker_enter(Lane& l, const char* name) noexcept {
   ThreadState& t = t_state;
   const std::uint32_t d = t.depth;
-  if (SIMPROF_UNLIKELY(d >= kMaxWorkerDepth)) return too_deep();
+  if (SIMPROF_UNLIKELY(d >= kMaxWorkerDepth || t.not_kept != 0)) return too_deep();
   const Node* parent = &root_;
   if (d != 0) parent = t.frames[d - 1].lane == &l ? t.frames[d - 1].node : worker_parent(&l);
   const NodeKey key{parent, name == nullptr ? kNullName : name};
   const std::size_t at = slot_of(key, Lane::kSlots);
   // This thread's first sight of the zone path, or a collision: filled from the map.
-  if (SIMPROF_UNLIKELY(!(l.slots[at].key == key)) && !fill_slot(l, at, key)) return;
+  if (SIMPROF_UNLIKELY(!(l.slots[at].key == key)) && !fill_slot(l, at, key)) {
+    ++t.not_kept;  // out of memory: its leave() pairs with it
+    return;
+  }
   const Lane::Named named = l.slots[at].named;
   // The zone begins once the lookup is done, as on the loop's thread: the time spent here
   // belongs to the parent zone, not to this one.
@@ -500,9 +522,10 @@ SIMPROF_FORCE_INLINE void EngineZones::worker_leave(const WorkerFrame& f, std::i
 }
 
 SIMPROF_ZONES_COLD void EngineZones::stray_worker_leave() noexcept {
-  say_once(kStrayLeave,
-           "simprof: EngineZones::leave() with no zone open on a worker thread; "
-           "ignored");
+  say_once(kStrayLeave, [] {
+    return std::string(
+        "simprof: EngineZones::leave() with no zone open on a worker thread; ignored");
+  });
 }
 
 // A worker zone through its thread's queue, for the listeners (or for its time: no sum).
@@ -511,13 +534,12 @@ SIMPROF_ZONES_NOINLINE void EngineZones::queue_zone(Lane& l, const WorkerFrame& 
   const std::uint64_t h = l.head.load(std::memory_order_relaxed);
   if (h - l.tail.load(std::memory_order_acquire) >= kMaxPending) {
     if (l.dropped.fetch_add(1, std::memory_order_relaxed) == 0) {
-      try {
-        say_once(kOverflow,
-                 fmt::format("simprof: more than {} worker zones of one thread waited for a "
-                             "step end; the rest are dropped (EngineZones::dropped())",
-                             kMaxPending));
-      } catch (...) {  // out of memory for the message: the count still says it
-      }
+      say_once(kOverflow, [] {  // out of memory for the message: the count still says it
+        return fmt::format(
+            "simprof: more than {} worker zones of one thread waited for a step "
+            "end; the rest are dropped (EngineZones::dropped())",
+            kMaxPending);
+      });
     }
     return;
   }
@@ -532,10 +554,12 @@ void EngineZones::step_ending(std::int64_t t) noexcept {
     if (!it->opened) continue;
     const StageId id = it->node->stage;
     if (prof_.depth_ == 0 || prof_.stack_[prof_.depth_ - 1] != id) break;  // a scope inside it
-    say_once(kLeftOpen,
-             fmt::format("simprof: engine zone '{}' still open at the end of step {}; closed there "
-                         "(the engine's later leave() pairs with it)",
-                         it->node->path, prof_.serial_ - 1));
+    say_once(kLeftOpen, [&] {
+      return fmt::format(
+          "simprof: engine zone '{}' still open at the end of step {}; closed "
+          "there (the engine's later leave() pairs with it)",
+          it->node->path, prof_.serial_ - 1);
+    });
     prof_.close_stage(id, t);
     it->opened = false;  // the frame stays, so that the engine's leave() finds it
   }

@@ -13,7 +13,9 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -449,6 +451,53 @@ TEST(EngineZones, WorkerZonesPastTheDepthAreSaidOnceAndPairWithTheirLeaves) {
   EXPECT_FALSE(zones.worker_cpu_seconds(path + "/z"));  // level 33: not counted
   EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/after"), 0.5e-6);
   EXPECT_EQ(log.count("nested deeper than 32"), 1) << log.str();
+  EXPECT_EQ(log.count("no zone open"), 0) << log.str();
+}
+
+// An EngineZones destroyed while a worker has zones of it open under another's, with a zone past
+// the depth innermost: its frames go, and the zone not kept stays innermost (it pairs with the
+// next leave), so the other's zones still pair with their own leaves.
+TEST(EngineZones, AGoneOwnersFramesLeaveTheZonesNotKeptInnermost) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  EngineZones b(prof, "b");
+  EngineZones c(prof, "c");
+  auto a = std::make_unique<EngineZones>(prof, "a");
+  SimprofLog log;
+  constexpr std::uint32_t kB = EngineZones::kMaxWorkerDepth - 1;  // then one of a's: full
+  std::promise<void> entered, a_gone;
+  {
+    auto step = prof.step();
+    std::thread worker([&] {
+      for (std::uint32_t i = 0; i < kB; ++i) {
+        b.enter("z");  // level i + 1
+        mc.advance_ns(1'000);
+      }
+      a->enter("y");
+      mc.advance_ns(1'000);
+      b.enter("deep");  // past the depth: not kept
+      entered.set_value();
+      a_gone.get_future().wait();
+      c.enter("x");  // inside the zone not kept: not kept either
+      c.leave();
+      b.leave();  // "deep"
+      for (std::uint32_t i = 0; i < kB; ++i) b.leave();
+    });
+    entered.get_future().wait();
+    a.reset();
+    a_gone.set_value();
+    worker.join();
+  }
+  std::string path = "b";
+  for (std::uint32_t level = 1; level <= kB; ++level) {
+    path += "/z";
+    const auto s = b.worker_cpu_seconds(path);
+    ASSERT_TRUE(s) << path;
+    EXPECT_DOUBLE_EQ(*s, 1e-6 * (kB + 2 - level)) << path;
+  }
+  EXPECT_FALSE(b.worker_cpu_seconds(path + "/deep"));
+  EXPECT_FALSE(c.worker_cpu_seconds("c/x"));
+  EXPECT_EQ(log.count("nested deeper than 32"), 2) << log.str();  // once by b, once by c
   EXPECT_EQ(log.count("no zone open"), 0) << log.str();
 }
 

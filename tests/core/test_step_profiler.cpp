@@ -185,6 +185,10 @@ TEST(StepProfiler, ExceptionsInFlightAreCountedAsTheRuntimeCountsThem) {
     std::vector<std::pair<int, int>>& seen;  // (ours, the runtime's)
     ~Probe() {
       seen.emplace_back(simprof::detail::uncaught_exceptions(), std::uncaught_exceptions());
+      // Another thread, while this one unwinds: its own count (0), not this thread's (1).
+      std::thread([this] {
+        seen.emplace_back(simprof::detail::uncaught_exceptions(), std::uncaught_exceptions());
+      }).join();
       try {
         struct Inner {
           std::vector<std::pair<int, int>>& seen;
@@ -205,11 +209,8 @@ TEST(StepProfiler, ExceptionsInFlightAreCountedAsTheRuntimeCountsThem) {
     throw std::runtime_error("first");
   } catch (const std::runtime_error&) {
   }
-  std::thread([&seen] {  // another thread: its own count, its own block
-    seen.emplace_back(simprof::detail::uncaught_exceptions(), std::uncaught_exceptions());
-  })
-      .join();
-  const std::vector<std::pair<int, int>> expected{{0, 0}, {1, 1}, {2, 2}, {0, 0}};
+  seen.emplace_back(simprof::detail::uncaught_exceptions(), std::uncaught_exceptions());
+  const std::vector<std::pair<int, int>> expected{{0, 0}, {1, 1}, {0, 0}, {2, 2}, {0, 0}};
   EXPECT_EQ(seen, expected);
 }
 

@@ -1,18 +1,22 @@
 // SPDX-License-Identifier: MIT
-// std::uncaught_exceptions() at the cost of one load, for the step scope's end: on a C++ runtime
-// of the Itanium ABI (libstdc++, libc++) the count lives in the runtime's per-thread block
-// (__cxa_eh_globals, whose first two members the ABI fixes); its address is asked once per thread
-// and kept in a thread_local of ours. std::uncaught_exceptions() reaches that block through the
-// runtime's own thread-local access on every call, and right after an engine's step, with its
-// code and pages cold, that one call measured 1-3 us on the loop's thread (bench: bullet --cost).
-// Elsewhere it is std::uncaught_exceptions() itself.
+// std::uncaught_exceptions() at the cost of one load, for the step scope's end: with libstdc++ on
+// Linux (the Itanium C++ ABI) the count lives in the runtime's per-thread block (__cxa_eh_globals,
+// whose first two members the ABI fixes; libstdc++ keeps it in static TLS, valid for the thread's
+// whole life); its address is asked once per thread and kept in a thread_local of ours. Other
+// runtimes (libc++abi may keep the block behind a pthread key freed at thread exit; Emscripten
+// counts in JavaScript) use std::uncaught_exceptions(). std::uncaught_exceptions() reaches that
+// block through the runtime's own thread-local access on every call, and right after an engine's
+// step, with its code and pages cold, that one call measured 1-3 us on the loop's thread (bench:
+// bullet --cost). Elsewhere it is std::uncaught_exceptions() itself.
 #pragma once
 
+#include <cstddef>
+#include <cstring>
 #include <exception>
 
 #include "simprof/base/config.hpp"
 
-#if !defined(_WIN32) && (defined(__GLIBCXX__) || defined(_LIBCPP_VERSION)) && defined(__has_include)
+#if defined(__linux__) && defined(__GLIBCXX__) && !defined(__EMSCRIPTEN__) && defined(__has_include)
 #if __has_include(<cxxabi.h>)
 #include <cxxabi.h>
 #define SIMPROF_ITANIUM_EH_GLOBALS 1
@@ -33,14 +37,19 @@ struct ItaniumEhGlobals {
 /// The calling thread's runtime block, once asked (constant-initialised: a plain access).
 inline thread_local const ItaniumEhGlobals* t_eh_globals = nullptr;
 
-/// std::uncaught_exceptions(), read from the runtime's per-thread block.
+/// std::uncaught_exceptions(), read from the runtime's per-thread block (copied out as bytes: the
+/// runtime's own type is opaque here).
 SIMPROF_FORCE_INLINE int uncaught_exceptions() noexcept {
   const ItaniumEhGlobals* g = t_eh_globals;
   if (SIMPROF_UNLIKELY(g == nullptr)) {
     g = reinterpret_cast<const ItaniumEhGlobals*>(abi::__cxa_get_globals());
     t_eh_globals = g;
   }
-  return static_cast<int>(g->uncaught_exceptions);
+  unsigned int n = 0;
+  std::memcpy(&n,
+              reinterpret_cast<const char*>(g) + offsetof(ItaniumEhGlobals, uncaught_exceptions),
+              sizeof n);
+  return static_cast<int>(n);
 }
 #else
 /// std::uncaught_exceptions() (no Itanium ABI runtime known here).

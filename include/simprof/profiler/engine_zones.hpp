@@ -25,17 +25,17 @@
 // path (one writer, one reader: no lock; one word, its ticks modulo 2^48, so that the step end
 // reads each whole in one load: a day of a 3 GHz clock between two step ends; the thread's own
 // name cache makes a repeated zone one look; a thread keeps kMaxWorkerDepth zones open at once,
-// and a deeper one is not counted). At the loop's step end the sums that moved are read into
-// worker_cpu_seconds(): CPU time summed across threads, which may exceed the step's wall time, so
-// it is never added to timings(). The step end reads a few values per thread and zone path, not
-// one per zone, and takes no lock unless a thread came or went: on a pool it is on the step's
-// critical path, with its lines cold after the engine's work. A repeated zone, on either side,
-// is told apart by one thread_local block (the thread's last EngineZones and its open zones).
-// Only while a listener wants worker zones (StepListener::wants_worker_zones(), a TraceSession:
-// spans on their thread's track) does each zone also go through the thread's queue, to
-// on_worker_zone() at the step end (and a zone of a path beyond kMaxSums always does). A thread's
-// first zone allocates its queue and sums once, and each zone path's first use on a thread takes a
-// lock.
+// and a deeper one, with any inside it, is not counted: its leave() pairs with it). At the loop's
+// step end the sums that moved are read into worker_cpu_seconds(): CPU time summed across threads,
+// which may exceed the step's wall time, so it is never added to timings(). The step end reads a
+// few values per thread and zone path, not one per zone, and takes no lock unless a thread came or
+// went: on a pool it is on the step's critical path, with its lines cold after the engine's work. A
+// repeated zone, on either side, is told apart by one thread_local block (the thread's last
+// EngineZones and its open zones). Only while a listener wants worker zones
+// (StepListener::wants_worker_zones(), a TraceSession: spans on their thread's track) does each
+// zone also go through the thread's queue, to on_worker_zone() at the step end (and a zone of a
+// path beyond kMaxSums always does). A thread's first zone allocates its queue and sums once, and
+// each zone path's first use on a thread takes a lock.
 //
 // Misuse is said once (a warning through simprof's logger) and corrupts nothing: a zone still open
 // on the loop's thread when the step ends is closed there and the step still ends (the engine's
@@ -200,15 +200,17 @@ class EngineZones {
   void queue_zone(Lane& l, const WorkerFrame& f, std::int64_t t, bool summed) noexcept;
   Lane* lane();                    // the calling thread's lane, made on its first zone
   bool resolve(Node& n) noexcept;  // loop's thread: n.stage from n.path; false when bad
-  void say_once(Problem p, const std::string& message) noexcept;
+  template <class MakeMessage>
+  void say_once(Problem p, MakeMessage&& make) noexcept;  // make(): the message, made once
 
   // What a step end and a loop zone read comes first, on a few lines together: after the
   // engine's work they are cold, and each line (and page) fetched is on the loop's critical path.
   StepProfiler& prof_;
   const std::uint64_t id_;  // tells this EngineZones apart in the threads' lanes (never reused)
   std::vector<LoopFrame> loop_stack_;
+  std::uint32_t loop_not_kept_ = 0;  // loop zones open but not kept (out of memory), innermost
   StageId under_ = kNoStage;
-  unsigned said_ = 0;  // Problem bits already said (loop's thread and workers: under mutex_)
+  std::atomic<unsigned> said_{0};                 // Problem bits already said (set under mutex_)
   std::vector<Lane*> draining_;                   // lanes_ as of lanes_seen_, read without the lock
   std::atomic<std::uint64_t> lanes_changed_{0};   // bumped (under mutex_) when lanes_ changes
   std::uint64_t lanes_seen_ = ~std::uint64_t{0};  // lanes_changed_ when draining_ was taken
@@ -222,7 +224,7 @@ class EngineZones {
   std::thread::id loop_thread_;
   Node root_;  // parent of the top-level zones, both sides
   NodeTable loop_nodes_;
-  mutable std::mutex mutex_;  // guards the workers' nodes, lanes_, dropped_, said_
+  mutable std::mutex mutex_;  // guards the workers' nodes, lanes_, dropped_, setting said_
   NodeTable worker_nodes_;
   std::vector<std::shared_ptr<Lane>> lanes_;  // one per worker thread that entered a zone
   std::uint64_t dropped_ = 0;                 // of lanes whose thread has ended
