@@ -597,8 +597,7 @@ int run_cost(const Args& a) {
     fmt::print(
         "  {} thread{} ({} rounds): steps/s on {:.1f}, off {:.1f} (medians); cost {:+.2f} % ({}); "
         "from the hook's own time {:.3f} % + on the loop's thread {:.2f} us a step ({:.3f} %; "
-        "begin "
-        "{:.2f}, end {:.2f}); envs/s off {}\n{}",
+        "begin {:.2f}, end {:.2f}); envs/s off {}\n{}",
         t, t > 1 ? "s" : "", rounds_t, block / c.on_wall_s, block / c.off_wall_s, c.cost_pct,
         c.verdict(1.0), 100 * estimate, 1e6 * loop_s, 100 * loop_s / (c.off_wall_s / block),
         1e6 * median(loop_begins_s), 1e6 * median(loop_ends_s),

@@ -283,7 +283,6 @@ SIMPROF_ZONES_NOINLINE void EngineZones::leave_slow() noexcept {
   ThreadState& t = t_state;
   if (t.gone) return;
   if (claim_loop_thread()) return loop_leave();
-  const std::int64_t now = prof_.clock_.now();
   if (t.not_kept > 0) {  // the innermost zone was not kept: it ends (whoever entered it)
     --t.not_kept;
     return;
@@ -291,6 +290,7 @@ SIMPROF_ZONES_NOINLINE void EngineZones::leave_slow() noexcept {
   if (t.depth == 0 || t.frames[t.depth - 1].lane->owner != id_) return stray_worker_leave();
   // The thread's innermost zone is ours, though its last zone was another EngineZones' (or the
   // lane's owner is gone: then the id cannot be ours, and it went stray above).
+  const std::int64_t now = prof_.clock_.now();
   --t.depth;
   worker_leave(t.frames[t.depth], now);
 }

@@ -4,10 +4,9 @@
 // whose first two members the ABI fixes; libstdc++ keeps it in static TLS, valid for the thread's
 // whole life); its address is asked once per thread and kept in a thread_local of ours. Other
 // runtimes (libc++abi may keep the block behind a pthread key freed at thread exit; Emscripten
-// counts in JavaScript) use std::uncaught_exceptions(). std::uncaught_exceptions() reaches that
-// block through the runtime's own thread-local access on every call, and right after an engine's
-// step, with its code and pages cold, that one call measured 1-3 us on the loop's thread (bench:
-// bullet --cost). Elsewhere it is std::uncaught_exceptions() itself.
+// counts in JavaScript) use std::uncaught_exceptions() itself. That call reaches the block through
+// the runtime's own thread-local access every time, and right after an engine's step, with its code
+// and pages cold, it measured 1-3 us on the loop's thread (bench: bullet --cost).
 #pragma once
 
 #include <cstddef>
@@ -52,7 +51,7 @@ SIMPROF_FORCE_INLINE int uncaught_exceptions() noexcept {
   return static_cast<int>(n);
 }
 #else
-/// std::uncaught_exceptions() (no Itanium ABI runtime known here).
+/// std::uncaught_exceptions() (not libstdc++ on Linux).
 inline int uncaught_exceptions() noexcept { return std::uncaught_exceptions(); }
 #endif
 

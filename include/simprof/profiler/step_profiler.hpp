@@ -352,8 +352,8 @@ template <bool Nullable>
 inline BasicStepScope<Nullable>::BasicStepScope(Profiler prof) : prof_(detail::pointer(prof)) {
   if (!Nullable || prof_) prof_->begin_step();
 }
-// The count of exceptions in flight (detail::uncaught_exceptions(): one load where the C++ runtime
-// follows the Itanium ABI) tells an exception unwinding through the step from a normal end. A step
+// The count of exceptions in flight (detail::uncaught_exceptions(): one load with libstdc++ on
+// Linux) tells an exception unwinding through the step from a normal end. A step
 // scope that lives entirely inside a destructor run by unwinding would be taken for an aborted
 // step: an accepted corner.
 template <bool Nullable>
