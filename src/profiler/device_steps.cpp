@@ -14,11 +14,19 @@ DeviceSteps::~DeviceSteps() {
 }
 
 const DeviceStep& DeviceSteps::add(std::uint64_t step, bool completed, double step_s,
-                                   double since_previous_end_s) {
-  const bool next = have_previous_ && step == latest_.step + 1;
+                                   double since_previous_end_s, bool rebased) {
+  const bool next = have_previous_ && step == latest_.step + 1 && !rebased;
   if (have_previous_ && step > latest_.step + 1) missed_ += step - latest_.step - 1;
-  // The running device clock goes on only from the step just before; a gap loses it.
-  if (next && clock_valid_ && std::isfinite(since_previous_end_s)) {
+  if (rebased && std::isfinite(since_previous_end_s)) {
+    // A clock that begins at this step's start: the FPS sample starts there, this step ends it.
+    clock_ns_ = since_previous_end_s * 1e9;
+    clock_valid_ = true;
+    if (feed_fps_) {
+      prof_.fps().restart();
+      prof_.fps().tick(0);
+    }
+  } else if (next && clock_valid_ && std::isfinite(since_previous_end_s)) {
+    // The running device clock goes on only from the step just before; a gap loses it.
     clock_ns_ += since_previous_end_s * 1e9;
   } else {
     clock_ns_ = 0;

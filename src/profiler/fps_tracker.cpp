@@ -116,6 +116,7 @@ void FpsTracker::use_host_clock() {
 
 void FpsTracker::reset() noexcept {
   restart();
+  ++resets_;
   samples_ = 0;
   ema_ = std::numeric_limits<double>::quiet_NaN();
   last_ = FpsSample{};

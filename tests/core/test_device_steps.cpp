@@ -101,3 +101,24 @@ TEST(DeviceSteps, TheProfilerStopsTickingAndTheHostClockComesBack) {
   EXPECT_EQ(prof.fps().num_samples(), 1u);
   EXPECT_DOUBLE_EQ(prof.fps().fps_per_env(), 100.0);
 }
+
+TEST(DeviceSteps, AStepAfterAnFpsResetStartsTheSampleAtItsOwnStart) {
+  // Steps of 10 ms; between rounds 300 ms of other work on the stream, then fps().reset(). The
+  // first step after the reset is timed from its own start (rebased): the new round's sample holds
+  // only its steps, and no period holds the other work.
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  DeviceSteps steps(prof, /*feed_fps=*/true);
+  steps.add(0, true, kNone, kNone);
+  for (std::uint64_t s = 1; s <= 10; ++s) steps.add(s, true, kNone, 10e-3);
+  prof.fps().reset();
+  const DeviceStep& first = steps.add(11, true, kNone, 10e-3, /*rebased=*/true);
+  EXPECT_TRUE(std::isnan(first.period_s));
+  EXPECT_EQ(first.end_ns, 10'000'000);
+  for (std::uint64_t s = 12; s <= 15; ++s) steps.add(s, true, kNone, 10e-3);
+  EXPECT_EQ(prof.fps().num_samples(), 1u);  // 5 steps over 50 ms, from the first one's start
+  EXPECT_EQ(prof.fps().last_sample().steps, 5u);
+  EXPECT_DOUBLE_EQ(prof.fps().fps_per_env(), 100.0);
+  EXPECT_EQ(steps.periods(), 14u);  // 1-10 and 12-15
+  EXPECT_NEAR(steps.mean_period_s(), 10e-3, 1e-12);
+}

@@ -190,6 +190,50 @@ TEST_F(GpuTest, FpsAgreesWithEventThroughputEagerAndGraph) {
       }
 }
 
+namespace {
+
+// Rounds of `steps` paced steps, each after 20 ms of other work on the same stream and then
+// fps().reset(): each round's FPS line must be its own CUDA-event throughput, and the device period
+// the step's, whatever ran between rounds.
+void rounds_after_other_work(bool graph, int mark_every) {
+  constexpr std::int64_t kEnvs = 1000;
+  Loop loop(100'000);
+  StepProfiler prof(quiet(), kEnvs);
+  StepPacerOptions o;
+  o.mark_every = mark_every;
+  o.span_every = mark_every;
+  StepPacer pacer(prof, loop.stream, o);
+  GraphCache cache(loop.stream);
+  loop.run(prof, graph ? &cache : nullptr, 8);  // graph: warm-up, capture, replays
+  const int steps = gt::scaled(600, 40);
+  double round_s = 0;
+  for (int round = 0; round < 3; ++round) {
+    gt::spin(20'000'000, loop.stream);  // other work: 20 ms, nobody's step
+    prof.fps().reset();
+    Event begin, end;
+    begin.record(loop.stream);
+    loop.run(prof, graph ? &cache : nullptr, steps);
+    end.record(loop.stream);
+    pacer.finish();
+    const double seconds = static_cast<double>(end.elapsed_ms_since(begin)) * 1e-3;
+    round_s += seconds;
+    const double events = static_cast<double>(kEnvs) * steps / seconds;
+    SIMPROF_TIMING EXPECT_NEAR(prof.fps().total_fps() / events, 1.0, 0.005)
+        << (graph ? "replayed" : "eager") << ", mark_every " << mark_every << ", round " << round;
+  }
+  SIMPROF_TIMING EXPECT_NEAR(pacer.device_steps().mean_period_s(), round_s / (3.0 * steps),
+                             0.01 * round_s / (3.0 * steps))
+      << (graph ? "replayed" : "eager") << ", mark_every " << mark_every;
+}
+
+}  // namespace
+
+TEST_F(GpuTest, FpsLineAfterResetHoldsOnlyTheRoundsSteps) {
+  SIMPROF_SKIP_TIMING_ONLY_UNDER_SANITIZER();
+  for (const bool graph : {false, true})
+    for (const int mark_every : {1, 8}) rounds_after_other_work(graph, mark_every);
+}
+
 TEST_F(GpuTest, UnpacedHostClockFpsIsTheEnqueueRate) {
   SIMPROF_SKIP_TIMING_ONLY_UNDER_SANITIZER();
   // The failure the pacer exists for, kept visible: with the host free to run ahead, the host-clock

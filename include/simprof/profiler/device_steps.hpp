@@ -51,9 +51,12 @@ class DeviceSteps {
 
   /// Step `step` ended on the device. Steps come in increasing order; indices skipped since the
   /// last call are steps that left no device time (counted in missed()). `since_previous_end_s`:
-  /// device seconds from the end of the previously added step (NaN when unknown).
+  /// device seconds from the end of the previously added step (NaN when unknown). `rebased`: the
+  /// FPS line was reset before this step began (FpsTracker::reset()); `since_previous_end_s` is
+  /// then measured from the step's own start, which begins the device clock and the FPS sample
+  /// afresh, and the step has no period (the time before it is not the loop's).
   const DeviceStep& add(std::uint64_t step, bool completed, double step_s,
-                        double since_previous_end_s);
+                        double since_previous_end_s, bool rebased = false);
   /// Completes the FPS sample in progress (the end of a run), when the line is fed from here.
   void flush();
 

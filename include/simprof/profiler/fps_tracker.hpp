@@ -104,6 +104,9 @@ class FpsTracker {
   /// afresh. Call it after a warm-up, whose slow first steps would otherwise weigh on the smoothed
   /// value for many samples.
   void reset() noexcept;
+  /// How many times reset() was called: a device clock that feeds the tracker starts its next
+  /// sample at the next step's own start, not at the last step end it timed before the reset.
+  std::uint64_t resets() const noexcept { return resets_; }
   /// Completes the sample in progress at `now` when it counted a step since it began: a run
   /// shorter than a sample still gets its rate. Returns whether a sample completed.
   bool flush(std::int64_t now);
@@ -166,6 +169,7 @@ class FpsTracker {
   std::uint64_t steps_ = 0;
   std::int64_t last_tick_ = 0;
   std::uint64_t samples_ = 0;
+  std::uint64_t resets_ = 0;
   double ema_;
   double weighted_ = 0, weights_ = 0;  // the debiased EMA's sums
   FpsSample last_{};

@@ -91,12 +91,14 @@ void StepPacer::on_step_begin(std::uint64_t step, std::int64_t) {
   if (in_flight > counters_.most_in_flight) counters_.most_in_flight = in_flight;
   Slot& s = slot(recorded_);
   s.marked = false;
+  s.rebased = prof_.fps().resets() != resets_seen_;
+  resets_seen_ = prof_.fps().resets();
   s.spanned =
       options_.span_every > 0 && step % static_cast<std::uint64_t>(options_.span_every) == 0;
-  if (s.spanned) {
+  if (s.spanned || s.rebased) {
     if (const cudaError_t e = cudaEventRecord(s.begin.get(), stream_); e != cudaSuccess) {
       report("cudaEventRecord", e);
-      s.spanned = false;
+      s.spanned = s.rebased = false;
     }
   }
   open_ = true;
@@ -140,15 +142,27 @@ void StepPacer::take_in(bool wait) noexcept {
       report(wait ? "cudaEventSynchronize" : "cudaEventQuery", q);
       return;
     }
-    // The group's time since the previous mark, shared by its steps.
-    const double since = have_mark_ ? elapsed_s(slot(taken_ - 1).end, mark.end) : DeviceStep::kNone;
-    const double per_step = since / static_cast<double>(j - taken_ + 1);
+    // The group's time since the previous mark, shared by its steps; from the start of the last
+    // step after an FPS reset, when one is in the group (the steps before it get none).
+    std::uint64_t from = taken_;
+    for (std::uint64_t k = j + 1; k-- > taken_;)
+      if (slot(k).rebased) {
+        from = k;
+        break;
+      }
+    const bool rebased = slot(from).rebased;
+    const double since = rebased      ? elapsed_s(slot(from).begin, mark.end)
+                         : have_mark_ ? elapsed_s(slot(taken_ - 1).end, mark.end)
+                                      : DeviceStep::kNone;
+    const double per_step = since / static_cast<double>(j - from + 1);
     for (; taken_ <= j; ++taken_) {
       const Slot& s = slot(taken_);
       // A spanned step is always marked: the last of its group.
       const double span = s.spanned && taken_ == j ? elapsed_s(s.begin, s.end) : DeviceStep::kNone;
       try {
-        const DeviceStep& d = steps_.add(s.step, s.completed, span, per_step);
+        const DeviceStep& d =
+            steps_.add(s.step, s.completed, span, taken_ < from ? DeviceStep::kNone : per_step,
+                       rebased && taken_ == from);
         if (on_step_) {
           DeviceStep shared = d;
           shared.group_end = mark.step;  // the period is the group's, closed by this mark

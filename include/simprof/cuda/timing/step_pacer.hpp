@@ -13,7 +13,10 @@
 // The end events of every mark_every-th step (and of every spanned one) are timed; the others only
 // order (cudaEventDisableTiming). The timed ones time the steps on the device: the time since the
 // mark before, shared by the steps between (with mark_every 1: every step's own period), and the
-// step's span from a start event (one step in span_every). They go to a DeviceSteps
+// step's span from a start event (one step in span_every). The first step after the FPS line's
+// reset() gets a timed start event too, and the time since the last mark before it (other work on
+// the stream, a pause) is nobody's period: that step's group is timed from its start. They go to a
+// DeviceSteps
 // (profiler/device_steps.hpp), which by default feeds the profiler's FPS line from the GPU's
 // step-end times ("GPU clock" in the line).
 //
@@ -113,6 +116,7 @@ class StepPacer : public StepListener {
     bool spanned = false;  // the begin event was recorded
     bool marked = false;   // the end event was recorded
     bool paced = false;    // the pace event was recorded (an unmarked step)
+    bool rebased = false;  // the FPS line was reset before it: its begin event starts the clock
   };
   Slot& slot(std::uint64_t seq) noexcept { return ring_[seq % ring_.size()]; }
   /// Takes in the recorded steps whose end event completed (all of them when `wait`).
@@ -123,12 +127,13 @@ class StepPacer : public StepListener {
   cudaStream_t stream_;
   int device_;
   StepPacerOptions options_;
-  std::vector<Slot> ring_;      // max_in_flight + mark_every + 2 steps
-  std::uint64_t recorded_ = 0;  // steps ended (in the pacer's own sequence)
-  std::uint64_t taken_ = 0;     // steps taken in: every step before the latest mark taken in
-  std::uint64_t done_ = 0;      // steps known to have ended on the GPU (a wait, or taken in)
-  bool have_mark_ = false;      // slot(taken_ - 1) holds the latest mark taken in
-  bool open_ = false;           // a step began and its begin event is recorded
+  std::vector<Slot> ring_;         // max_in_flight + mark_every + 2 steps
+  std::uint64_t recorded_ = 0;     // steps ended (in the pacer's own sequence)
+  std::uint64_t taken_ = 0;        // steps taken in: every step before the latest mark taken in
+  std::uint64_t done_ = 0;         // steps known to have ended on the GPU (a wait, or taken in)
+  bool have_mark_ = false;         // slot(taken_ - 1) holds the latest mark taken in
+  bool open_ = false;              // a step began and its begin event is recorded
+  std::uint64_t resets_seen_ = 0;  // the FPS tracker's resets() at the last step's begin
   DeviceSteps steps_;
   StepPacerCounters counters_;
   std::function<void(const DeviceStep&)> on_step_;
