@@ -136,14 +136,7 @@ TEST_F(GpuTest, EveryNodeOfAReplayedGraphIsTimedNamedAndStaged) {
   EXPECT_EQ(set->stage_name, "sensors/Cam");
   EXPECT_TRUE(a->kernel && in->kernel && cam->kernel);
   EXPECT_FALSE(set->kernel);
-  // CUPTI's ids of the graph and its nodes: one graph, five distinct nodes.
-  for (const auto& n : nodes) {
-    EXPECT_EQ(n.count, 10u) << n.name;
-    EXPECT_EQ(n.graph_id, a->graph_id);
-    EXPECT_NE(n.node_id, 0u) << n.name;
-  }
-  EXPECT_NE(a->graph_id, 0u);
-  EXPECT_NE(a->node_id, b->node_id);
+  for (const auto& n : nodes) EXPECT_EQ(n.count, 10u) << n.name;
   // Known durations: within 5 % or 1 us (the launch gap before each kernel is in its reading).
   auto near = [](const KernelNodeTime* k, double want_s) {
     SIMPROF_TIMING EXPECT_NEAR(k->mean_s, want_s, std::max(1e-6, 0.05 * want_s))
@@ -165,6 +158,17 @@ TEST_F(GpuTest, EveryNodeOfAReplayedGraphIsTimedNamedAndStaged) {
   EXPECT_LT(at("physics/collide"), at("physics/integrate")) << table;
   EXPECT_EQ(table.find("memset"), std::string::npos) << "kernels only:\n" << table;
   std::printf("%s", table.c_str());
+  // CUPTI's ids of the graph and its nodes: one graph, five distinct nodes. Last: while another
+  // tool (compute-sanitizer) holds CUPTI, CUPTI gives no ids, and only this part is skipped.
+  if (a->graph_id == 0 && gt::cupti_held_by_another_tool())
+    GTEST_SKIP() << "CUPTI's graph and node ids not checked: another tool holds CUPTI (everything "
+                    "else in this test was checked)";
+  for (const auto& n : nodes) {
+    EXPECT_EQ(n.graph_id, a->graph_id);
+    EXPECT_NE(n.node_id, 0u) << n.name;
+  }
+  EXPECT_NE(a->graph_id, 0u);
+  EXPECT_NE(a->node_id, b->node_id);
 }
 
 // The stamps run right after their kernels even with a GPU-filling branch beside the chain (CUPTI's

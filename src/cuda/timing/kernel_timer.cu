@@ -325,7 +325,12 @@ struct GraphKernelTimer::Impl final : StepListener {
   // One warning for the timer's life (formatted inside: never throws).
   template <class... Args>
   void say(fmt::format_string<Args...> f, Args&&... args) noexcept {
-    if (said.exchange(true)) return;
+    say_once(said, f, std::forward<Args>(args)...);
+  }
+  // One warning for the timer's life per `flag`: a problem with its own fix is said apart.
+  template <class... Args>
+  void say_once(std::atomic<bool>& flag, fmt::format_string<Args...> f, Args&&... args) noexcept {
+    if (flag.exchange(true)) return;
     try {
       simprof::default_logger()->warn("simprof: GraphKernelTimer: {} (said once; counted after)",
                                       fmt::format(f, std::forward<Args>(args)...));
@@ -405,8 +410,9 @@ struct GraphKernelTimer::Impl final : StepListener {
   double hop_sum_ns = 0;  // over the replays read
   std::uint64_t n_replays = 0, n_missed = 0, n_dropped = 0, n_unstamped = 0;
   std::function<void(const KernelReplay&)> on_replay;
-  KernelReplay replay;            // scratch for on_replay
-  std::atomic<bool> said{false};  // the loop's thread and a background writer may both say
+  KernelReplay replay;                 // scratch for on_replay
+  std::atomic<bool> said{false};       // the loop's thread and a background writer may both say
+  std::atomic<bool> said_ring{false};  // the host outran the ring (its own fix: pace the loop)
 
   // Trace windows (TraceSource). The window's flags and counts are under `mu`.
   TimeBase time_base;
@@ -560,6 +566,11 @@ void GraphKernelTimer::Impl::begin_sample(std::uint64_t step) noexcept {
     if (p.busy) {  // the host is a whole ring of samples ahead of the GPU: this one is left out
       ++n_dropped;
       if (in_window) ++window_lost;
+      say_once(said_ring,
+               "sampled step {} is left out: the host is {} sampled replays ahead of the GPU "
+               "(the ring's size); pace the loop (simprof::cuda::GpuProfile, a StepPacer or a "
+               "DeviceStageTimer) or raise GraphKernelTimerOptions.ring",
+               step, options.ring);
       return;
     }
   }

@@ -139,7 +139,7 @@ void DeviceStageTimer::Impl::join(const StepRecord& r, std::uint64_t step) {
       const double stamps = static_cast<double>(at - open[id].eager);
       const double d =
           std::max(0.0, (static_cast<double>(static_cast<std::int64_t>(e.t) - open[id].at) -
-                         stamps * eager_stamp_ns) *
+                         stamps * (sl.plain ? eager_stamp_plain_ns : eager_stamp_ns)) *
                             1e-9);
       scratch.add(id, d);
       // The host's rule: a child's time also counts into each parent that is not open around it.
@@ -191,6 +191,12 @@ double DeviceStageTimer::Impl::mean(StageId id) const noexcept {
   return sampled_mean(id);
 }
 
+std::uint64_t DeviceStageTimer::Impl::count(StageId id) const noexcept {
+  if ((id == kStepStage || id == kPeriodStage) && loop[id == kStepStage ? 0 : 1].count)
+    return loop[id == kStepStage ? 0 : 1].count;
+  return id < sums.size() ? sums[id].count : 0;
+}
+
 double DeviceStageTimer::Impl::sampled_mean(StageId id) const noexcept {
   if (id >= sums.size() || sums[id].count == 0) return std::numeric_limits<double>::quiet_NaN();
   return sums[id].seconds / static_cast<double>(sums[id].count);
@@ -213,6 +219,11 @@ double DeviceStageTimer::sampled_mean(std::string_view stage) const noexcept {
 std::uint64_t DeviceStageTimer::joined() const noexcept { return impl_->joined; }
 std::uint64_t DeviceStageTimer::dropped() const noexcept { return impl_->dropped; }
 std::uint64_t DeviceStageTimer::unpaired() const noexcept { return impl_->n_unpaired; }
+std::uint64_t DeviceStageTimer::unstamped() const noexcept { return impl_->n_unstamped; }
+std::uint64_t DeviceStageTimer::count(StageId stage) const noexcept { return impl_->count(stage); }
+std::uint64_t DeviceStageTimer::count(std::string_view stage) const noexcept {
+  return impl_->count(impl_->prof.find_stage(stage));
+}
 std::uint64_t DeviceStageTimer::merged() const noexcept { return impl_->n_merged; }
 double DeviceStageTimer::eager_stamp_seconds() const noexcept {
   return impl_->eager_stamp_ns * 1e-9;
@@ -260,6 +271,12 @@ std::string device_stage_table(const StepProfiler& prof, const DeviceStageTimer&
     fmt::format_to(std::back_inserter(out), "{:<28} {:>12} {:>12.1f} {:>8}\n",
                    stage_label(prof, r.id, r.depth), host, r.device_mean_s * 1e6, share);
   }
+  fmt::format_to(std::back_inserter(out), "(device: {} sampled steps joined", dev.joined());
+  if (dev.unstamped() != 0)
+    fmt::format_to(std::back_inserter(out), ", {} sampled steps unstamped: not in it",
+                   dev.unstamped());
+  if (dev.dropped() != 0) fmt::format_to(std::back_inserter(out), ", {} dropped", dev.dropped());
+  fmt::format_to(std::back_inserter(out), ")\n");
   return fmt::to_string(out);
 }
 }  // namespace simprof::cuda

@@ -203,7 +203,10 @@ DeviceStageTimer::Impl::Impl(StepProfiler& profiler, cudaStream_t s, DeviceStage
   cudaFuncAttributes stamp_code{};
   SIMPROF_CUDA_CHECK(cudaFuncGetAttributes(&stamp_code, eager_stamp_kernel));
   dependent_launch = major >= 9 && stamp_code.ptxVersion >= 90;
-  calibrate();
+  eager_stamp_ns = calibrate();
+  plain_now = true;
+  eager_stamp_plain_ns = dependent_launch ? calibrate() : eager_stamp_ns;
+  plain_now = false;
   make_publish_graph();
   if (options.max_in_flight > 0) {
     StepPacerOptions po;
@@ -241,7 +244,7 @@ void DeviceStageTimer::Impl::make_publish_graph() {
   SIMPROF_CUDA_CHECK(cudaGraphInstantiate(publish_exec.out(), publish_graph.get(), 0));
 }
 
-void DeviceStageTimer::Impl::calibrate() {
+double DeviceStageTimer::Impl::calibrate() {
   // A stage read as on a sampled eager step, twice over: 8 kernels back to back between a begin
   // and an end stamp, then the same 8 kernels each in a child stage of its own (16 stamps more,
   // two between each two kernels, as between an engine's stages). A sixteenth of the difference
@@ -307,7 +310,7 @@ void DeviceStageTimer::Impl::calibrate() {
   std::sort(costs, costs + kPairs);
   double middle = 0;
   for (int p = kPairs / 4; p < kPairs - kPairs / 4; ++p) middle += costs[p];
-  eager_stamp_ns = std::max(0.0, middle / (kPairs - 2 * (kPairs / 4)));
+  return std::max(0.0, middle / (kPairs - 2 * (kPairs / 4)));
 }
 
 DeviceStageTimer::Impl::~Impl() {
@@ -340,8 +343,25 @@ void DeviceStageTimer::Impl::report(const char* what, const std::string& why) no
   }
 }
 
+void DeviceStageTimer::Impl::note_unstamped(std::uint64_t step) noexcept {
+  ++n_unstamped;
+  if (said_unstamped) return;
+  said_unstamped = true;
+  try {
+    simprof::default_logger()->warn(
+        "simprof: DeviceStageTimer: sampled step {} ran no stage boundary and no stamped graph, "
+        "while earlier steps had stages: a graph replayed without the timer's stamps, so its "
+        "stages are not timed in this step. Give the GraphCache the timer's instrumentation() "
+        "(cache.attach(timer.instrumentation())), or use simprof::cuda::GpuProfile, which wires "
+        "it (said once; counted in unstamped())",
+        step);
+  } catch (...) {
+  }
+}
+
 void DeviceStageTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t) {
   began_eagerly = false;
+  step_boundaries = step_copy = false;
   step_tag = static_cast<unsigned>(step);
   const bool sampled = step % static_cast<std::uint64_t>(options.sample_every) == 0;
   slot_now = step % options.ring;
@@ -378,6 +398,7 @@ void DeviceStageTimer::Impl::on_stage_begin(StageId id, std::int64_t) { boundary
 void DeviceStageTimer::Impl::on_stage_end(StageId id, std::int64_t) { boundary(id, kStageEnd); }
 
 void DeviceStageTimer::Impl::boundary(StageId stage, int kind) noexcept {
+  step_boundaries = true;
   // An unsampled step outside GraphCache's captures: nothing to do, not even a query.
   if (skip && !capturing) return;
   // Right after an eager stamp's launch, outside any capture: that stamp's instant, no query.
@@ -448,6 +469,10 @@ void DeviceStageTimer::Impl::eager_stamp(StageId stage, int kind) noexcept {
     return;
   }
   detail::StepRecord& r = records.data()[slot_now];
+  if (s.eager_stamps == 0) {  // one launch mode for the whole step (its calibrated cost)
+    plain_now = detail::kernel_tracer_window_open();
+    s.plain = plain_now;
+  }
   if (const cudaError_t e =
           launch_eager_stamp(&r.eager[s.eager_stamps], began_eagerly ? nullptr : &r, step_tag);
       e != cudaSuccess) {
@@ -472,7 +497,7 @@ cudaError_t DeviceStageTimer::Impl::launch_eager_stamp(unsigned long long* at,
   c.blockDim = dim3(1);
   c.stream = stream;
   c.attrs = &dependent;
-  c.numAttrs = dependent_launch ? 1 : 0;
+  c.numAttrs = dependent_launch && !plain_now ? 1 : 0;
   return cudaLaunchKernelEx(&c, eager_stamp_kernel, at, begin, tag);
 }
 
@@ -587,6 +612,8 @@ cudaGraph_t DeviceStageTimer::Impl::instrumented_copy(cudaGraph_t graph) noexcep
 void DeviceStageTimer::Impl::on_step_end(std::uint64_t step, std::int64_t, StepOutcome outcome) {
   const std::size_t slot = step % options.ring;
   ended = step + 1;
+  if (!skip && !step_boundaries && !step_copy && seen_boundaries) note_unstamped(step);
+  seen_boundaries = seen_boundaries || step_boundaries;
   // An unstamped step leaves the slot alone: it may still hold an unread step's publication.
   if (skip) return;
   slots[slot].completed = outcome == StepOutcome::kCompleted;

@@ -91,8 +91,10 @@ struct DeviceStageTimer::Impl final : StepListener {
   void synchronize();
   double mean(StageId id) const noexcept;
   double sampled_mean(StageId id) const noexcept;
+  std::uint64_t count(StageId id) const noexcept;
 
   void boundary(StageId stage, int kind) noexcept;
+  void note_unstamped(std::uint64_t step) noexcept;
   void eager_stamp(StageId stage, int kind) noexcept;
   cudaError_t launch_eager_stamp(unsigned long long* at, detail::StepRecord* begin,
                                  unsigned tag) noexcept;
@@ -102,7 +104,7 @@ struct DeviceStageTimer::Impl final : StepListener {
   void unpaired(StageId id, std::uint64_t step);
   void device_step(const DeviceStep& d);
   cudaGraph_t instrumented_copy(cudaGraph_t graph) noexcept;
-  void calibrate();
+  double calibrate();  // what one eager stamp adds to a stage, ns, in the launch mode in force
   void report(const char* what, cudaError_t e) noexcept;
   void report(const char* what, const std::string& why) noexcept;
 
@@ -124,7 +126,11 @@ struct DeviceStageTimer::Impl final : StepListener {
     cudaGraph_t instrumented_copy(cudaGraph_t graph) noexcept override {
       return timer_ ? timer_->instrumented_copy(graph) : nullptr;
     }
-    bool instrumented_launch() const noexcept override { return timer_ && !timer_->skip; }
+    bool instrumented_launch() const noexcept override {
+      if (!timer_ || timer_->skip) return false;
+      timer_->step_copy = true;
+      return true;
+    }
 
    private:
     Impl* timer_;
@@ -147,6 +153,7 @@ struct DeviceStageTimer::Impl final : StepListener {
     std::uint64_t published = 0;  // step + 1 of the publication enqueued
     unsigned eager_stamps = 0;    // eager stamps launched in the step
     bool eager_lost = false;  // an eager boundary went unstamped (past kMaxStamps, a failed launch)
+    bool plain = false;       // its eager stamps were plain launches (a kernel tracer's window)
     std::array<EagerAt, kMaxStamps> eager_at;
     unsigned n_aliases = 0;
     std::array<Alias, detail::kMaxAliases> aliases;
@@ -200,6 +207,19 @@ struct DeviceStageTimer::Impl final : StepListener {
   // Eager stamps are launched as programmatic dependents (compute capability 9.0 and up): each is
   // on the GPU already when the work before it ends, and waits for it there (griddepcontrol).
   bool dependent_launch = false;
+  // ... except in steps a kernel tracer traces: there CUPTI would record a dependent stamp as
+  // starting before the kernel ahead of it ended (an impossible trace), so they are plain launches,
+  // whose own cost is measured apart (eager_stamp_plain_ns).
+  bool plain_now = false;
+  double eager_stamp_plain_ns = 0;
+  // The step in progress: a stage boundary seen, a stamped copy launched. A sampled step with
+  // neither, in a loop whose steps had boundaries before, replayed a graph without the timer's
+  // stamps (a GraphCache not given instrumentation()): counted in unstamped, said once.
+  bool step_boundaries = false;
+  bool step_copy = false;
+  bool seen_boundaries = false;
+  std::uint64_t n_unstamped = 0;
+  bool said_unstamped = false;
   // When the latest eager stamp's launch returned (steady clock, ns; kept with merging on only):
   // merge_within_ns from it.
   std::int64_t last_eager_ns = 0;
