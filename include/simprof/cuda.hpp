@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Everything in simprof's CUDA backend, on top of the core (<simprof/simprof.hpp>). One concern a
 // folder:
+//   cuda/gpu_profile.hpp  GpuProfile: the whole GPU truth of a loop from one object
 //   cuda/runtime/    owners of CUDA handles (streams, events, buffers) and checked errors
 //   cuda/graphs/     the shape-keyed graph cache and StepGraph, capture diagnosis, device-side
 //                    while loops, the two-stream frame pipeline, and how a measuring tool
@@ -12,6 +13,7 @@
 //   cuda/precision/  the device-side precision comparer
 #pragma once
 
+#include "simprof/cuda/gpu_profile.hpp"
 #include "simprof/cuda/graphs/capture.hpp"
 #include "simprof/cuda/graphs/foreign_graph.hpp"
 #include "simprof/cuda/graphs/frame_pipeline.hpp"

@@ -29,15 +29,16 @@ from .timers import TimerStats
 from .trace import KernelTracer, TraceSession
 from .memory import MemoryTracker
 from .distributed import ProcessGroup, collective
-from . import cuda
+from . import cuda, gpu
 from .cuda import (DeviceStageTimer, GraphKernelTimer, NvtxRanges, StampedGraph, StepPacer,
                    Stopwatch, has_cuda, stream_handle)
+from .gpu import GpuProfile
 
 __all__ = [
     "Error", "InvalidArgument", "LogicError", "CudaError", "Unavailable",
     "StepProfiler", "ManualClock", "RunningMean", "TimerStats", "TraceSession", "KernelTracer",
     "MemoryTracker", "ProcessGroup", "collective",
-    "NvtxRanges", "StepPacer", "DeviceStageTimer", "GraphKernelTimer", "StampedGraph", "Stopwatch",
+    "GpuProfile", "NvtxRanges", "StepPacer", "DeviceStageTimer", "GraphKernelTimer", "StampedGraph", "Stopwatch",
     "stream_handle",
     "has_cuda", "version",
 ]

@@ -109,6 +109,14 @@ for _n, _a in [
     ("simprof_stage_timer_capture_begin", [vp, vp]),
     ("simprof_stage_timer_capture_end", [vp]),
     ("simprof_stamped_graph_new", [vp, vp, ctypes.POINTER(vp)]),
+    ("simprof_gpu_profile_new", [vp, vp, vp, vp, ctypes.POINTER(vp)]),
+    ("simprof_gpu_profile_finish", [vp]),
+    ("simprof_gpu_profile_report", [vp, ctypes.c_char_p, size, ctypes.POINTER(size)]),
+    ("simprof_gpu_profile_mean", [vp, cstr, ctypes.POINTER(dbl)]),
+    ("simprof_gpu_profile_counters_get", [vp, vp]),
+    ("simprof_gpu_profile_capture_begin", [vp, vp]),
+    ("simprof_gpu_profile_capture_end", [vp]),
+    ("simprof_gpu_profile_stamp", [vp, vp, ctypes.POINTER(vp)]),
     ("simprof_stamped_graph_launch", [vp, vp, ctypes.POINTER(cint)]),
     ("simprof_kernel_timer_new", [vp, vp, cint, cint, size, size, ctypes.POINTER(vp)]),
     ("simprof_kernel_timer_poll", [vp]),
@@ -137,7 +145,8 @@ for _n in ("simprof_options_free", "simprof_profiler_free", "simprof_manual_cloc
            "simprof_running_mean_free", "simprof_timer_stats_free", "simprof_trace_free",
            "simprof_kernel_tracer_free", "simprof_nvtx_free", "simprof_collective_end",
            "simprof_step_pacer_free", "simprof_stage_timer_free", "simprof_stamped_graph_free",
-           "simprof_kernel_timer_free",
+           "simprof_kernel_timer_free", "simprof_gpu_profile_free",
+           "simprof_gpu_profile_options_init",
            "simprof_stopwatch_free", "simprof_memory_tracker_free"):
     _sig(_n, None, vp)
 _sig("simprof_steps", u64, vp)
@@ -149,7 +158,8 @@ _sig("simprof_kernel_tracer_enabled", cint, vp)
 _sig("simprof_kernel_tracer_reason", cstr, vp)
 _sig("simprof_kernel_tracer_dropped", u64, vp)
 for _n in ("simprof_stage_timer_joined", "simprof_stage_timer_dropped",
-           "simprof_stage_timer_unpaired", "simprof_stamped_graph_launches",
+           "simprof_stage_timer_unpaired", "simprof_stage_timer_unstamped",
+           "simprof_stamped_graph_launches",
            "simprof_stopwatch_laps"):
     _sig(_n, u64, vp)
 _sig("simprof_stamped_graph_instrumented", cint, vp)
@@ -161,6 +171,18 @@ _sig("simprof_memory_tracker_reason", cstr, vp)
 class PacerCounters(ctypes.Structure):
     """simprof_pacer_counters."""
     _fields_ = [("steps", u64), ("waits", u64), ("wait_s", dbl), ("most_in_flight", u64)]
+
+
+class GpuProfileOptionsC(ctypes.Structure):
+    """simprof_gpu_profile_options."""
+    _fields_ = [("size", size), ("max_in_flight", cint), ("fps_from_device", cint),
+                ("stage_sample_every", cint), ("kernel_sample_every", cint)]
+
+
+class GpuProfileCountersC(ctypes.Structure):
+    """simprof_gpu_profile_counters."""
+    _fields_ = [("steps", u64), ("stages_joined", u64), ("stages_dropped", u64),
+                ("stages_unstamped", u64), ("kernel_replays", u64), ("kernel_dropped", u64)]
 
 
 class DeviceStepsC(ctypes.Structure):

@@ -340,6 +340,12 @@ class DeviceStageTimer(_StampingTimer):
         """Stage readings left out because their stamps ran out of order."""
         return int(lib.simprof_stage_timer_unpaired(self._h))
 
+    @property
+    def unstamped(self) -> int:
+        """Sampled steps that replayed a graph without this timer's stamps (a graph not made
+        with its capture()): in no mean, said once. simprof.GpuProfile never has any."""
+        return int(lib.simprof_stage_timer_unstamped(self._h))
+
 class GraphKernelTimer(_StampingTimer):
     """Every node of a replayed graph on the GPU's clock, without CUPTI.
 

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "c_api_internal.hpp"
+#include "cuda_internal.hpp"
 #include "simprof/cuda/graphs/foreign_graph.hpp"
 #include "simprof/cuda/memory/device_allocations.hpp"
 #include "simprof/cuda/runtime/error.hpp"
@@ -27,35 +28,12 @@
 #include "simprof/cuda/trace/nvtx.hpp"
 #include "simprof/memory/tracker.hpp"
 
+using simprof::c_api::checked_stream;
 using simprof::c_api::copy_out;
 using simprof::c_api::fail;
 using simprof::c_api::guarded;
 
 namespace {
-
-// A stream handle from C (or Python) that CUDA knows, of the current device. A handle CUDA refuses
-// is the caller's bad value (InvalidArgument), not a CUDA failure; no GPU at all is. CUDA cannot be
-// asked about a handle that was destroyed (cudaStreamGetDevice reads the freed stream: a crash on
-// the H200, driver 580): that one is the caller's to avoid, and the Python package holds the
-// stream objects it is given so that they live as long as the handle using them.
-cudaStream_t checked_stream(void* handle, const char* who, int* device = nullptr) {
-  const auto stream = static_cast<cudaStream_t>(handle);
-  int of_stream = 0;
-  const cudaError_t e = cudaStreamGetDevice(stream, &of_stream);
-  if (e == cudaErrorInvalidResourceHandle || e == cudaErrorInvalidValue ||
-      e == cudaErrorContextIsDestroyed) {
-    cudaGetLastError();  // not sticky: leave nothing pending for the caller's next check
-    throw std::invalid_argument(fmt::format(
-        "simprof: {}: stream {} is not a live CUDA stream of this process ({}; expected a stream "
-        "handle such as torch.cuda.current_stream().cuda_stream, or 0 for the default stream)",
-        who, handle, simprof::cuda::describe(e)));
-  }
-  if (e != cudaSuccess)
-    throw simprof::cuda::CudaError(e, "cudaStreamGetDevice", __FILE__, __LINE__);
-  const int bound = simprof::cuda::bind_device(stream, who);  // of another device: refused there
-  if (device) *device = bound;
-  return stream;
-}
 
 // One DeviceAllocations per process (it holds CUPTI's callbacks), shared by the trackers alive.
 std::shared_ptr<simprof::cuda::DeviceAllocations> shared_device_allocations() {
@@ -93,9 +71,7 @@ struct simprof_stage_timer {
                       const simprof::cuda::DeviceStageTimerOptions& o)
       : timer(p, s, o) {}
 };
-struct simprof_stamped_graph {
-  simprof::cuda::InstrumentedGraph graph;
-};
+
 struct simprof_kernel_timer {
   simprof::cuda::GraphKernelTimer timer;
   std::optional<simprof::cuda::ForeignCapture> capture;  // a framework's capture being noted
@@ -148,8 +124,9 @@ template <class T>
 simprof_status stamped_copy(T* t, void* graph, simprof_stamped_graph** out) {
   *out = nullptr;
   return guarded([&] {
-    *out = new simprof_stamped_graph{simprof::cuda::InstrumentedGraph(
-        t->timer.instrumentation(), static_cast<cudaGraph_t>(graph))};
+    std::vector<simprof::cuda::InstrumentedGraph> one;
+    one.emplace_back(t->timer.instrumentation(), static_cast<cudaGraph_t>(graph));
+    *out = new simprof_stamped_graph{simprof::cuda::ProfiledGraph(std::move(one))};
   });
 }
 
@@ -331,6 +308,10 @@ uint64_t simprof_stage_timer_dropped(const simprof_stage_timer* t) {
 }
 uint64_t simprof_stage_timer_unpaired(const simprof_stage_timer* t) {
   return t ? t->timer.unpaired() : 0;
+}
+
+uint64_t simprof_stage_timer_unstamped(const simprof_stage_timer* t) {
+  return t ? t->timer.unstamped() : 0;
 }
 
 simprof_status simprof_device_stage_table(const simprof_profiler* p, const simprof_stage_timer* t,

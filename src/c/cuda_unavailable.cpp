@@ -13,13 +13,14 @@ struct simprof_stamped_graph {};
 struct simprof_kernel_timer {};
 struct simprof_stopwatch {};
 struct simprof_memory_tracker {};
+struct simprof_gpu_profile {};
 
 namespace {
 
 simprof_status no_cuda() {
   return simprof::c_api::fail(SIMPROF_UNAVAILABLE,
                               "simprof: built without the CUDA backend (the kernel tracer, NVTX, "
-                              "the step pacer, the device "
+                              "the GPU profile, the step pacer, the device "
                               "stage timer, the kernel timer, the stopwatch and the memory tracker "
                               "need it)");
 }
@@ -116,6 +117,8 @@ uint64_t simprof_stage_timer_joined(const simprof_stage_timer*) { return 0; }
 uint64_t simprof_stage_timer_dropped(const simprof_stage_timer*) { return 0; }
 
 uint64_t simprof_stage_timer_unpaired(const simprof_stage_timer*) { return 0; }
+
+uint64_t simprof_stage_timer_unstamped(const simprof_stage_timer*) { return 0; }
 
 simprof_status simprof_device_stage_table(const simprof_profiler*, const simprof_stage_timer*,
                                           char*, size_t, size_t*) {
@@ -222,6 +225,43 @@ simprof_status simprof_memory_tracker_total(const simprof_memory_tracker*, const
 }
 
 simprof_status simprof_memory_tracker_state(simprof_memory_tracker*, simprof_memory_state*) {
+  return no_cuda();
+}
+
+void simprof_gpu_profile_options_init(simprof_gpu_profile_options* o) {
+  if (o == nullptr) return;
+  *o = simprof_gpu_profile_options{sizeof(*o), 2, 1, 16, 128};
+}
+
+simprof_status simprof_gpu_profile_new(simprof_profiler*, void*, const simprof_gpu_profile_options*,
+                                       simprof_trace*, simprof_gpu_profile** out) {
+  if (out) *out = nullptr;
+  return no_cuda();
+}
+
+void simprof_gpu_profile_free(simprof_gpu_profile* gpu) { delete gpu; }
+
+simprof_status simprof_gpu_profile_finish(simprof_gpu_profile*) { return no_cuda(); }
+
+simprof_status simprof_gpu_profile_report(const simprof_gpu_profile*, char*, size_t, size_t*) {
+  return no_cuda();
+}
+
+simprof_status simprof_gpu_profile_mean(const simprof_gpu_profile*, const char*, double*) {
+  return no_cuda();
+}
+
+simprof_status simprof_gpu_profile_counters_get(const simprof_gpu_profile*,
+                                                simprof_gpu_profile_counters*) {
+  return no_cuda();
+}
+
+simprof_status simprof_gpu_profile_capture_begin(simprof_gpu_profile*, void*) { return no_cuda(); }
+
+simprof_status simprof_gpu_profile_capture_end(simprof_gpu_profile*) { return no_cuda(); }
+
+simprof_status simprof_gpu_profile_stamp(simprof_gpu_profile*, void*, simprof_stamped_graph** out) {
+  if (out) *out = nullptr;
   return no_cuda();
 }
 

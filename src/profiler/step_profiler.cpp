@@ -2,7 +2,6 @@
 #include "simprof/profiler/step_profiler.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <stdexcept>
 
@@ -93,7 +92,11 @@ StepProfiler::StepProfiler(ProfilingOptions options, std::int64_t n_envs, Clock 
   register_stage("period", kNoStage);
 }
 
-StepProfiler::~StepProfiler() = default;
+StepProfiler::~StepProfiler() {
+  // The tools go first, while the profiler they detach from is whole.
+  leave_step_tools();
+  tools_.reset();
+}
 
 StageId StepProfiler::register_stage(std::string_view name, StageId parent) {
   const auto id = static_cast<StageId>(slots_.size());
@@ -177,6 +180,7 @@ bool StepProfiler::begin_step() {
   ++serial_;
   step_start_ = t;
   cursor_[0] = t;
+  if (SIMPROF_UNLIKELY(tools_ != nullptr)) enter_step_tools();
   if (SIMPROF_UNLIKELY(!listeners_.empty()))
     for (auto* l : listeners_) l->on_step_begin(serial_ - 1, t);
   for (auto& cb : pre_step_) {
@@ -209,6 +213,7 @@ void StepProfiler::drop_step(std::int64_t t, StepOutcome outcome) noexcept {
     if (s.ran_in == serial_) s.ran_in = 0;  // the dropped step's times are never published
   }
   in_step_ = false;
+  leave_step_tools();
   published_serial_ = 0;
   have_prev_ = false;
   if (fps_.clock_kind() == FpsClock::kHost) fps_.restart();  // a device feed sees the veto itself
@@ -240,6 +245,7 @@ bool StepProfiler::end_step() {
     return false;
   }
   in_step_ = false;
+  leave_step_tools();
   add_time(slots_[kStepStage], t - step_start_);
   if (have_prev_) add_time(slots_[kPeriodStage], step_start_ - prev_start_);
 

@@ -246,6 +246,55 @@ typedef struct simprof_device_steps {
 simprof_status simprof_step_pacer_device_steps(const simprof_step_pacer* pacer,
                                                simprof_device_steps* out);
 
+typedef struct simprof_stamped_graph simprof_stamped_graph;
+/* --- the GPU profile: the FPS line on the GPU clock, device stage times, the per-kernel table of
+ * replayed graphs and (with a trace session) every kernel in its windows, from one handle. The
+ * profiler owns its tools: graph caches and stamped graphs run in its steps get their stamps, and
+ * the profiler may be freed first (the handle's calls then fail with SIMPROF_LOGIC_ERROR). ---- */
+typedef struct simprof_gpu_profile simprof_gpu_profile;
+/** What a GPU profile measures (simprof_gpu_profile_options_init sets the defaults). */
+typedef struct simprof_gpu_profile_options {
+  size_t size;             /**< sizeof(simprof_gpu_profile_options): set by _init; lets it grow */
+  int max_in_flight;       /**< steps on the GPU at most, >= 1 (2) */
+  int fps_from_device;     /**< the FPS line from the GPU's step ends (1) */
+  int stage_sample_every;  /**< device stage times on one step in this many; 0: none (16) */
+  int kernel_sample_every; /**< the kernel table's stamped replays, 1 in this many; 0: none (128) */
+} simprof_gpu_profile_options;
+/* The defaults, and `size`. */
+void simprof_gpu_profile_options_init(simprof_gpu_profile_options* options);
+/* `options` NULL: the defaults. `trace` (may be NULL): a session whose windows get every kernel
+ * through CUPTI (a kernel tracer made and joined here). One per profiler. */
+simprof_status simprof_gpu_profile_new(simprof_profiler* prof, void* stream,
+                                       const simprof_gpu_profile_options* options,
+                                       simprof_trace* trace, simprof_gpu_profile** out);
+void simprof_gpu_profile_free(simprof_gpu_profile* gpu);
+/* Waits for the GPU and reads everything: call at the end of a run. */
+simprof_status simprof_gpu_profile_finish(simprof_gpu_profile* gpu);
+/* The device stage table and the kernel table (copy_out rules as simprof_report). */
+simprof_status simprof_gpu_profile_report(const simprof_gpu_profile* gpu, char* buf, size_t cap,
+                                          size_t* needed);
+/* Mean device seconds of `stage` ("step", "period", a stage's name); NaN: not timed. */
+simprof_status simprof_gpu_profile_mean(const simprof_gpu_profile* gpu, const char* stage,
+                                        double* out);
+/** What a GPU profile did so far. */
+typedef struct simprof_gpu_profile_counters {
+  uint64_t steps;            /**< steps the pacer timed */
+  uint64_t stages_joined;    /**< sampled steps whose stage times are in */
+  uint64_t stages_dropped;   /**< sampled steps whose readings were lost */
+  uint64_t stages_unstamped; /**< sampled steps replayed without stamps (never with this handle) */
+  uint64_t kernel_replays;   /**< stamped replays read into the kernel table */
+  uint64_t kernel_dropped;   /**< stamped replays left out */
+} simprof_gpu_profile_counters;
+simprof_status simprof_gpu_profile_counters_get(const simprof_gpu_profile* gpu,
+                                                simprof_gpu_profile_counters* out);
+/* A framework's capture (begun on capture_stream): capture_begin before the step's first stage,
+ * capture_end after its last; then simprof_gpu_profile_stamp with the graph it produced (a
+ * simprof_stamped_graph: launch it each step, replaying the framework's own when it says 0). */
+simprof_status simprof_gpu_profile_capture_begin(simprof_gpu_profile* gpu, void* capture_stream);
+simprof_status simprof_gpu_profile_capture_end(simprof_gpu_profile* gpu);
+simprof_status simprof_gpu_profile_stamp(simprof_gpu_profile* gpu, void* graph,
+                                         simprof_stamped_graph** out);
+
 /* --- the device stage timer: stage times on the GPU's clock, stamped on one step in sample_every,
  * eager work and replayed graphs alike; it paces the loop too (a pacer, max_in_flight > 0) ---- */
 typedef struct simprof_stage_timer simprof_stage_timer;
@@ -272,6 +321,8 @@ simprof_status simprof_stage_timer_mean(const simprof_stage_timer* timer, const 
 uint64_t simprof_stage_timer_joined(const simprof_stage_timer* timer);
 uint64_t simprof_stage_timer_dropped(const simprof_stage_timer* timer);
 uint64_t simprof_stage_timer_unpaired(const simprof_stage_timer* timer);
+/* Sampled steps replayed without the timer's stamps (a graph not stamped by it): in no mean. */
+uint64_t simprof_stage_timer_unstamped(const simprof_stage_timer* timer);
 /* Host and device stage times side by side (text, as simprof_stage_table). */
 simprof_status simprof_device_stage_table(const simprof_profiler* prof,
                                           const simprof_stage_timer* timer, char* buf, size_t cap,
@@ -285,7 +336,6 @@ simprof_status simprof_stage_timer_capture_end(simprof_stage_timer* timer);
  * executable. Each step, simprof_stamped_graph_launch launches the copy on `stream` when the
  * timer samples the step (*launched = 1); else *launched = 0 and the caller replays its own
  * graph. instrumented: 0 when the capture had no stage (nothing to launch). */
-typedef struct simprof_stamped_graph simprof_stamped_graph;
 simprof_status simprof_stamped_graph_new(simprof_stage_timer* timer, void* graph,
                                          simprof_stamped_graph** out);
 void simprof_stamped_graph_free(simprof_stamped_graph* graph);

@@ -57,6 +57,7 @@
 #include "simprof/profiler/listener.hpp"
 #include "simprof/profiler/options.hpp"
 #include "simprof/profiler/scopes.hpp"
+#include "simprof/profiler/step_tools.hpp"
 #include "simprof/profiler/timings.hpp"
 
 namespace simprof {
@@ -216,6 +217,18 @@ class StepProfiler {
   void remove_listener(StepListener* listener) noexcept;
   /// The attached listeners, in the order they are called.
   const std::vector<StepListener*>& listeners() const noexcept { return listeners_; }
+  /// Takes ownership of a backend's tools (step_tools.hpp): the profiler destroys them first when
+  /// it goes. One owner of the profiler's tools: throws std::logic_error when it holds some
+  /// already.
+  void own_tools(std::shared_ptr<StepTools> tools);
+  /// Gives up `tools` (those own_tools() took; anything else: no change). They are destroyed here
+  /// unless the caller holds them too.
+  void release_tools(const StepTools* tools) noexcept;
+  /// The tools the profiler owns (null: none).
+  StepTools* tools() const noexcept { return tools_.get(); }
+  /// The tools of the profiler whose step is open on the calling thread (null: no step open, or
+  /// its profiler owns none). A graph cache run inside a step finds the profiler's stamps here.
+  static StepTools* tools_in_step() noexcept;
   /// Where misuse detected in a destructor goes (it cannot throw there). Default: the simprof
   /// logger at error level.
   void set_error_handler(std::function<void(const std::string&)> handler);
@@ -321,6 +334,11 @@ class StepProfiler {
   std::vector<std::function<bool()>> pre_step_;
   std::vector<StepListener*> listeners_;
   std::function<void(const std::string&)> error_handler_;
+  std::shared_ptr<StepTools> tools_;
+  StepTools* outer_step_tools_ = nullptr;  // tools_in_step() of the thread before this step began
+  bool step_tools_set_ = false;            // this step set tools_in_step()
+  void enter_step_tools() noexcept;
+  void leave_step_tools() noexcept;
 };
 
 template <bool Nullable>

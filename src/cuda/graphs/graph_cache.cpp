@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "simprof/cuda/graphs/graph_cache.hpp"
+#include "simprof/profiler/step_profiler.hpp"
 
 #include <cuda.h>
 
@@ -140,6 +141,7 @@ void GraphCache::clear() {
 
 void GraphCache::run(const GraphKey& key, const Body& body) {
   check_device();
+  adopt_step_tools();
   // The steady state: the same key as last time, already captured. A compare and one launch.
   if (last_ != nullptr && last_->exec && last_->key == key && last_->epoch == epoch_) {
     last_->last_use = ++tick_;
@@ -188,6 +190,17 @@ void GraphCache::run(const GraphKey& key, const Body& body) {
     return;
   }
   capture_and_launch(*e, body, /*in_place=*/false);
+}
+
+// The graph tools of the profiler whose step runs this (a GpuProfile's): attached once per set.
+void GraphCache::adopt_step_tools() noexcept {
+  StepTools* t = StepProfiler::tools_in_step();
+  if (SIMPROF_LIKELY(t == nullptr || t->serial() == step_tools_)) return;
+  step_tools_ = t->serial();
+  if (const auto* g = dynamic_cast<const GraphTools*>(t)) try {
+      for (const auto& tool : g->graph_tools()) attach(tool);
+    } catch (...) {  // out of memory: this cache stays as it was (tried again with other tools)
+    }
 }
 
 void GraphCache::attach(const std::shared_ptr<GraphInstrumentation>& tool) {

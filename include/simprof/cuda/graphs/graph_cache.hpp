@@ -31,7 +31,8 @@
 // graph as captured is launched on every other step. With several tools attached, a step runs the
 // copy of the first (in attach order) that samples it. The cache holds the tools weakly: either
 // side may be made or destroyed first. A key captured before a tool was attached is captured again
-// (in place) on its next run, so its nodes are in.
+// (in place) on its next run, so its nodes are in. Run inside a step of a profiler that owns
+// graph tools (a GpuProfile made from it), the cache attaches them itself: no wiring.
 //
 // The addresses a body uses are baked into its graph: keep inputs and outputs in persistent buffers
 // (buffer.hpp) and stage new data into them.
@@ -254,6 +255,8 @@ class GraphCache {
   std::shared_ptr<spdlog::logger> logger_;
   std::vector<std::weak_ptr<GraphInstrumentation>> tools_;  // attach(), in its order
   std::uint64_t epoch_ = 0;                                 // attach() and detach() count here
+  std::uint64_t step_tools_ = 0;  // serial of the step tools attached last (StepTools::serial)
+  void adopt_step_tools() noexcept;
 };
 
 }  // namespace simprof::cuda

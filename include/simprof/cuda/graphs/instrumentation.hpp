@@ -19,6 +19,10 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "simprof/profiler/step_tools.hpp"
 
 namespace simprof::cuda {
 
@@ -59,6 +63,15 @@ class GraphInstrumentation {
   /// call) is launched no more: its executable is being destroyed (a recapture, an eviction, the
   /// cache or the InstrumentedGraph gone).
   virtual void copy_released(cudaGraph_t /*copy*/) noexcept {}
+};
+
+/// A backend's tools that stamp graphs, owned by a StepProfiler (profiler/step_tools.hpp): a
+/// GraphCache run inside a step of that profiler attaches each of them, in this order, with no
+/// wiring of its own (cuda::GpuProfile is one).
+class GraphTools : public StepTools {
+ public:
+  /// The tools a cache attaches.
+  virtual std::vector<std::shared_ptr<GraphInstrumentation>> graph_tools() const = 0;
 };
 
 }  // namespace simprof::cuda
