@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -34,6 +35,15 @@ const GpuProfileOptions& checked(const GpuProfileOptions& o) {
   return o;
 }
 
+// The kernel timer's steps (i % k == offset) never the stage timer's (i % s == 0) where that can
+// be: they meet when offset is a multiple of gcd(k, s). A step both sample runs the stage timer's
+// copy (attached first), and the kernel timer reads nothing from it.
+int kernel_offset(int k, int s) {
+  if (s <= 0) return 0;
+  const int g = std::gcd(k, s);
+  return g > 1 ? g / 2 : 0;
+}
+
 }  // namespace
 
 // Owned by the profiler; made in the order the header gives, destroyed in reverse.
@@ -62,10 +72,13 @@ struct GpuProfile::Tools final : GraphTools {
     if (o.kernel_sample_every > 0) {
       GraphKernelTimerOptions ko;
       ko.sample_every = o.kernel_sample_every;
+      ko.sample_offset = kernel_offset(o.kernel_sample_every, o.stage_sample_every);
       kernels.emplace(prof, stream, ko);
     }
     if (o.trace) {
-      session.emplace(prof, *o.trace);
+      TraceOptions to = *o.trace;
+      to.background = true;  // the window's spans made and written beside the loop
+      session.emplace(prof, to);
       tracer.emplace(prof);
       joined = session->add_source(&*tracer);
     }

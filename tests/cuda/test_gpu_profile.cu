@@ -234,7 +234,9 @@ TEST_F(GpuTest, EagerStampsKeepAKernelTracersTracePhysical) {
   for (const auto* k : of_kind(kt.traces[0], SpanKind::kKernel))
     stamps += k->name.find("eager_stamp_kernel") != std::string::npos;
   EXPECT_GT(stamps, 0) << "the window holds eager stamps";
-  SIMPROF_TIMING EXPECT_NEAR(dev.mean("physics"), kPhysics * 1e-9, 0.05 * kPhysics * 1e-9);
+  // (Under CUPTI the host launches slower and the GPU waits for it inside a stage: the stage's
+  // device time is longer and true. Plain stamps' readings against CUPTI's own records of the
+  // same traced steps: DeviceStageTimesAgreeWithCuptiEager, test_gpu_truth.cu.)
 }
 
 // The one object's trace windows pass the same checks (TraceSession says any break it finds).

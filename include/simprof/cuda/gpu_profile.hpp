@@ -19,8 +19,10 @@
 //   * a StepPacer (max_in_flight steps on the GPU at most; the FPS line from its step ends);
 //   * a DeviceStageTimer paced by that pacer (unless stage_sample_every is 0);
 //   * a GraphKernelTimer (unless kernel_sample_every is 0), paced by the same bound, sampling
-//     other steps than the stage timer (offset 8 of every 128 by default);
-//   * with `trace`, a TraceSession and a KernelTracer (CUPTI) writing the scheduled windows.
+//     other steps than the stage timer where the two rates allow it (offset gcd / 2: 8 of every
+//     128 by default; with a stage timer on every step, the kernel timer's steps run its copy);
+//   * with `trace`, a TraceSession (its windows handed over beside the loop) and a KernelTracer
+//     (CUPTI) writing the scheduled windows.
 // A graph another framework captures (torch.cuda.graph, Warp, CuPy) is stamped through capturing()
 // and stamp() (foreign_graph.hpp does it for one tool).
 #pragma once
@@ -56,7 +58,8 @@ struct GpuProfileOptions {
   /// none). Its sampled steps are offset from the stage timer's (8 of each 128).
   int kernel_sample_every = 128;
   /// Trace windows on `trace->schedule`, written under `trace->dir`: the CPU stages and every
-  /// kernel through CUPTI. None by default.
+  /// kernel through CUPTI, each window handed over beside the loop (`background` is set). None by
+  /// default.
   std::optional<TraceOptions> trace;
 };
 
