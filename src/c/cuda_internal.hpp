@@ -21,8 +21,8 @@ namespace simprof::c_api {
 
 // A stream handle from C (or Python) that CUDA knows, of the current device. A handle CUDA refuses
 // is the caller's bad value (InvalidArgument), not a CUDA failure; no GPU at all is. CUDA cannot be
-// asked about a handle that was destroyed (cudaStreamGetDevice reads the freed stream: a crash on
-// the H200, driver 580): that one is the caller's to avoid, and the Python package holds the
+// asked about a handle that was destroyed (cudaStreamGetDevice reads the freed stream and can
+// crash): that one is the caller's to avoid, and the Python package holds the
 // stream objects it is given so that they live as long as the handle using them.
 inline cudaStream_t checked_stream(void* handle, const char* who, int* device = nullptr) {
   const auto stream = static_cast<cudaStream_t>(handle);

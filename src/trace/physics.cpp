@@ -84,7 +84,7 @@ PhysicsReport check_physics(const Trace& trace, std::int64_t cross_clock_ns) {
     }
   for (const Span& s : trace.spans) {
     // A synchronisation record counts as a wait when the call that made it blocks: CUPTI also
-    // writes one for cudaStreamQuery, which returns at once (seen on the H200, CUDA 13.0).
+    // writes one for cudaStreamQuery, which returns at once.
     const bool waited = s.kind == SpanKind::kSync && waiting_calls.count(s.correlation) != 0;
     const SyncKind sync = s.or_empty<SyncPayload>().sync;
     if (waited && sync == SyncKind::kStream)

@@ -79,9 +79,9 @@ struct TraceAnalysis {
   std::string report(std::size_t top_kernels = 15) const;
 };
 
-/// `graph_node_us`: device cost of a kernel node inside a replayed graph, for the prediction (0.51
-/// us measured for an empty kernel in a 100-node graph on an H200). A step is launch-bound when the
-/// GPU is idle for more than half of its span.
+/// `graph_node_us`: device cost of a kernel node inside a replayed graph, for the prediction (the
+/// default is an empty kernel's in a 100-node graph: docs/tracing.md). A step is launch-bound when
+/// the GPU is idle for more than half of its span.
 TraceAnalysis analyze(const Trace& trace, double graph_node_us = 0.51);
 
 }  // namespace simprof

@@ -214,8 +214,8 @@ DeviceStageTimer::Impl::Impl(StepProfiler& profiler, cudaStream_t s, DeviceStage
     po.fps_from_device = options.fps_from_device;
     // Spans on every sampled step (its share's denominator) and one unsampled step between two.
     po.span_every = std::max(1, options.sample_every / 2);
-    // Timed end events on the spanned steps only (a timed event costs the GPU about 1.5 us between
-    // two steps on the H200, an untimed one nothing): the steps between share their period. The
+    // Timed end events on the spanned steps only (a timed event costs the GPU a little between two
+    // steps, an untimed one nothing): the steps between share their period. The
     // pacer's times arrive up to max_in_flight + mark_every steps late, within the ring.
     const auto room = static_cast<int>(options.ring) - options.max_in_flight - 3;
     po.mark_every = std::max(1, std::min(po.span_every, room));
@@ -574,8 +574,8 @@ cudaGraph_t DeviceStageTimer::Impl::instrumented_copy(cudaGraph_t graph) noexcep
       }
       if (s.deps.empty()) heads.push_back(node);
       // A stamp is a leaf beside the next work: when that work fills the GPU, a stamp of the
-      // default priority waits for its blocks to drain (10 us late on the H200 behind CuPy's
-      // 30,000-env kernels: a stage read 6 % short). At the greatest priority the block scheduler
+      // default priority waits for its blocks to drain (a stage then reads short; docs/python.md).
+      // At the greatest priority the block scheduler
       // takes it at the next free slot. A driver that refuses it leaves the stamp as it was.
       if (stamp_priority != 0) {
         cudaKernelNodeAttrValue v{};
@@ -588,8 +588,8 @@ cudaGraph_t DeviceStageTimer::Impl::instrumented_copy(cudaGraph_t graph) noexcep
       }
     }
     // The stamps noted before any captured work (the first stage's begin) come before the graph's
-    // roots, not beside them: a root branch of one tiny kernel is not run first, and on the H200
-    // it ran 20-28 us into the work it was to mark (the first stage read that much short).
+    // roots, not beside them: a root branch of one tiny kernel is not run first, and it can run
+    // well into the work it was to mark (the first stage then reads short; docs/python.md).
     if (heads.empty()) heads.push_back(begin);
     for (const cudaGraphNode_t h : heads)
       for (const cudaGraphNode_t r : roots)

@@ -179,9 +179,8 @@ struct DeviceStageTimer::Impl final : StepListener {
   DeviceStageTimerOptions options;
   std::optional<StepPacer> pacer;  // made first: its listener runs before this one
   Stream side;                     // publishes each step's record, off the step's path
-  // The publication: a one-node graph, its step set before each launch. A plain launch of it cost
-  // the host 32 bytes inside CUPTI (malloc'd, never freed) per launch once CUPTI was loaded (H200,
-  // CUDA 13.0, bench/cupti_malloc_probe); a graph launch costs nothing there.
+  // The publication: a one-node graph, its step set before each launch. A plain launch of it leaks
+  // host memory inside CUPTI once CUPTI is loaded (docs/reliability.md); a graph launch does not.
   GraphHandle publish_graph;  // kept: SetParams names its node, not the executable's
   GraphExecHandle publish_exec;
   cudaGraphNode_t publish_node = nullptr;

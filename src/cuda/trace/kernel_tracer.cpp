@@ -133,7 +133,7 @@ struct KernelTracer::Impl {
 
   // The kinds go off only once the device has run what was launched while they were on: CUPTI
   // disabled with kernels still in flight gives those kernels end times hundreds of microseconds
-  // late (the window's last graph launch, written 300-1,700 us per kernel on the H200). Runs on the
+  // late (the window's last graph launch; docs/tracing.md). Runs on the
   // thread that collects; the work launched after the window meanwhile is traced and left out by
   // its correlation (`window`).
   void drain_and_disable() {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // DeviceComparer: PrecisionChecker's error sums computed on the GPU, where both buffers live. A
-// validation then copies one small struct back instead of the whole state: at 30,000 envs 395 us
-// instead of 6.6 ms through the host (H200, techniques_bench BM_Validate; docs/techniques.md).
+// validation then copies one small struct back instead of the whole state (figures:
+// docs/techniques.md, techniques_bench BM_Validate).
 //
 /* clang-format off */
 //   simprof::cuda::DeviceComparer cmp;

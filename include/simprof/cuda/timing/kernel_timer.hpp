@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
 // GraphKernelTimer: the device time of every kernel inside a replayed graph, without CUPTI.
 //
-// CUPTI's per-kernel tracing costs the host 70-140 us per cudaGraphLaunch (H200, CUDA 13.0): a
-// replayed step of 100 short kernels turns launch-bound under it. This timer instead gives each
-// graph a stamped copy (graphs/instrumentation.hpp) and launches it on one step in `sample_every`;
-// every other step replays the graph as captured, untouched:
+// CUPTI's per-kernel tracing costs the host tens of microseconds per cudaGraphLaunch
+// (docs/gpu-truth.md): a replayed step of 100 short kernels turns launch-bound under it. This timer
+// instead gives each graph a stamped copy (graphs/instrumentation.hpp) and launches it on one step
+// in `sample_every`; every other step replays the graph as captured, untouched:
 //   * a one-thread stamp kernel after every node of the graph (empty nodes aside), put *in the
 //     chain*: the node's dependents wait for its stamp, not for the node. A stamp therefore runs as
 //     soon as its node ends and before anything that follows it — it cannot be held back behind
 //     the next work (a leaf stamp can: the scheduler may start it after later kernels filled the
-//     GPU) — and the copy costs the sampled replay about one stamp (~1.5 us on the H200) per node;
+//     GPU) — and the copy costs the sampled replay about one stamp's run per node;
 //   * a node's start is its predecessors' ends: the latest of their stamps (the copy's begin stamp
 //     for a root; through empty nodes, their own predecessors'). A stamp before every node would
 //     double the stamps for a reading the predecessors' stamps already give;

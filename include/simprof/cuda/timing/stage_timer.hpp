@@ -34,10 +34,9 @@
 // What a stage's device time is: from the end of the device work before its first boundary to the
 // end of its last kernel — its kernels' span plus the launch gap before the first one — summed over
 // the stage's scopes in the step, children counted into their parents as on the host. Stamps cost
-// the sampled step 0.6-0.7 us of GPU time per eager boundary between two kernels on the H200
-// (about 1 us a boundary in all on a demo-engine-like step; about 2 us where a programmatic launch
-// is not available: before compute capability 9.0, or code not compiled for it); the unsampled
-// steps, nothing.
+// the sampled step a short kernel's GPU time per eager boundary (a programmatic launch is cheaper
+// than a plain one, which is used before compute capability 9.0 and in steps a KernelTracer traces;
+// figures in docs/gpu-truth.md); the unsampled steps, nothing.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -29,8 +29,8 @@
 //
 // Cost: an event record per step on the stream (and a start event every span_every) and, when the
 // GPU is behind, the host waiting for it (which is the point); no kernel. A timed event costs the
-// GPU about 1.5 us between two steps on the H200 (a 100-kernel graph, 1,024 and 30,000 envs), an
-// untimed one nothing measurable: mark_every and span_every set how many steps pay it.
+// GPU a little between two steps, an untimed one nothing measurable (docs/gpu-truth.md):
+// mark_every and span_every set how many steps pay it.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -55,10 +55,10 @@ struct StepPacerOptions {
   bool fps_from_device = true;  ///< feed the profiler's FPS line from the GPU's step-end times
   /// A timed end event after every step whose index is a multiple of mark_every (and after every
   /// spanned one); the other steps end with an untimed event, which keeps the bound exact. A timed
-  /// event costs the GPU about 1.5 us between two graph launches and 2.6 us between eager steps
-  /// (1.3 % and 2.2 % of the 1,024-env step, H200): with 8, the default, the steps between two
-  /// timed events share their period (the mean over the group) and the FPS line is unchanged (its
-  /// samples end on a timed event); 1: every step's own period, at that cost on every step.
+  /// event costs the GPU a microsecond or two between two steps (docs/gpu-truth.md): with 8, the
+  /// default, the steps between two timed events share their period (the mean over the group) and
+  /// the FPS line is unchanged (its samples end on a timed event); 1: every step's own period, at
+  /// that cost on every step.
   int mark_every = 8;
   /// Steps whose index is a multiple of span_every also get a start event, which times their span
   /// on the GPU (DeviceStep::step_s); the others have none. 0: no step is spanned.

@@ -58,8 +58,8 @@ struct KernelTracerOptions {
   bool driver_api = true;
   bool memory = true;           ///< memcpy and memset
   bool synchronization = true;  ///< stream/event/device synchronisations
-  /// CUPTI's own overhead records. Off by default: on a replayed graph of 100 kernels (torch 2.11,
-  /// H200) they took the trace's cost from +18 % to +28 % of the step (docs/python.md).
+  /// CUPTI's own overhead records. Off by default: they add a large share to a traced step's cost
+  /// (docs/python.md has the figures).
   bool overhead = false;
   /// Register CUPTI's timestamp callback with the profiler's clock (one timebase for CPU stages and
   /// kernels). Off: CUPTI's own clock, and CPU stages are placed by an offset measured at start().
