@@ -11,28 +11,8 @@ import types
 import pytest
 
 import simprof
-from simprof._lib import lib
 
-
-def quiet(**kw):
-    return simprof.StepProfiler(show_fps=False, **kw)
-
-
-def gpu_visible() -> bool:
-    """The CUDA backend is built and CUDA answers for the default stream."""
-    return simprof.has_cuda() and lib.simprof_stream_check(None, None) == 0
-
-
-GPU = gpu_visible()
-
-
-def torch_on_gpu():
-    if not GPU:
-        pytest.skip("no GPU visible to simprof (or built without the CUDA backend)")
-    torch = pytest.importorskip("torch", reason="torch launches the kernels")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-    return torch
+from gpu_support import GPU, quiet, torch_on_gpu, warm_for_capture
 
 
 # --- streams ------------------------------------------------------------------------------------
@@ -329,11 +309,7 @@ def test_a_torch_graphs_kernels_carry_the_stage_they_were_captured_in(tmp_path):
     if not tracer.enabled:
         pytest.skip("CUPTI is held by another tool here: " + tracer.reason)
     x = torch.ones(1024, device="cuda")
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        x.mul_(1.0001).add_(1.0)  # torch's warm-up before a capture
-    torch.cuda.current_stream().wait_stream(side)
+    warm_for_capture(torch, x)
     graph = torch.cuda.CUDAGraph()
     with prof.step(), prof.stage("physics"):  # step 0: captured, not traced (skip_first)
         with torch.cuda.graph(graph):

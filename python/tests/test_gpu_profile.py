@@ -7,23 +7,8 @@ import math
 import pytest
 
 import simprof
-from simprof._lib import lib
 
-
-def quiet(**kw):
-    return simprof.StepProfiler(show_fps=False, **kw)
-
-
-GPU = simprof.has_cuda() and lib.simprof_stream_check(None, None) == 0
-
-
-def torch_on_gpu():
-    if not GPU:
-        pytest.skip("no GPU visible to simprof (or built without the CUDA backend)")
-    torch = pytest.importorskip("torch", reason="torch launches the kernels")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-    return torch
+from gpu_support import GPU, quiet, torch_on_gpu, warm_for_capture
 
 
 def test_without_a_gpu_the_profile_names_what_failed():
@@ -76,11 +61,7 @@ def test_one_object_stamps_a_torch_cuda_graph_for_stages_and_kernels():
     prof = quiet()
     gpu = simprof.GpuProfile(prof, stage_sample_every=4, kernel_sample_every=8)
     x = torch.zeros(1 << 20, device="cuda")
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        x.mul_(1.0001).add_(1.0)  # torch's warm-up before a capture
-    torch.cuda.current_stream().wait_stream(side)
+    warm_for_capture(torch, x)
     g = torch.cuda.CUDAGraph(keep_graph=True)
     with prof.step(), gpu.capture(g):
         _stages(prof, x)

@@ -9,9 +9,7 @@ import pytest
 
 import simprof
 
-
-def quiet(**kw):
-    return simprof.StepProfiler(show_fps=False, **kw)
+from gpu_support import quiet
 
 
 def test_timings_follow_genesis():

@@ -76,6 +76,17 @@ struct Loop {
   void run(StepProfiler& prof, GraphCache* cache, int steps) {
     run(prof, cache, steps, [](int) {});
   }
+  // A round after fps().reset(): `steps` steps between two CUDA events, then pacer.finish();
+  // returns the events' seconds.
+  double timed_round(StepProfiler& prof, GraphCache* cache, int steps, StepPacer& pacer) {
+    prof.fps().reset();
+    Event begin, end;
+    begin.record(stream);
+    run(prof, cache, steps);
+    end.record(stream);
+    pacer.finish();
+    return static_cast<double>(end.elapsed_ms_since(begin)) * 1e-3;
+  }
 };
 
 // The most steps enqueued and unfinished seen by the host as each step began (the new one
@@ -158,14 +169,8 @@ double fps_over_events(bool graph, bool device_fed, int steps) {
   GraphCache cache(loop.stream);
   loop.run(prof, graph ? &cache : nullptr, 5);  // graph: warm-up, capture, replays
   pacer.finish();
-  prof.fps().reset();
-  Event begin, end;
-  begin.record(loop.stream);
-  loop.run(prof, graph ? &cache : nullptr, steps);
-  end.record(loop.stream);
-  pacer.finish();
+  const double seconds = loop.timed_round(prof, graph ? &cache : nullptr, steps, pacer);
   if (!device_fed) prof.fps().flush();
-  const double seconds = static_cast<double>(end.elapsed_ms_since(begin)) * 1e-3;
   const double events = static_cast<double>(kEnvs) * steps / seconds;
   // The step is known: 100 + 20 + 30 us of spinning plus launch gaps.
   SIMPROF_TIMING EXPECT_NEAR(seconds / steps, 150e-6, 15e-6);
@@ -209,13 +214,7 @@ void rounds_after_other_work(bool graph, int mark_every) {
   double round_s = 0;
   for (int round = 0; round < 3; ++round) {
     gt::spin(20'000'000, loop.stream);  // other work: 20 ms, nobody's step
-    prof.fps().reset();
-    Event begin, end;
-    begin.record(loop.stream);
-    loop.run(prof, graph ? &cache : nullptr, steps);
-    end.record(loop.stream);
-    pacer.finish();
-    const double seconds = static_cast<double>(end.elapsed_ms_since(begin)) * 1e-3;
+    const double seconds = loop.timed_round(prof, graph ? &cache : nullptr, steps, pacer);
     round_s += seconds;
     const double events = static_cast<double>(kEnvs) * steps / seconds;
     SIMPROF_TIMING EXPECT_NEAR(prof.fps().total_fps() / events, 1.0, 0.005)

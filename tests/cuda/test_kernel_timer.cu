@@ -375,6 +375,7 @@ TEST_F(GpuTest, KernelTimerRefusesBadOptions) {
 TEST_F(GpuTest, KernelTimerDropsASampleWhenTheRingIsFullAndSaysSo) {
   SIMPROF_SKIP_GATED_UNDER_SANITIZER();
   Stream stream;
+  simprof::testing::SimprofLog log;
   StepProfiler prof(quiet(), 0);
   GraphKernelTimerOptions o;
   o.sample_every = 1;
@@ -397,6 +398,9 @@ TEST_F(GpuTest, KernelTimerDropsASampleWhenTheRingIsFullAndSaysSo) {
     cache.run({1}, [&](cudaStream_t st) { step.run(st); });
   }
   EXPECT_EQ(kernels.dropped(), 1u);
+  // Said once, with the fix (issue 41, case 3: an unpaced loop lost most samples in silence).
+  EXPECT_EQ(log.count("sampled replays ahead of the GPU"), 1) << log.str();
+  EXPECT_NE(log.str().find("pace the loop"), std::string::npos) << log.str();
   EXPECT_EQ(cache.counters().instrumented_replays, 3u) << "step 3 replayed the plain graph";
   gate.open();
   kernels.synchronize();
