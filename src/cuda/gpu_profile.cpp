@@ -96,9 +96,15 @@ struct GpuProfile::Tools final : GraphTools {
 
 GpuProfile::GpuProfile(StepProfiler& prof, cudaStream_t stream, GpuProfileOptions options)
     : prof_(&prof), options_(checked(options)) {
+  // Refused before anything is made: a second profile's pacer would take the FPS line's clock
+  // from the first one's, and give it back to the host as it went.
+  if (prof.tools() != nullptr)
+    throw std::logic_error(
+        "simprof: this StepProfiler owns device tools already (a GpuProfile made from it): one "
+        "GpuProfile per profiler; destroy the first before making another");
   auto tools = std::make_shared<Tools>(prof, stream, options_);
   tools_ = tools;
-  prof.own_tools(std::move(tools));  // throws when it has some: ours are destroyed here
+  prof.own_tools(std::move(tools));
 }
 
 GpuProfile::~GpuProfile() {

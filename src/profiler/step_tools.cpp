@@ -18,8 +18,8 @@ void StepProfiler::own_tools(std::shared_ptr<StepTools> tools) {
   if (!tools) throw std::invalid_argument("simprof: StepProfiler::own_tools(null)");
   if (tools_)
     throw std::logic_error(
-        "simprof: this StepProfiler owns device tools already (a GpuProfile made from it): one "
-        "GpuProfile per profiler; destroy the first before making another");
+        "simprof: StepProfiler::own_tools: this profiler owns tools already (one owner: release "
+        "them first)");
   tools_ = std::move(tools);
   if (in_step_) enter_step_tools();
 }

@@ -60,7 +60,7 @@ TEST(StepTools, OneOwnerAndReleaseDestroysThem) {
   first.reset();
   const std::string why =
       error_of<std::logic_error>([&] { prof.own_tools(std::make_shared<StepTools>()); });
-  EXPECT_NE(why.find("owns device tools already"), std::string::npos) << why;
+  EXPECT_NE(why.find("owns tools already"), std::string::npos) << why;
   EXPECT_NE(error_of<std::invalid_argument>([&] { prof.own_tools(nullptr); }), "");
   prof.release_tools(nullptr);  // not its tools: no change
   EXPECT_EQ(prof.tools(), raw);

@@ -107,6 +107,7 @@ TEST_F(GpuTest, OneProfilePerProfilerAndBadOptionsAreRefused) {
   const std::string again =
       simprof::testing::error_of<std::logic_error>([&] { GpuProfile second(prof, stream); });
   EXPECT_NE(again.find("owns device tools already"), std::string::npos) << again;
+  EXPECT_EQ(prof.fps().clock_kind(), FpsClock::kDevice) << "the refused one took the FPS clock";
   EXPECT_NE(simprof::testing::error_of<std::logic_error>([&] {
               gpu.kernels();
             }).find("kernel_sample_every = 0"),
