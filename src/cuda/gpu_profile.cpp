@@ -27,6 +27,10 @@ const GpuProfileOptions& checked(const GpuProfileOptions& o) {
         fmt::format("simprof: GpuProfileOptions.stage_sample_every = {} (expected >= 0; 0: no "
                     "device stage times)",
                     o.stage_sample_every));
+  if (o.trace && o.trace_session != nullptr)
+    throw std::invalid_argument(
+        "simprof: GpuProfileOptions: both trace (a session of its own) and trace_session (yours) "
+        "are set (expected one of them)");
   if (o.kernel_sample_every < 0)
     throw std::invalid_argument(
         fmt::format("simprof: GpuProfileOptions.kernel_sample_every = {} (expected >= 0; 0: no "
@@ -49,6 +53,7 @@ int kernel_offset(int k, int s) {
 // Owned by the profiler; made in the order the header gives, destroyed in reverse.
 struct GpuProfile::Tools final : GraphTools {
   StepProfiler& prof;
+  cudaStream_t stream_;
   std::optional<DeviceStageTimer> stages;  // owns the pacer when there is one
   std::optional<StepPacer> own_pacer;      // without a stage timer
   std::optional<GraphKernelTimer> kernels;
@@ -56,7 +61,8 @@ struct GpuProfile::Tools final : GraphTools {
   std::optional<KernelTracer> tracer;
   SourceRegistration joined;  // leaves the session first
 
-  Tools(StepProfiler& p, cudaStream_t stream, const GpuProfileOptions& o) : prof(p) {
+  Tools(StepProfiler& p, cudaStream_t stream, const GpuProfileOptions& o)
+      : prof(p), stream_(stream) {
     if (o.stage_sample_every > 0) {
       DeviceStageTimerOptions so;
       so.sample_every = o.stage_sample_every;
@@ -79,10 +85,14 @@ struct GpuProfile::Tools final : GraphTools {
       TraceOptions to = *o.trace;
       to.background = true;  // the window's spans made and written beside the loop
       session.emplace(prof, to);
+    }
+    if (TraceSession* s = session ? &*session : o.trace_session) {
       tracer.emplace(prof);
-      joined = session->add_source(&*tracer);
+      joined = s->add_source(&*tracer);
     }
   }
+
+  cudaStream_t stream() const noexcept override { return stream_; }
 
   std::vector<std::shared_ptr<GraphInstrumentation>> graph_tools() const override {
     std::vector<std::shared_ptr<GraphInstrumentation>> out;
@@ -143,7 +153,7 @@ const StepPacer& GpuProfile::pacer() const { return tools().pacer(); }
 
 TraceSession* GpuProfile::trace() const {
   Tools& t = tools();
-  return t.session ? &*t.session : nullptr;
+  return t.session ? &*t.session : options_.trace_session;
 }
 
 void GpuProfile::finish() {

@@ -34,14 +34,16 @@ StepTools* StepProfiler::tools_in_step() noexcept { return t_step_tools; }
 
 void StepProfiler::enter_step_tools() noexcept {
   if (!tools_ || step_tools_set_) return;
-  outer_step_tools_ = t_step_tools;
   t_step_tools = tools_.get();
   step_tools_set_ = true;
 }
 
+// Only this profiler's own tools are taken back, and nothing is put back in their place: a pointer
+// saved from an enclosing step could outlive its tools (steps of two profilers need not end in the
+// reverse order they began, and either profiler may give its tools up meanwhile).
 void StepProfiler::leave_step_tools() noexcept {
   if (!step_tools_set_) return;
-  t_step_tools = outer_step_tools_;
+  if (t_step_tools == tools_.get()) t_step_tools = nullptr;
   step_tools_set_ = false;
 }
 

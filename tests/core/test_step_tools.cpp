@@ -106,3 +106,30 @@ TEST(StepTools, FoundInsideAStepOnTheLoopsThreadOnly) {
   }
   EXPECT_NE(tools->serial(), std::make_shared<StepTools>()->serial());
 }
+
+TEST(StepTools, StepsOfTwoOwnersEndingInAnyOrderLeaveNoStalePointer) {
+  ManualClock mc;
+  auto a = std::make_unique<StepProfiler>(quiet(), 0, mc.clock());
+  StepProfiler b(quiet(), 0, mc.clock());
+  auto ta = std::make_shared<StepTools>();
+  auto tb = std::make_shared<StepTools>();
+  a->own_tools(ta);
+  b.own_tools(tb);
+  a->begin_step();
+  b.begin_step();
+  EXPECT_EQ(StepProfiler::tools_in_step(), tb.get());  // the step begun last
+  a->end_step();                                       // a's ends first: b's stay
+  EXPECT_EQ(StepProfiler::tools_in_step(), tb.get());
+  b.end_step();
+  EXPECT_EQ(StepProfiler::tools_in_step(), nullptr) << "a's tools put back after a's step ended";
+  // a gives its tools up inside b's step, nested in a's: nothing of a's is found afterwards.
+  a->begin_step();
+  b.begin_step();
+  a->release_tools(ta.get());
+  ta.reset();
+  b.end_step();
+  EXPECT_EQ(StepProfiler::tools_in_step(), nullptr);
+  a->end_step();
+  a.reset();
+  EXPECT_EQ(StepProfiler::tools_in_step(), nullptr);
+}

@@ -96,7 +96,6 @@ TEST_F(GpuTest, OneObjectGivesStagesKernelsAndTheFpsLineOfReplayedSteps) {
   const std::string report = gpu.report();
   for (const char* want : {"physics", "render", "physics_spin", "render_spin", "sampled steps"})
     EXPECT_NE(report.find(want), std::string::npos) << want << " in\n" << report;
-  EXPECT_GE(prof.fps().num_samples(), 0u);
   EXPECT_EQ(gpu.pacer().options().max_in_flight, 2);
 }
 

@@ -281,7 +281,7 @@ typedef struct simprof_gpu_profile_counters {
   uint64_t steps;            /**< steps the pacer timed */
   uint64_t stages_joined;    /**< sampled steps whose stage times are in */
   uint64_t stages_dropped;   /**< sampled steps whose readings were lost */
-  uint64_t stages_unstamped; /**< sampled steps replayed without stamps (never with this handle) */
+  uint64_t stages_unstamped; /**< sampled steps with no stage and no stamped graph */
   uint64_t kernel_replays;   /**< stamped replays read into the kernel table */
   uint64_t kernel_dropped;   /**< stamped replays left out */
 } simprof_gpu_profile_counters;

@@ -11,11 +11,11 @@
 //   fmt::print("{}", gpu.report());                          // stages and kernels on the GPU
 /* clang-format on */
 //
-// The tools live in the profiler (StepProfiler::own_tools): a GraphCache run inside one of its
-// steps attaches them itself, whenever either was made, and the profiler destroys them first when
-// it goes. So the GpuProfile, the caches and the profiler may be made and destroyed in any order;
-// once the profiler is gone, the GpuProfile's accessors throw std::logic_error saying so. One per
-// profiler (a second throws). Inside it, made in this order:
+// The tools live in the profiler (StepProfiler::own_tools): a GraphCache on the profile's stream
+// run inside one of its steps attaches them itself, whenever either was made, and the profiler
+// destroys them first when it goes. So the GpuProfile, the caches and the profiler may be made and
+// destroyed in any order; once the profiler is gone, the GpuProfile's accessors throw
+// std::logic_error saying so. One per profiler (a second throws). Inside it, made in this order:
 //   * a StepPacer (max_in_flight steps on the GPU at most; the FPS line from its step ends);
 //   * a DeviceStageTimer paced by that pacer (unless stage_sample_every is 0);
 //   * a GraphKernelTimer (unless kernel_sample_every is 0), paced by the same bound, sampling
@@ -61,6 +61,9 @@ struct GpuProfileOptions {
   /// kernel through CUPTI, each window handed over beside the loop (`background` is set). None by
   /// default.
   std::optional<TraceOptions> trace;
+  /// Or a session of yours (not owned; it may go first: its kernel tracer leaves it then) whose
+  /// windows get every kernel through CUPTI. Not both.
+  TraceSession* trace_session = nullptr;
 };
 
 /// A framework's capture noted by every tool of a GpuProfile (GpuProfile::capturing()), until
@@ -121,7 +124,7 @@ class GpuProfile {
   GraphKernelTimer& kernels() const;
   /// The pacer that bounds the steps in flight and times them on the GPU.
   const StepPacer& pacer() const;
-  /// The trace session (null without `trace`).
+  /// The trace session (its own with `trace`, yours with `trace_session`; null with neither).
   TraceSession* trace() const;
   /// Whether the profiler (and so the tools) is still there.
   bool alive() const noexcept;

@@ -228,6 +228,8 @@ class StepProfiler {
   StepTools* tools() const noexcept { return tools_.get(); }
   /// The tools of the profiler whose step is open on the calling thread (null: no step open, or
   /// its profiler owns none). A graph cache run inside a step finds the profiler's stamps here.
+  /// With steps of two profilers that own tools open at once on one thread, the one begun last
+  /// holds it, and when it ends no tools are found until the next step begins.
   static StepTools* tools_in_step() noexcept;
   /// Where misuse detected in a destructor goes (it cannot throw there). Default: the simprof
   /// logger at error level.
@@ -335,8 +337,7 @@ class StepProfiler {
   std::vector<StepListener*> listeners_;
   std::function<void(const std::string&)> error_handler_;
   std::shared_ptr<StepTools> tools_;
-  StepTools* outer_step_tools_ = nullptr;  // tools_in_step() of the thread before this step began
-  bool step_tools_set_ = false;            // this step set tools_in_step()
+  bool step_tools_set_ = false;  // this step set tools_in_step()
   void enter_step_tools() noexcept;
   void leave_step_tools() noexcept;
 };

@@ -10,12 +10,16 @@
 
 namespace simprof::cuda {
 
-// The graph tools of the profiler whose step runs this (a GpuProfile's): attached once per set.
+// The graph tools of the profiler whose step runs this (a GpuProfile's): attached once per set,
+// to a cache on their stream.
 void GraphCache::adopt_step_tools() noexcept {
   StepTools* t = StepProfiler::tools_in_step();
   if (SIMPROF_LIKELY(t == nullptr || t->serial() == step_tools_)) return;
   step_tools_ = t->serial();
-  if (const auto* g = dynamic_cast<const GraphTools*>(t)) try {
+  const auto* g = dynamic_cast<const GraphTools*>(t);
+  // Stamps go to the tools' stream: a cache on another one (another device, a render stream) keeps
+  // what it has.
+  if (g != nullptr && g->stream() == stream_) try {
       for (const auto& tool : g->graph_tools()) attach(tool);
     } catch (...) {  // out of memory: this cache stays as it was (tried again with other tools)
     }

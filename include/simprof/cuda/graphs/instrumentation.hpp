@@ -66,12 +66,14 @@ class GraphInstrumentation {
 };
 
 /// A backend's tools that stamp graphs, owned by a StepProfiler (profiler/step_tools.hpp): a
-/// GraphCache run inside a step of that profiler attaches each of them, in this order, with no
-/// wiring of its own (cuda::GpuProfile is one).
+/// GraphCache on their stream, run inside a step of that profiler, attaches each of them, in this
+/// order, with no wiring of its own (cuda::GpuProfile is one).
 class GraphTools : public StepTools {
  public:
   /// The tools a cache attaches.
   virtual std::vector<std::shared_ptr<GraphInstrumentation>> graph_tools() const = 0;
+  /// The stream their stamps go to: only a cache on it attaches them.
+  virtual cudaStream_t stream() const noexcept = 0;
 };
 
 }  // namespace simprof::cuda

@@ -120,10 +120,10 @@ class DeviceStageTimer {
   std::uint64_t dropped() const noexcept;
   /// Stage readings left out because the stage's stamps ran out of order (said once, when first).
   std::uint64_t unpaired() const noexcept;
-  /// Sampled steps that ran neither a stage boundary nor a stamped graph while earlier steps had
-  /// stages: a graph replayed without the timer's stamps (a GraphCache not given
-  /// instrumentation()), said once with the fix. Such steps are in no mean. GpuProfile wires every
-  /// cache: never there.
+  /// Completed sampled steps that ran neither a stage boundary nor a stamped graph while earlier
+  /// steps had stages: a graph replayed without the timer's stamps (a GraphCache not given
+  /// instrumentation(), or another tool's copy ran), or a step without stages; said once with the
+  /// fix. Such steps are in no mean. A GpuProfile's caches on its stream are always wired.
   std::uint64_t unstamped() const noexcept;
   /// How many steps mean(`stage`) is over (0: none, and mean() is NaN).
   std::uint64_t count(StageId stage) const noexcept;
