@@ -48,7 +48,8 @@ StepPacer::StepPacer(StepProfiler& prof, cudaStream_t stream, StepPacerOptions o
       ring_(static_cast<std::size_t>(checked(options)) +
             static_cast<std::size_t>(options.mark_every) + 2),
       steps_(prof, options.fps_from_device) {
-  prof_.add_listener(this);  // last: nothing below can throw once the profiler calls us
+  resets_seen_ = prof_.fps().resets();  // a reset before the pacer is nobody's round
+  prof_.add_listener(this);             // last: nothing below can throw once the profiler calls us
 }
 
 StepPacer::~StepPacer() { prof_.remove_listener(this); }
