@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The C API's GPU profile (cuda::GpuProfile): one handle for the whole GPU truth of a loop. With a
-// trace session, a kernel tracer is made here and joined to it. Compiled where the CUDA backend
-// is built; cuda_unavailable.cpp answers the same calls otherwise.
+// The C API's GPU profile (cuda::GpuProfile): one handle for the whole GPU truth of a loop (with a
+// trace session, the profile's kernel tracer joins it). Compiled where the CUDA backend is built;
+// cuda_unavailable.cpp answers the same calls otherwise.
 #include <cmath>
 #include <optional>
 
@@ -10,7 +10,6 @@
 #include "simprof/cuda/timing/kernel_timer.hpp"
 #include "simprof/cuda/timing/stage_timer.hpp"
 #include "simprof/cuda/timing/step_pacer.hpp"
-#include "simprof/cuda/trace/kernel_tracer.hpp"
 
 using simprof::c_api::checked_stream;
 using simprof::c_api::copy_out;
@@ -20,8 +19,6 @@ using simprof::c_api::guarded;
 struct simprof_gpu_profile {
   simprof::cuda::GpuProfile gpu;
   std::optional<simprof::cuda::ProfiledCapture> capture;  // a framework's capture being noted
-  std::optional<simprof::cuda::KernelTracer> tracer;      // with a user's trace session
-  simprof::SourceRegistration joined;                     // leaves the session first
   simprof_gpu_profile(simprof::StepProfiler& p, cudaStream_t s,
                       const simprof::cuda::GpuProfileOptions& o)
       : gpu(p, s, o) {}
@@ -61,13 +58,10 @@ simprof_status simprof_gpu_profile_new(simprof_profiler* p, void* stream,
     o.fps_from_device = c.fps_from_device != 0;
     o.stage_sample_every = c.stage_sample_every;
     o.kernel_sample_every = c.kernel_sample_every;
-    auto g =
-        std::make_unique<simprof_gpu_profile>(p->prof, checked_stream(stream, "GpuProfile"), o);
-    if (trace != nullptr) {
-      g->tracer.emplace(p->prof);
-      g->joined = trace->session.add_source(&*g->tracer);
-    }
-    *out = g.release();
+    // The kernel tracer joined to the session is the profile's, owned by the profiler with the
+    // rest: nothing here outlives the profiler.
+    o.trace_session = trace != nullptr ? &trace->session : nullptr;
+    *out = new simprof_gpu_profile(p->prof, checked_stream(stream, "GpuProfile"), o);
   });
 }
 

@@ -172,6 +172,11 @@ TEST_F(GpuTest, HandWiredCacheWithoutTheTimersStampsIsCountedAndSaid) {
   DeviceStageTimer dev(prof, stream, o);
   GraphCache cache(stream);  // no attach(dev.instrumentation())
   run(prof, cache, 40);
+  {  // step 40: sampled and replayed, but vetoed: not counted
+    auto step = prof.step();
+    cache.run({1}, [&](cudaStream_t s) { step_body(prof, s); });
+    prof.veto_step();
+  }
   dev.synchronize();
   EXPECT_EQ(dev.unstamped(), 18u) << "steps 4, 6, ..., 38: replayed, sampled, unstamped";
   EXPECT_EQ(dev.count("physics"), 2u) << "the eager warm-up steps 0 and 2";

@@ -350,10 +350,11 @@ void DeviceStageTimer::Impl::note_unstamped(std::uint64_t step) noexcept {
   try {
     simprof::default_logger()->warn(
         "simprof: DeviceStageTimer: sampled step {} ran no stage boundary and no stamped graph, "
-        "while earlier steps had stages: a graph replayed without the timer's stamps, so its "
-        "stages are not timed in this step. Give the GraphCache the timer's instrumentation() "
-        "(cache.attach(timer.instrumentation())), or use simprof::cuda::GpuProfile, which wires "
-        "it (said once; counted in unstamped())",
+        "while earlier steps had stages: a graph replayed without the timer's stamps (or another "
+        "tool's copy ran), so its stages are not timed in this step, or a step without stages. "
+        "Give the GraphCache the timer's instrumentation() "
+        "(cache.attach(timer.instrumentation())), "
+        "or use simprof::cuda::GpuProfile, which wires it (said once; counted in unstamped())",
         step);
   } catch (...) {
   }
@@ -612,7 +613,9 @@ cudaGraph_t DeviceStageTimer::Impl::instrumented_copy(cudaGraph_t graph) noexcep
 void DeviceStageTimer::Impl::on_step_end(std::uint64_t step, std::int64_t, StepOutcome outcome) {
   const std::size_t slot = step % options.ring;
   ended = step + 1;
-  if (!skip && !step_boundaries && !step_copy && seen_boundaries) note_unstamped(step);
+  if (!skip && !step_boundaries && !step_copy && seen_boundaries &&
+      outcome == StepOutcome::kCompleted)
+    note_unstamped(step);
   seen_boundaries = seen_boundaries || step_boundaries;
   // An unstamped step leaves the slot alone: it may still hold an unread step's publication.
   if (skip) return;
