@@ -154,8 +154,8 @@ TEST_F(GpuTest, EveryNodeOfAReplayedGraphIsTimedNamedAndStaged) {
   ASSERT_NE(at("sensors/Cam"), std::string::npos) << table;
   ASSERT_NE(at("physics/collide"), std::string::npos) << table;
   ASSERT_NE(at("physics/integrate"), std::string::npos) << table;
-  EXPECT_LT(at("sensors/Cam"), at("physics/collide")) << table;  // 30 us > 25 us
-  EXPECT_LT(at("physics/collide"), at("physics/integrate")) << table;
+  SIMPROF_TIMING EXPECT_LT(at("sensors/Cam"), at("physics/collide")) << table;  // 30 us > 25 us
+  SIMPROF_TIMING EXPECT_LT(at("physics/collide"), at("physics/integrate")) << table;
   EXPECT_EQ(table.find("memset"), std::string::npos) << "kernels only:\n" << table;
   std::printf("%s", table.c_str());
   // CUPTI's ids of the graph and its nodes: one graph, five distinct nodes. Last: while another
@@ -566,8 +566,12 @@ TEST_F(GpuTest, AWindowsReplaysAreDeviceSpansWithKinetosFields) {
           ASSERT_EQ(s.kind, SpanKind::kKernel);
           const KernelPayload& k = s.get<KernelPayload>();
           EXPECT_EQ(k.stage, stage[i]);
-          EXPECT_NE(k.graph_id, 0u);
-          EXPECT_NE(k.graph_node_id, 0u);
+          if (k.graph_id == 0 && gt::cupti_held_by_another_tool()) {
+            std::printf("CUPTI's graph and node ids not checked: another tool holds CUPTI\n");
+          } else {
+            EXPECT_NE(k.graph_id, 0u);
+            EXPECT_NE(k.graph_node_id, 0u);
+          }
           EXPECT_GT(k.block.x, 0);
           EXPECT_GT(k.registers, 0u);
           SIMPROF_TIMING EXPECT_GE(s.duration_ns(), static_cast<std::int64_t>(spin[i]) - 100)
@@ -603,8 +607,11 @@ TEST_F(GpuTest, AWindowsReplaysAreDeviceSpansWithKinetosFields) {
         EXPECT_EQ(e["tid"], by_replay.begin()->second[0]->stream);
         const auto& a = e["args"];
         for (const char* key : {"device", "stream", "correlation", "registers per thread",
-                                "shared memory", "grid", "block", "graph id", "graph node id"})
+                                "shared memory", "grid", "block"})
           EXPECT_TRUE(a.contains(key)) << key;
+        // CUPTI's ids are written where CUPTI gave them: always, unless another tool holds it.
+        if (a.contains("graph id") || !gt::cupti_held_by_another_tool())
+          for (const char* key : {"graph id", "graph node id"}) EXPECT_TRUE(a.contains(key)) << key;
         EXPECT_EQ(a["stage"], "physics/integrate");
         EXPECT_EQ(a["grid"], nlohmann::json::array({8, 1, 1}));
       }

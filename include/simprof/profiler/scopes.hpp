@@ -100,6 +100,7 @@ class BasicStepScope {
 
  private:
   StepProfiler* prof_;
+  int uncaught_at_begin_;  // exceptions in flight when the step began
 };
 
 /// A stage of a profiler held by reference.

@@ -52,7 +52,6 @@
 #include "simprof/base/config.hpp"
 #include "simprof/base/stats.hpp"
 #include "simprof/detail/ring.hpp"
-#include "simprof/detail/uncaught.hpp"
 #include "simprof/profiler/fps_tracker.hpp"
 #include "simprof/profiler/listener.hpp"
 #include "simprof/profiler/options.hpp"
@@ -368,16 +367,16 @@ SIMPROF_FORCE_INLINE StageId detail::StageSite::id(StepProfiler& prof) {
 }
 
 template <bool Nullable>
-inline BasicStepScope<Nullable>::BasicStepScope(Profiler prof) : prof_(detail::pointer(prof)) {
+inline BasicStepScope<Nullable>::BasicStepScope(Profiler prof)
+    : prof_(detail::pointer(prof)), uncaught_at_begin_(std::uncaught_exceptions()) {
   if (!Nullable || prof_) prof_->begin_step();
 }
-// The count of exceptions in flight (detail::uncaught_exceptions(): one load with libstdc++ on
-// Linux) tells an exception unwinding through the step from a normal end. A step
-// scope that lives entirely inside a destructor run by unwinding would be taken for an aborted
-// step: an accepted corner.
+// More exceptions in flight than at the step's begin: one is unwinding through the step (a step
+// scope inside a destructor run by unwinding ends normally).
 template <bool Nullable>
 inline BasicStepScope<Nullable>::~BasicStepScope() {
-  if (!Nullable || prof_) prof_->finish_step_noexcept(detail::uncaught_exceptions() > 0);
+  if (!Nullable || prof_)
+    prof_->finish_step_noexcept(std::uncaught_exceptions() > uncaught_at_begin_);
 }
 template <bool Nullable>
 inline BasicStepScope<Nullable>::operator bool() const noexcept {
