@@ -2,15 +2,13 @@
 #include "simprof/profiler/device_steps.hpp"
 
 #include <cmath>
+#include <utility>
 
 namespace simprof {
 
-DeviceSteps::DeviceSteps(StepProfiler& prof, bool feed_fps) : prof_(prof), feed_fps_(feed_fps) {
-  if (feed_fps_) prof_.fps().use_device_clock();
-}
-
-DeviceSteps::~DeviceSteps() {
-  if (feed_fps_) prof_.fps().use_host_clock();
+DeviceSteps::DeviceSteps(StepProfiler& prof, bool feed_fps, std::string who)
+    : prof_(prof), feed_fps_(feed_fps) {
+  if (feed_fps_) fps_clock_ = prof_.fps().claim_device_clock(std::move(who));
 }
 
 const DeviceStep& DeviceSteps::add(std::uint64_t step, bool completed, double step_s,

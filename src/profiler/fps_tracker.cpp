@@ -102,16 +102,48 @@ void FpsTracker::set_clock(Clock clock) {
   restart();
 }
 
-// Device ticks are nanoseconds: any clock of 1e9 ticks per second converts them (the tracker never
-// reads the clock itself; it is given its ticks).
-void FpsTracker::use_device_clock() {
-  clock_kind_ = FpsClock::kDevice;
-  set_clock(Clock::steady());
+FpsTracker::~FpsTracker() {
+  if (claim_) claim_->fps_ = nullptr;
 }
 
-void FpsTracker::use_host_clock() {
+// Device ticks are nanoseconds: any clock of 1e9 ticks per second converts them (the tracker never
+// reads the clock itself; it is given its ticks).
+FpsTracker::DeviceClockClaim FpsTracker::claim_device_clock(std::string who) {
+  if (claim_)
+    throw std::logic_error(fmt::format(
+        "simprof: the FPS line's clock is already fed device time by {}; {} cannot feed it too "
+        "(one device clock feeds the line: make the second with its FPS feed off)",
+        owner_, who));
+  owner_ = who.empty() ? std::string("a device clock") : std::move(who);
+  clock_kind_ = FpsClock::kDevice;
+  set_clock(Clock::steady());
+  DeviceClockClaim claim(this);
+  claim_ = &claim;  // guaranteed copy elision: the caller's object is this one
+  return claim;
+}
+
+void FpsTracker::release_device_clock(const DeviceClockClaim* claim) noexcept {
+  if (claim_ != claim) return;
+  claim_ = nullptr;
+  owner_.clear();
   clock_kind_ = FpsClock::kHost;
   set_clock(host_clock_);
+}
+
+FpsTracker::DeviceClockClaim& FpsTracker::DeviceClockClaim::operator=(
+    DeviceClockClaim&& other) noexcept {
+  if (this == &other) return *this;
+  release();
+  fps_ = other.fps_;
+  other.fps_ = nullptr;
+  if (fps_) fps_->claim_ = this;
+  return *this;
+}
+
+void FpsTracker::DeviceClockClaim::release() noexcept {
+  if (!fps_) return;
+  fps_->release_device_clock(this);
+  fps_ = nullptr;
 }
 
 void FpsTracker::reset() noexcept {

@@ -167,7 +167,7 @@ TEST(FpsTracker, LineSaysWhenItReadsTheGpuClock) {
   ManualClock mc;
   FpsTracker fps(0.95, 50ms, 1024, mc.clock());
   fps.set_logger(capture(out));
-  fps.use_device_clock();
+  auto claim = fps.claim_device_clock("the test's pacer");
   EXPECT_EQ(fps.clock_kind(), FpsClock::kDevice);
   std::int64_t device_ns = 0;
   fps.tick(device_ns);
@@ -175,11 +175,53 @@ TEST(FpsTracker, LineSaysWhenItReadsTheGpuClock) {
   EXPECT_EQ(out.str(),
             "Running at 10,240,000.00 FPS (10,000.00 FPS per env, 1024 envs, GPU clock).\n");
   EXPECT_EQ(fps.last_sample().clock, FpsClock::kDevice);
-  fps.use_host_clock();  // back to the clock given at construction, the sample in progress gone
+  claim.release();  // back to the clock given at construction, the sample in progress gone
   EXPECT_EQ(fps.clock_kind(), FpsClock::kHost);
   fps.tick(mc.now_ns());
   run(fps, mc, 5, 10.0);
   EXPECT_DOUBLE_EQ(fps.last_sample().sample_fps_per_env, 100.0);
+}
+
+// The device clock has one owner: a second claimant is refused, naming both, and the first keeps
+// it; when the claim goes (or is moved and then goes) the host clock is back.
+TEST(FpsTracker, TheDeviceClockHasOneOwner) {
+  using simprof::FpsClock;
+  ManualClock mc;
+  FpsTracker fps(0.95, 50ms, 0, mc.clock());
+  {
+    auto first = fps.claim_device_clock("pacer A");
+    EXPECT_EQ(fps.device_clock_owner(), "pacer A");
+    try {
+      auto second = fps.claim_device_clock("pacer B");
+      ADD_FAILURE() << "a second claimant was let in";
+    } catch (const std::logic_error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("pacer A"), std::string::npos) << what;
+      EXPECT_NE(what.find("pacer B"), std::string::npos) << what;
+    }
+    EXPECT_EQ(fps.clock_kind(), FpsClock::kDevice) << "the refused claim took nothing";
+    auto moved = std::move(first);
+    EXPECT_FALSE(first);
+    EXPECT_TRUE(moved);
+    EXPECT_EQ(fps.clock_kind(), FpsClock::kDevice);
+  }
+  EXPECT_EQ(fps.clock_kind(), FpsClock::kHost);
+  EXPECT_EQ(fps.device_clock_owner(), "");
+  auto again = fps.claim_device_clock("pacer B");  // free again
+  EXPECT_EQ(fps.device_clock_owner(), "pacer B");
+}
+
+// A claim may outlive its tracker: it is then empty, and its end touches nothing.
+TEST(FpsTracker, AClaimOutlivesItsTracker) {
+  ManualClock mc;
+  FpsTracker::DeviceClockClaim claim;
+  {
+    FpsTracker fps(0.95, 50ms, 0, mc.clock());
+    claim = fps.claim_device_clock("pacer");
+    EXPECT_TRUE(claim);
+  }
+  EXPECT_FALSE(claim);
+  claim.release();
 }
 
 TEST(FpsTracker, FlushCompletesAShortRun) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -152,6 +153,30 @@ TEST_F(GpuTest, MaxInFlightIsValidated) {
     EXPECT_NE(std::string(e.what()).find("max_in_flight = 0 (expected >= 1)"), std::string::npos)
         << e.what();
   }
+}
+
+// Two pacers feeding one FPS line would fight over its clock: the second is refused, naming the
+// first; one with its FPS feed off is welcome, and once the first goes the line is free again.
+TEST_F(GpuTest, ASecondPacerFeedingTheFpsLineIsRefused) {
+  Stream a, b;
+  StepProfiler prof(quiet(), 0);
+  std::optional<StepPacer> first(std::in_place, prof, a.get());
+  try {
+    StepPacer second(prof, b.get());
+    FAIL() << "a second FPS feed accepted";
+  } catch (const std::logic_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("already fed device time by a StepPacer on stream"), std::string::npos)
+        << what;
+  }
+  StepPacerOptions quiet_pacer;
+  quiet_pacer.fps_from_device = false;
+  StepPacer untimed_line(prof, b.get(), quiet_pacer);
+  EXPECT_EQ(prof.fps().clock_kind(), FpsClock::kDevice);
+  first.reset();
+  EXPECT_EQ(prof.fps().clock_kind(), FpsClock::kHost);
+  StepPacer again(prof, b.get());
+  EXPECT_EQ(prof.fps().clock_kind(), FpsClock::kDevice);
 }
 
 namespace {

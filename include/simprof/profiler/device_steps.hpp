@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
 
 #include "simprof/profiler/step_profiler.hpp"
 
@@ -42,10 +43,9 @@ struct DeviceStep {
 /// backend's StepPacer), with their means; optionally the source of the profiler's FPS line.
 class DeviceSteps {
  public:
-  /// `feed_fps`: switch `prof`'s FPS line to the device clock and tick it here (until this object
-  /// goes, when it is switched back to the host clock).
-  DeviceSteps(StepProfiler& prof, bool feed_fps);
-  ~DeviceSteps();
+  /// `feed_fps`: claim `prof`'s FPS line for the device clock and tick it here, until this object
+  /// goes (FpsTracker::claim_device_clock: a second feed is refused, naming `who`).
+  DeviceSteps(StepProfiler& prof, bool feed_fps, std::string who = "a StepPacer");
   DeviceSteps(const DeviceSteps&) = delete;
   DeviceSteps& operator=(const DeviceSteps&) = delete;
 
@@ -80,6 +80,7 @@ class DeviceSteps {
  private:
   StepProfiler& prof_;
   bool feed_fps_;
+  FpsTracker::DeviceClockClaim fps_clock_;
   bool have_previous_ = false;
   bool clock_valid_ = false;  // end_ns is on a running clock that began at an earlier step
   double clock_ns_ = 0;

@@ -26,8 +26,8 @@
 //
 // Which clock: by default the host's (the profiler's clock, ticked at step starts). On a GPU
 // backend the device can feed it instead (cuda::StepPacer ticks it with the device's step-end times
-// in nanoseconds after use_device_clock()); the line then ends in "GPU clock" and the profiler no
-// longer ticks it.
+// in nanoseconds while it holds claim_device_clock(), one claimant at a time); the line then ends in
+// "GPU clock" and the profiler no longer ticks it.
 #pragma once
 
 #include <atomic>
@@ -36,6 +36,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "simprof/base/clock.hpp"
 #include "simprof/base/ranks.hpp"
@@ -81,6 +82,9 @@ class FpsTracker {
   /// Throws std::invalid_argument for alpha outside [0, 1] or not finite, interval <= 0, n_envs <
   /// 0.
   FpsTracker(double alpha, std::chrono::nanoseconds interval, std::int64_t n_envs, Clock clock);
+  ~FpsTracker();
+  FpsTracker(const FpsTracker&) = delete;
+  FpsTracker& operator=(const FpsTracker&) = delete;
 
   /// Counts one step at `now` (ticks of the clock). Returns true when a sample completed.
   SIMPROF_FORCE_INLINE bool tick(std::int64_t now) {
@@ -113,11 +117,14 @@ class FpsTracker {
   /// flush() at the latest tick: the end of the last step counted (the end of a run).
   bool flush() { return flush(last_tick_); }
 
-  /// From now on ticks are device nanoseconds, given by a GPU backend; drops the sample in
-  /// progress. use_host_clock() goes back to the clock given at construction.
-  void use_device_clock();
-  /// Back to the host clock given at construction; drops the sample in progress.
-  void use_host_clock();
+  class DeviceClockClaim;
+  /// From now until the claim goes, ticks are device nanoseconds given by `who` (a GPU backend's
+  /// pacer), and the sample in progress is dropped; the claim's end goes back to the host clock
+  /// given at construction. One owner at a time: a second claim while one lives throws
+  /// std::logic_error naming both.
+  [[nodiscard]] DeviceClockClaim claim_device_clock(std::string who);
+  /// Who feeds the line device time now ("" on the host clock).
+  const std::string& device_clock_owner() const noexcept { return owner_; }
   /// Which clock ticks are on now.
   FpsClock clock_kind() const noexcept { return clock_kind_; }
 
@@ -154,12 +161,14 @@ class FpsTracker {
 
  private:
   void complete_sample(std::int64_t now);
-
   void set_clock(Clock clock);
+  void release_device_clock(const DeviceClockClaim* claim) noexcept;
 
   Clock host_clock_;
   Clock clock_;
   FpsClock clock_kind_ = FpsClock::kHost;
+  std::string owner_;                  // the device clock's claimant ("" when none)
+  DeviceClockClaim* claim_ = nullptr;  // its claim, told when this tracker goes first
   double alpha_;
   std::chrono::nanoseconds interval_;
   std::int64_t interval_ticks_;
@@ -177,6 +186,29 @@ class FpsTracker {
   std::shared_ptr<spdlog::logger> logger_;
   Callback callback_;
   int rank_ = 0, world_ = 1;
+};
+
+/// The FPS line's device clock, held: the tracker reads device time while it lives, and goes back
+/// to its host clock when it goes. Either side may go first (a tracker gone first leaves it empty).
+class FpsTracker::DeviceClockClaim {
+ public:
+  DeviceClockClaim() = default;
+  ~DeviceClockClaim() { release(); }
+  /// Takes `other`'s clock (`other` is left empty).
+  DeviceClockClaim(DeviceClockClaim&& other) noexcept { *this = std::move(other); }
+  /// Gives this claim's clock back, then takes `other`'s.
+  DeviceClockClaim& operator=(DeviceClockClaim&& other) noexcept;
+  DeviceClockClaim(const DeviceClockClaim&) = delete;
+  DeviceClockClaim& operator=(const DeviceClockClaim&) = delete;
+  /// Whether it holds a tracker's clock.
+  explicit operator bool() const noexcept { return fps_ != nullptr; }
+  /// Gives the clock back now (the host clock again).
+  void release() noexcept;
+
+ private:
+  friend class FpsTracker;
+  explicit DeviceClockClaim(FpsTracker* fps) noexcept : fps_(fps) {}
+  FpsTracker* fps_ = nullptr;
 };
 
 }  // namespace simprof

@@ -47,7 +47,8 @@ StepPacer::StepPacer(StepProfiler& prof, cudaStream_t stream, StepPacerOptions o
       options_(options),
       ring_(static_cast<std::size_t>(checked(options)) +
             static_cast<std::size_t>(options.mark_every) + 2),
-      steps_(prof, options.fps_from_device) {
+      steps_(prof, options.fps_from_device,
+             fmt::format("a StepPacer on stream {}", static_cast<const void*>(stream))) {
   resets_seen_ = prof_.fps().resets();  // a reset before the pacer is nobody's round
   prof_.add_listener(this);             // last: nothing below can throw once the profiler calls us
 }
