@@ -57,10 +57,10 @@ MemoryTracker::MemoryTracker(StepProfiler& prof, const AllocSource* device, cons
                              MemoryOptions options)
     : prof_(prof), sources_{device, host}, options_(options), time_base_(prof.clock()) {
   grow(static_cast<StageId>(prof.num_stages() > 0 ? prof.num_stages() - 1 : 0));
-  prof_.add_listener(this);  // last: nothing below throws
+  attached_ = prof_.attach(*this);  // last: nothing below throws
 }
 
-MemoryTracker::~MemoryTracker() { prof_.remove_listener(this); }
+MemoryTracker::~MemoryTracker() = default;
 
 void MemoryTracker::grow(StageId id) {
   const std::size_t n = std::max<std::size_t>(id + 1, kPeriodStage + 1);

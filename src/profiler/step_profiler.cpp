@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -96,6 +97,7 @@ StepProfiler::~StepProfiler() {
   // The tools go first, while the profiler they detach from is whole.
   leave_step_tools();
   tools_.reset();
+  for (ListenerAttachment* a : attachments_) a->prof_ = nullptr;
 }
 
 StageId StepProfiler::register_stage(std::string_view name, StageId parent) {
@@ -142,16 +144,36 @@ void StepProfiler::add_pre_step_callback(std::function<bool()> callback) {
   pre_step_.push_back(std::move(callback));
 }
 
-void StepProfiler::add_listener(StepListener* listener) {
-  if (listener == nullptr) throw std::invalid_argument("simprof: add_listener: null listener");
-  if (in_step_) throw std::logic_error("simprof: add_listener inside a step");
-  listeners_.push_back(listener);
+ListenerAttachment StepProfiler::attach(StepListener& listener) {
+  if (in_step_) throw std::logic_error("simprof: a listener attached inside a step");
+  attachments_.reserve(attachments_.size() + 1);  // nothing below throws
+  listeners_.push_back(&listener);
+  ListenerAttachment a(this, &listener);
+  attachments_.push_back(&a);
+  for (auto* z : zones_) z->listeners_changed();
+  return a;  // a move, if not elided, re-points attachments_
+}
+
+void StepProfiler::detach(ListenerAttachment* a) noexcept {
+  attachments_.erase(std::remove(attachments_.begin(), attachments_.end(), a), attachments_.end());
+  const auto at = std::find(listeners_.begin(), listeners_.end(), a->listener_);
+  if (at != listeners_.end()) listeners_.erase(at);
   for (auto* z : zones_) z->listeners_changed();
 }
 
-void StepProfiler::remove_listener(StepListener* listener) noexcept {
-  listeners_.erase(std::remove(listeners_.begin(), listeners_.end(), listener), listeners_.end());
-  for (auto* z : zones_) z->listeners_changed();
+ListenerAttachment& ListenerAttachment::operator=(ListenerAttachment&& other) noexcept {
+  if (this == &other) return *this;
+  detach();
+  prof_ = std::exchange(other.prof_, nullptr);
+  listener_ = std::exchange(other.listener_, nullptr);
+  if (prof_) std::replace(prof_->attachments_.begin(), prof_->attachments_.end(), &other, this);
+  return *this;
+}
+
+void ListenerAttachment::detach() noexcept {
+  if (!prof_) return;
+  std::exchange(prof_, nullptr)->detach(this);
+  listener_ = nullptr;
 }
 
 void StepProfiler::set_error_handler(std::function<void(const std::string&)> handler) {

@@ -52,13 +52,13 @@ TraceSession::TraceSession(StepProfiler& prof, TraceOptions options)
   collectives_.reserve(options_.max_collectives);
   open_.resize(prof.num_stages(), 0);
   action_ = options_.schedule.action(0);
-  prof_.add_listener(this);
+  attached_ = prof_.attach(*this);
 }
 
 // A session that ends inside a window says so; when the active phase had recorded steps, it writes
 // their CPU spans as a valid trace marked incomplete (otherData.incomplete) to the default path.
 TraceSession::~TraceSession() {
-  prof_.remove_listener(this);
+  attached_.detach();
   wait();
   for (auto* s : sources_) {
     if (sources_running_) s->abandon();  // the window in progress is never collected

@@ -547,7 +547,7 @@ TEST(EngineZones, WorkerZonesBeyondTheLimitAreDroppedCountedAndSaidOnce) {
   StepProfiler prof(quiet(), 0, mc.clock());
   EngineZones zones(prof);
   ZoneCount count;
-  prof.add_listener(&count);  // spans wanted: every zone goes through the thread's queue
+  auto count_attached = prof.attach(count);  // spans wanted: every zone goes through the thread's queue
   SimprofLog log;
   const std::size_t extra = 10;
   std::thread worker([&] {  // no step ends meanwhile: they wait
@@ -565,7 +565,7 @@ TEST(EngineZones, WorkerZonesBeyondTheLimitAreDroppedCountedAndSaidOnce) {
   // The dropped zones' spans are gone; their time is not: the thread summed it itself.
   EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/stepSimulation"),
                    static_cast<double>(EngineZones::kMaxPending + extra) * 1e-9);
-  prof.remove_listener(&count);
+  count_attached.detach();
 }
 
 // While no listener wants worker zones, a worker thread sums them itself and queues none: any
@@ -577,7 +577,7 @@ TEST(EngineZones, WithoutAListenerForThemWorkerZonesAreSummedOnTheirThread) {
   struct Timing : ZoneCount {  // a listener that only times steps (as StepPacer does)
     bool wants_worker_zones() const noexcept override { return false; }
   } timing;
-  prof.add_listener(&timing);
+  auto timing_attached = prof.attach(timing);
   const std::size_t n = EngineZones::kMaxPending * 2;
   std::thread worker([&] {
     for (std::size_t i = 0; i < n; ++i) {
@@ -610,17 +610,17 @@ TEST(EngineZones, WithoutAListenerForThemWorkerZonesAreSummedOnTheirThread) {
   };
   // A listener that wants them, added between steps: the next zones reach it, and are counted once.
   ZoneCount spans;
-  prof.add_listener(&spans);
+  auto spans_attached = prof.attach(spans);
   step_with_worker_zone(5);
   EXPECT_EQ(spans.zones, 1u);
   EXPECT_EQ(timing.zones, 0u) << "only the listeners that want worker zones get them";
   EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/stepSimulation"), 5e-9);
   // Removed again: sums only.
-  prof.remove_listener(&spans);
+  spans_attached.detach();
   step_with_worker_zone(7);
   EXPECT_EQ(spans.zones, 1u);
   EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/stepSimulation"), 7e-9);
-  prof.remove_listener(&timing);
+  timing_attached.detach();
 }
 
 // An EngineZones made after a listener that wants worker zones sends them there; a zone that took
@@ -704,11 +704,11 @@ TEST(EngineZones, AListenerAddedAfterAWorkersFirstZoneGetsItsNextZones) {
   };
   zones_in_a_step(burst);  // no listener: summed only, none queued, so none dropped
   EXPECT_EQ(zones.dropped(), 0u);
-  prof.add_listener(&count);
+  auto count_attached = prof.attach(count);
   zones_in_a_step(1);
   EXPECT_EQ(count.zones, 1u) << "the zone after the listener came is handed to it";
   EXPECT_EQ(count.ticks, 1'000);
-  prof.remove_listener(&count);
+  count_attached.detach();
   zones_in_a_step(burst);  // the listener gone: queued no more
   EXPECT_EQ(zones.dropped(), 0u);
   EXPECT_EQ(count.zones, 1u);
@@ -807,7 +807,7 @@ TEST(EngineZones, ZonesHandedOverWhileWorkersRunArriveOnce) {
   StepProfiler prof(quiet(), 0);
   EngineZones zones(prof);
   ZoneCount count;
-  prof.add_listener(&count);
+  auto count_attached = prof.attach(count);
   constexpr int kThreads = 4;
   constexpr std::size_t kPerThread = EngineZones::kMaxPending * 2 + 100;
   std::atomic<std::uint64_t> step_ends{0};
@@ -844,7 +844,7 @@ TEST(EngineZones, ZonesHandedOverWhileWorkersRunArriveOnce) {
   // The sums, read while being written, hold every zone's time once: the spans' total.
   const double spans = prof.clock().seconds(count.ticks);
   EXPECT_NEAR(cpu, spans, 1e-9 * spans + 1e-12);
-  prof.remove_listener(&count);
+  count_attached.detach();
 }
 
 // A zone a pool thread left open in an EngineZones that is gone is forgotten: the next one, made

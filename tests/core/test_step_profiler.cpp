@@ -188,7 +188,7 @@ TEST(StepProfiler, OnlyAnExceptionThrownInsideAStepAbortsIt) {
   };
   Loop l;
   Outcomes outcomes;
-  l.prof.add_listener(&outcomes);
+  auto outcomes_attached = l.prof.attach(outcomes);
   struct StepsWhileUnwinding {
     StepProfiler& prof;
     ~StepsWhileUnwinding() {
@@ -205,10 +205,45 @@ TEST(StepProfiler, OnlyAnExceptionThrownInsideAStepAbortsIt) {
     throw std::runtime_error("first");
   } catch (const std::runtime_error&) {
   }
-  l.prof.remove_listener(&outcomes);
+  outcomes_attached.detach();
   using simprof::StepOutcome;
   EXPECT_EQ(outcomes.seen, (std::vector<StepOutcome>{StepOutcome::kCompleted,
                                                      StepOutcome::kAborted}));
+}
+
+// A listener's attachment and its profiler may go in either order: the attachment's end detaches
+// the listener, and a profiler that goes first leaves the attachment empty (its end touches nothing).
+TEST(StepProfiler, AttachmentsDetachWhicheverSideGoesFirst) {
+  struct Counter : simprof::StepListener {
+    int steps = 0;
+    void on_step_end(std::uint64_t, std::int64_t, simprof::StepOutcome) override { ++steps; }
+  };
+  Counter counter;
+  simprof::ListenerAttachment outlives;
+  {
+    ManualClock mc;
+    StepProfiler prof(quiet(), 0, mc.clock());
+    {
+      auto attached = prof.attach(counter);
+      { auto s = prof.step(); }
+      EXPECT_EQ(prof.listeners().size(), 1u);
+    }
+    EXPECT_TRUE(prof.listeners().empty()) << "the attachment's end detaches";
+    { auto s = prof.step(); }
+    EXPECT_EQ(counter.steps, 1);
+    outlives = prof.attach(counter);
+    simprof::ListenerAttachment moved = std::move(outlives);
+    EXPECT_FALSE(outlives);
+    outlives = std::move(moved);
+    EXPECT_TRUE(outlives);
+    EXPECT_EQ(prof.listeners().size(), 1u);
+    { auto s = prof.step(); }
+    EXPECT_EQ(counter.steps, 2);
+    auto s = prof.step();
+    EXPECT_THROW((void)prof.attach(counter), std::logic_error) << "attached inside a step";
+  }
+  EXPECT_FALSE(outlives) << "the profiler went first";
+  outlives.detach();
 }
 
 TEST(StepProfiler, ListenersSeeEveryEvent) {
@@ -231,7 +266,7 @@ TEST(StepProfiler, ListenersSeeEveryEvent) {
   ManualClock mc;
   StepProfiler prof(quiet(), 0, mc.clock());
   rec.prof = &prof;
-  prof.add_listener(&rec);
+  auto rec_attached = prof.attach(rec);
   {
     auto s = prof.step();
     auto p = prof.stage("physics");
@@ -240,7 +275,7 @@ TEST(StepProfiler, ListenersSeeEveryEvent) {
     auto s = prof.step();
     s.veto();
   }
-  prof.remove_listener(&rec);
+  rec_attached.detach();
   { auto s = prof.step(); }
   const std::vector<std::string> want = {"step 0", "+physics", "-physics",
                                          "end",    "step 1",   "dropped"};

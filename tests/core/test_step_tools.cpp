@@ -24,11 +24,14 @@ namespace {
 struct Listening : StepTools, StepListener {
   StepProfiler& prof;
   bool* destroyed;
-  Listening(StepProfiler& p, bool* d) : prof(p), destroyed(d) { prof.add_listener(this); }
+  simprof::ListenerAttachment attached;
+  Listening(StepProfiler& p, bool* d) : prof(p), destroyed(d), attached(prof.attach(*this)) {}
   ~Listening() override {
     // The profiler is whole here, whichever of the two goes first.
     EXPECT_EQ(prof.listeners().size(), 1u);
-    prof.remove_listener(this);
+    EXPECT_TRUE(attached);
+    attached.detach();
+    EXPECT_EQ(prof.listeners().size(), 0u);
     *destroyed = true;
   }
 };

@@ -7,17 +7,20 @@
 //   struct Printer : simprof::StepListener {
 //     void on_stage_end(simprof::StageId id, std::int64_t ticks) override { /* ... */ }
 //   };
-//   Printer p;  prof.add_listener(&p);  /* ... */  prof.remove_listener(&p);
+//   Printer p;
+//   simprof::ListenerAttachment attached = prof.attach(p);  // detached when `attached` goes
 /* clang-format on */
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "simprof/profiler/timings.hpp"
 
 namespace simprof {
 
-struct Collective;  // profiler/collective.hpp
+struct Collective;    // profiler/collective.hpp
+class StepProfiler;  // profiler/step_profiler.hpp
 
 /// How a step ended, as listeners see it.
 enum class StepOutcome { kCompleted, kVetoed, kAborted };
@@ -53,6 +56,32 @@ class StepListener {
   /// A collective scope (profiler/collective.hpp) ended, on the thread that ran it.
   virtual void on_collective(const Collective& /*c*/, std::int64_t /*begin_ticks*/,
                              std::int64_t /*end_ticks*/) {}
+};
+
+/// A listener's place among a profiler's listeners, held (StepProfiler::attach): attached while it
+/// lives, detached when it goes. Either side may go first: a profiler that goes first detaches it,
+/// and it is then empty.
+class ListenerAttachment {
+ public:
+  ListenerAttachment() = default;
+  ~ListenerAttachment() { detach(); }
+  /// Takes `other`'s place (`other` is left empty).
+  ListenerAttachment(ListenerAttachment&& other) noexcept { *this = std::move(other); }
+  /// Detaches this one's listener, then takes `other`'s place.
+  ListenerAttachment& operator=(ListenerAttachment&& other) noexcept;
+  ListenerAttachment(const ListenerAttachment&) = delete;
+  ListenerAttachment& operator=(const ListenerAttachment&) = delete;
+  /// Whether the listener is attached (false once detached or its profiler gone).
+  explicit operator bool() const noexcept { return prof_ != nullptr; }
+  /// Detaches the listener now (nothing when already detached).
+  void detach() noexcept;
+
+ private:
+  friend class StepProfiler;
+  ListenerAttachment(StepProfiler* prof, StepListener* listener) noexcept
+      : prof_(prof), listener_(listener) {}
+  StepProfiler* prof_ = nullptr;
+  StepListener* listener_ = nullptr;
 };
 
 }  // namespace simprof

@@ -210,10 +210,9 @@ class StepProfiler {
   void set_show_fps(bool show) noexcept { fps_.set_show(show); }
 
   // --- plumbing -----------------------------------------------------------------------------
-  /// Listeners are not owned and must outlive the profiler or be removed first.
-  void add_listener(StepListener* listener);
-  /// Detaches `listener`; a listener not attached is ignored.
-  void remove_listener(StepListener* listener) noexcept;
+  /// Attaches `listener` (called after those attached before) until the returned attachment goes;
+  /// either may go first. Throws std::logic_error inside a step.
+  [[nodiscard]] ListenerAttachment attach(StepListener& listener);
   /// The attached listeners, in the order they are called.
   const std::vector<StepListener*>& listeners() const noexcept { return listeners_; }
   /// Takes ownership of a backend's tools (step_tools.hpp): the profiler destroys them first when
@@ -334,6 +333,9 @@ class StepProfiler {
   FpsTracker fps_;
   std::vector<std::function<bool()>> pre_step_;
   std::vector<StepListener*> listeners_;
+  std::vector<ListenerAttachment*> attachments_;  // told when the profiler goes first
+  friend class ListenerAttachment;
+  void detach(ListenerAttachment* a) noexcept;
   std::function<void(const std::string&)> error_handler_;
   std::shared_ptr<StepTools> tools_;
   bool step_tools_set_ = false;  // this step set tools_in_step()

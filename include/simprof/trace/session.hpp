@@ -281,6 +281,7 @@ class TraceSession : public StepListener {
   mutable std::mutex files_mutex_;
   std::vector<std::string> files_;
   std::int64_t pid_, tid_;
+  ListenerAttachment attached_;  // last: the first to go, so no call reaches a half-gone listener
 };
 
 }  // namespace simprof

@@ -442,6 +442,7 @@ struct GraphKernelTimer::Impl final : StepListener {
   Stream probe_stream;
   PinnedBuffer<unsigned long long> probe_box;
   std::uint64_t probe_gen = 0;
+  ListenerAttachment attached;  // last: the first to go, so no call reaches a half-gone listener
 };
 
 namespace {
@@ -497,12 +498,12 @@ GraphKernelTimer::Impl::Impl(StepProfiler& p, cudaStream_t s, GraphKernelTimerOp
   // Never-written slots read 0: a copy made during a sampled step finds its row clean.
   stamps.fill_zero(stream);
   calibrate();
-  prof.add_listener(this);  // last: nothing below can throw once the profiler calls us
+  attached = prof.attach(*this);  // last: nothing below can throw once the profiler calls us
 }
 
 GraphKernelTimer::Impl::~Impl() {
   hook->detach();
-  prof.remove_listener(this);
+  attached.detach();
   cudaStreamSynchronize(stream);  // copies of the row may be in flight; errors not thrown here
 }
 

@@ -222,7 +222,7 @@ DeviceStageTimer::Impl::Impl(StepProfiler& profiler, cudaStream_t s, DeviceStage
     pacer.emplace(prof, stream, po);  // registered before this timer: it waits first
     pacer->set_on_step([this](const DeviceStep& d) { device_step(d); });
   }
-  prof.add_listener(this);  // last: nothing below can throw once the profiler calls us
+  attached = prof.attach(*this);  // last: nothing below can throw once the profiler calls us
 }
 
 void DeviceStageTimer::Impl::make_publish_graph() {
@@ -315,7 +315,7 @@ double DeviceStageTimer::Impl::calibrate() {
 
 DeviceStageTimer::Impl::~Impl() {
   hook->detach();  // a cache (or a user) that still holds it launches the plain graph from now on
-  prof.remove_listener(this);
+  attached.detach();
   // Stamps and publications may still be in flight; errors are not thrown here.
   cudaStreamSynchronize(stream);
   cudaStreamSynchronize(side.get());

@@ -246,6 +246,7 @@ struct DeviceStageTimer::Impl final : StepListener {
   bool have_prev = false;
   std::uint64_t joined = 0, dropped = 0, n_unpaired = 0, n_merged = 0;
   bool reported = false;
+  ListenerAttachment attached;  // last: the first to go, so no call reaches a half-gone listener
 };
 
 }  // namespace simprof::cuda

@@ -50,10 +50,10 @@ StepPacer::StepPacer(StepProfiler& prof, cudaStream_t stream, StepPacerOptions o
       steps_(prof, options.fps_from_device,
              fmt::format("a StepPacer on stream {}", static_cast<const void*>(stream))) {
   resets_seen_ = prof_.fps().resets();  // a reset before the pacer is nobody's round
-  prof_.add_listener(this);             // last: nothing below can throw once the profiler calls us
+  attached_ = prof_.attach(*this);  // last: nothing below can throw once the profiler calls us
 }
 
-StepPacer::~StepPacer() { prof_.remove_listener(this); }
+StepPacer::~StepPacer() = default;
 
 void StepPacer::report(const char* call, cudaError_t e) noexcept {
   if (reported_) return;

@@ -9,10 +9,10 @@ namespace simprof::cuda {
 
 NvtxRanges::NvtxRanges(StepProfiler& prof, const char* domain)
     : prof_(prof), domain_(nvtxDomainCreateA(domain)) {
-  prof_.add_listener(this);
+  attached_ = prof_.attach(*this);
 }
 
-NvtxRanges::~NvtxRanges() { prof_.remove_listener(this); }
+NvtxRanges::~NvtxRanges() = default;
 
 void NvtxRanges::push(StageId id) {
   if (id >=

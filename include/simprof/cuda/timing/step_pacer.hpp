@@ -138,6 +138,7 @@ class StepPacer : public StepListener {
   StepPacerCounters counters_;
   std::function<void(const DeviceStep&)> on_step_;
   bool reported_ = false;
+  ListenerAttachment attached_;  // last: the first to go, so no call reaches a half-gone listener
 };
 
 }  // namespace simprof::cuda

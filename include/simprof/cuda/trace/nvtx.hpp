@@ -50,6 +50,7 @@ class NvtxRanges : public StepListener {
   std::unique_ptr<std::remove_pointer_t<nvtxDomainHandle_t>, DomainDestroy> domain_;
   std::vector<nvtxStringHandle_t> names_;  // registered once per stage
 #endif
+  ListenerAttachment attached_;  // last: the first to go, so no call reaches a half-gone listener
 };
 
 }  // namespace simprof::cuda
