@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "../trace/cupti_hub.hpp"
+#include "../cupti/cupti_hub.hpp"
 #include "simprof/base/log.hpp"
 
 namespace simprof::cuda {

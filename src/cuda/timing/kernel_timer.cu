@@ -22,8 +22,8 @@
 
 #include "../runtime/demangle.hpp"
 #include "../runtime/on_device.hpp"
-#include "../trace/cupti_hub.hpp"  // OwnNodes: the stamps are not the stage's work
-#include "../trace/describe_devices.hpp"
+#include "../cupti/cupti_hub.hpp"  // OwnNodes: the stamps are not the stage's work
+#include "../cupti/describe_devices.hpp"
 #include "simprof/base/log.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/cuda/runtime/error.hpp"

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "../trace/cupti_hub.hpp"  // OwnNodes: the stamps are not the stage's work
+#include "../cupti/cupti_hub.hpp"  // OwnNodes: the stamps are not the stage's work
 #include "simprof/base/clock.hpp"
 #include "simprof/base/log.hpp"
 #include "simprof/cuda/graphs/instrumentation.hpp"

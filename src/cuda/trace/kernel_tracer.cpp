@@ -17,9 +17,9 @@
 #include <spdlog/spdlog.h>
 
 #include "../runtime/on_device.hpp"
-#include "cupti_hub.hpp"
+#include "../cupti/cupti_hub.hpp"
 #include "cupti_records.hpp"
-#include "describe_devices.hpp"
+#include "../cupti/describe_devices.hpp"
 #include "simprof/base/log.hpp"
 #include "simprof/cuda/runtime/error.hpp"
 #include "simprof/detail/buffer_pool.hpp"
