@@ -159,7 +159,7 @@ def kernel_figures(path):
     """What a trace says of its kernels: their count, median, longest and summed time (us), how
     many began before the previous kernel on their stream ended (none can: a stream runs one
     kernel at a time; the kernels of one graph launch may run side by side), and the physics check
-    simprof wrote into its own traces (otherData.physics; None in torch's)."""
+    simprof wrote into its own traces (otherData.causality; None in torch's)."""
     with open(path, encoding="utf-8") as f:
         doc = json.load(f)
     events = doc["traceEvents"] if isinstance(doc, dict) else doc

@@ -218,7 +218,7 @@ def cupti_stage_means(path, counts):
                 bounded = False
             at += c
     return ([x / n for x in sums], [x / n for x in bounds] if bounded else None, n,
-            doc.get("otherData", {}).get("physics", ""))
+            doc.get("otherData", {}).get("causality", ""))
 
 
 def stage_check(n_envs, kernels, graph, steps, out_dir, fw="torch"):

@@ -29,10 +29,11 @@ from .timers import TimerStats
 from .trace import KernelTracer, TraceSession
 from .memory import MemoryTracker
 from .distributed import ProcessGroup, collective
-from . import cuda, gpu
-from .cuda import (DeviceStageTimer, GraphKernelTimer, NvtxRanges, StampedGraph, StepPacer,
+from . import cuda, gpu, kernel_timer
+from .cuda import (DeviceStageTimer, NvtxRanges, StampedGraph, StepPacer,
                    Stopwatch, has_cuda, stream_handle)
 from .gpu import GpuProfile
+from .kernel_timer import GraphKernelTimer
 
 __all__ = [
     "Error", "InvalidArgument", "LogicError", "CudaError", "Unavailable",

@@ -98,7 +98,7 @@ for _n, _a in [
     ("simprof_step_pacer_finish", [vp]),
     ("simprof_step_pacer_counters", [vp, vp]),
     ("simprof_step_pacer_device_steps", [vp, vp]),
-    ("simprof_stage_timer_new", [vp, vp, cint, cint, size, cint, ctypes.POINTER(vp)]),
+    ("simprof_stage_timer_new", [vp, vp, vp, ctypes.POINTER(vp)]),
     ("simprof_stage_timer_set_stream", [vp, vp]),
     ("simprof_stage_timer_poll", [vp]),
     ("simprof_stage_timer_synchronize", [vp]),
@@ -118,7 +118,7 @@ for _n, _a in [
     ("simprof_gpu_profile_capture_end", [vp]),
     ("simprof_gpu_profile_stamp", [vp, vp, ctypes.POINTER(vp)]),
     ("simprof_stamped_graph_launch", [vp, vp, ctypes.POINTER(cint)]),
-    ("simprof_kernel_timer_new", [vp, vp, cint, cint, size, size, ctypes.POINTER(vp)]),
+    ("simprof_kernel_timer_new", [vp, vp, vp, ctypes.POINTER(vp)]),
     ("simprof_kernel_timer_poll", [vp]),
     ("simprof_kernel_timer_join", [vp, vp]),
     ("simprof_kernel_timer_synchronize", [vp]),
@@ -146,7 +146,8 @@ for _n in ("simprof_options_free", "simprof_profiler_free", "simprof_manual_cloc
            "simprof_kernel_tracer_free", "simprof_nvtx_free", "simprof_collective_end",
            "simprof_step_pacer_free", "simprof_stage_timer_free", "simprof_stamped_graph_free",
            "simprof_kernel_timer_free", "simprof_gpu_profile_free",
-           "simprof_gpu_profile_options_init",
+           "simprof_gpu_profile_options_init", "simprof_stage_timer_options_init",
+           "simprof_kernel_timer_options_init",
            "simprof_stopwatch_free", "simprof_memory_tracker_free"):
     _sig(_n, None, vp)
 _sig("simprof_steps", u64, vp)
@@ -177,6 +178,18 @@ class GpuProfileOptionsC(ctypes.Structure):
     """simprof_gpu_profile_options."""
     _fields_ = [("size", size), ("max_in_flight", cint), ("fps_from_device", cint),
                 ("stage_sample_every", cint), ("kernel_sample_every", cint)]
+
+
+class StageTimerOptionsC(ctypes.Structure):
+    """simprof_stage_timer_options."""
+    _fields_ = [("size", size), ("sample_every", cint), ("max_in_flight", cint), ("ring", size),
+                ("fps_from_device", cint), ("merge_within_ns", cint)]
+
+
+class KernelTimerOptionsC(ctypes.Structure):
+    """simprof_kernel_timer_options."""
+    _fields_ = [("size", size), ("sample_every", cint), ("sample_offset", cint), ("ring", size),
+                ("max_stamps", size)]
 
 
 class GpuProfileCountersC(ctypes.Structure):

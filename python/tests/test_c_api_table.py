@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""One C API table: every function simprof.h declares has a ctypes prototype in simprof._lib with
-as many arguments and a matching result type, and the C API's CUDA functions (cuda.cpp,
-gpu_profile.cpp) have a stub each in cuda_unavailable.cpp, which defines nothing else. A drift
-between the three copies fails here, naming the function."""
+"""One C API table: every function simprof.h (and simprof_cuda.h) declares has a ctypes prototype
+in simprof._lib with as many arguments and a matching result type, and the C API's CUDA functions
+(cuda.cpp, cuda_timers.cpp, gpu_profile.cpp) have a stub each in cuda_unavailable.cpp, which
+defines nothing else. A drift between the three copies fails here, naming the function."""
 import os
 import re
 
@@ -12,6 +12,7 @@ from simprof._lib import lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HEADER = os.path.join(ROOT, "include", "simprof", "c", "simprof.h")
+HEADERS = (HEADER, os.path.join(ROOT, "include", "simprof", "c", "simprof_cuda.h"))
 C_DIR = os.path.join(ROOT, "src", "c")
 
 DECL = re.compile(r"^((?:const\s+)?[A-Za-z_][A-Za-z_0-9]*[\s*]+)(simprof_[A-Za-z_0-9]+)\s*\((.*)\)$",
@@ -27,9 +28,10 @@ def source(path):
 
 
 def declared():
-    """name -> (result type, number of parameters) of every function simprof.h declares."""
+    """name -> (result type, number of parameters) of every function simprof.h and simprof_cuda.h
+    declare."""
     out = {}
-    for statement in source(HEADER).split(";"):
+    for statement in " ".join(source(h) for h in HEADERS).split(";"):
         statement = re.split(r"[{}]|#[^\n]*\n", statement)[-1].strip()
         m = DECL.match(statement)
         if not m or statement.startswith("typedef"):
@@ -78,7 +80,7 @@ def test_every_declared_function_has_its_python_prototype(table):
 
 
 def test_every_cuda_function_has_a_stub_without_cuda(table):
-    cuda = defined("cuda.cpp") | defined("gpu_profile.cpp")
+    cuda = defined("cuda.cpp") | defined("cuda_timers.cpp") | defined("gpu_profile.cpp")
     stubs = defined("cuda_unavailable.cpp")
     assert cuda - stubs == set(), "no stub in cuda_unavailable.cpp: %s" % sorted(cuda - stubs)
     assert stubs - cuda == set(), "a stub with no CUDA function: %s" % sorted(stubs - cuda)

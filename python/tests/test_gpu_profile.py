@@ -119,6 +119,6 @@ def test_eager_stamps_keep_a_kernel_tracers_trace_physical(tmp_path, capfd):
     trace.wait()
     assert len(trace.files) == 1
     out = capfd.readouterr()
-    assert "breaks the trace's physics" not in out.out + out.err, out
+    assert "breaks the trace's causality" not in out.out + out.err, out
     with open(trace.files[0], encoding="utf-8") as f:
         assert "eager_stamp_kernel" in f.read()

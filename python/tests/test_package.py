@@ -9,7 +9,8 @@ import os
 import simprof
 
 # The modules of the package (python/simprof/*.py but __init__); a new one is added here.
-MODULES = {"_lib", "errors", "core", "timers", "trace", "memory", "distributed", "cuda", "gpu"}
+MODULES = {"_lib", "errors", "core", "timers", "trace", "memory", "distributed", "cuda", "gpu",
+           "kernel_timer"}
 
 
 def test_every_public_name_resolves_and_every_module_imports():

@@ -247,7 +247,7 @@ def test_cuda_handles_say_why_they_cannot_work():
 
 def test_a_kernel_reaches_the_trace(tmp_path):
     """On a GPU (torch launches the kernels): the tracer is on, and the window's kernels are in the
-    file, possible ones (otherData.physics)."""
+    file, possible ones (otherData.causality)."""
     if not simprof.has_cuda():
         pytest.skip("built without the CUDA backend")
     torch = pytest.importorskip("torch", reason="torch launches the kernels")
@@ -268,7 +268,7 @@ def test_a_kernel_reaches_the_trace(tmp_path):
         doc = json.load(f)
     kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
     assert len(kernels) == 6, [k["name"] for k in kernels]
-    assert doc["otherData"]["physics"].startswith("ok: 6 device spans"), doc["otherData"]
+    assert doc["otherData"]["causality"].startswith("ok: 6 device spans"), doc["otherData"]
     tracer.close()
     simprof.NvtxRanges(prof).close()
 

@@ -85,7 +85,12 @@ simprof_status simprof_step_pacer_device_steps(const simprof_step_pacer*, simpro
   return no_cuda();
 }
 
-simprof_status simprof_stage_timer_new(simprof_profiler*, void*, int, int, size_t, int,
+void simprof_stage_timer_options_init(simprof_stage_timer_options* o) {
+  if (o == nullptr) return;
+  *o = simprof_stage_timer_options{sizeof(*o), 16, 2, 64, 1, 0};
+}
+
+simprof_status simprof_stage_timer_new(simprof_profiler*, void*, const simprof_stage_timer_options*,
                                        simprof_stage_timer** out) {
   if (out) *out = nullptr;
   return no_cuda();
@@ -144,7 +149,13 @@ int simprof_stamped_graph_instrumented(const simprof_stamped_graph*) { return 0;
 
 uint64_t simprof_stamped_graph_launches(const simprof_stamped_graph*) { return 0; }
 
-simprof_status simprof_kernel_timer_new(simprof_profiler* p, void*, int, int, size_t, size_t,
+void simprof_kernel_timer_options_init(simprof_kernel_timer_options* o) {
+  if (o == nullptr) return;
+  *o = simprof_kernel_timer_options{sizeof(*o), 128, -1, 8, std::size_t{1} << 14};
+}
+
+simprof_status simprof_kernel_timer_new(simprof_profiler* p, void*,
+                                        const simprof_kernel_timer_options*,
                                         simprof_kernel_timer** out) {
   SIMPROF_C_REQUIRE(p, "profiler");
   SIMPROF_C_REQUIRE(out, "out");

@@ -43,16 +43,8 @@ simprof_status simprof_gpu_profile_new(simprof_profiler* p, void* stream,
   SIMPROF_C_REQUIRE(out, "out");
   *out = nullptr;
   return guarded([&] {
-    simprof_gpu_profile_options c;
-    simprof_gpu_profile_options_init(&c);
-    if (options != nullptr) {
-      if (options->size != sizeof(c))
-        throw std::invalid_argument(
-            fmt::format("simprof: simprof_gpu_profile_options.size = {} (expected {}: call "
-                        "simprof_gpu_profile_options_init first)",
-                        options->size, sizeof(c)));
-      c = *options;
-    }
+    const simprof_gpu_profile_options c = simprof::c_api::checked_options(
+        options, simprof_gpu_profile_options_init, "simprof_gpu_profile_options");
     simprof::cuda::GpuProfileOptions o;
     o.max_in_flight = c.max_in_flight;
     o.fps_from_device = c.fps_from_device != 0;

@@ -15,7 +15,7 @@
 #include "simprof/base/log.hpp"
 #include "simprof/detail/thread_id.hpp"
 #include "simprof/trace/chrome_json.hpp"
-#include "simprof/trace/physics.hpp"
+#include "simprof/trace/causality.hpp"
 
 #if defined(__linux__)
 #include <unistd.h>
@@ -326,12 +326,12 @@ void TraceSession::hand_over(Window& w) {
   t.dropped = dropped;
   dropped_total_ += dropped;
   auto log = default_logger();
-  if (options_.check_physics) {
-    const PhysicsReport physics = check_physics(t);
-    t.metadata["physics"] = physics.summary();
+  if (options_.check_causality) {
+    const CausalityReport physics = check_causality(t);
+    t.metadata["causality"] = physics.summary();
     if (!physics.ok())
-      log->warn("simprof: trace window {} breaks the trace's physics: {}", w.index,
-                t.metadata["physics"]);
+      log->warn("simprof: trace window {} breaks the trace's causality: {}", w.index,
+                t.metadata["causality"]);
   }
   if (dropped)
     log->warn("simprof: trace window {}: {} events were dropped (see otherData.dropped_events)",

@@ -103,11 +103,19 @@ static void cuda_timers(int gpu) {
   simprof_stopwatch* watch = NULL;
   simprof_memory_tracker* mem = NULL;
   int device = -1;
+  simprof_stage_timer_options so;
+  simprof_stage_timer_options_init(&so);
+  CHECK(so.size == sizeof so && so.sample_every == 16 && so.max_in_flight == 2 && so.ring == 64);
+  CHECK(so.fps_from_device == 1 && so.merge_within_ns == 0);
+  simprof_kernel_timer_options ko;
+  simprof_kernel_timer_options_init(&ko);
+  CHECK(ko.size == sizeof ko && ko.sample_every == 128 && ko.sample_offset == -1 && ko.ring == 8);
+  CHECK(ko.max_stamps == 16384);
   if (!simprof_has_cuda()) {
     CHECK(simprof_stream_check(NULL, &device) == SIMPROF_UNAVAILABLE);
     CHECK(simprof_step_pacer_new(p, NULL, 2, 1, 8, 1, &pacer) == SIMPROF_UNAVAILABLE);
     CHECK(pacer == NULL);
-    CHECK(simprof_stage_timer_new(p, NULL, 1, 2, 0, 1, &timer) == SIMPROF_UNAVAILABLE);
+    CHECK(simprof_stage_timer_new(p, NULL, NULL, &timer) == SIMPROF_UNAVAILABLE);
     CHECK(simprof_stopwatch_new(NULL, SIMPROF_CLOCK_DEVICE, 4, &watch) == SIMPROF_UNAVAILABLE);
     CHECK(simprof_memory_tracker_new(p, NULL, 0, &mem) == SIMPROF_UNAVAILABLE);
     CHECK(strstr(simprof_last_error(), "without the CUDA backend") != NULL);
@@ -120,7 +128,14 @@ static void cuda_timers(int gpu) {
     CHECK(simprof_stream_check(NULL, &device) == SIMPROF_CUDA_ERROR);
     CHECK(strstr(simprof_last_error(), "cudaStreamGetDevice") != NULL);
     CHECK(simprof_step_pacer_new(p, NULL, 2, 1, 8, 1, &pacer) == SIMPROF_CUDA_ERROR);
-    CHECK(simprof_stage_timer_new(p, NULL, 1, 2, 0, 1, &timer) == SIMPROF_CUDA_ERROR);
+    CHECK(simprof_stage_timer_new(p, NULL, NULL, &timer) == SIMPROF_CUDA_ERROR);
+    so.size = 8; /* a struct this library does not know: said before anything is made */
+    CHECK(simprof_stage_timer_new(p, NULL, &so, &timer) == SIMPROF_INVALID_ARGUMENT);
+    CHECK(strstr(simprof_last_error(), "simprof_stage_timer_options.size = 8") != NULL);
+    ko.size = 8;
+    simprof_kernel_timer* kt = NULL;
+    CHECK(simprof_kernel_timer_new(p, NULL, &ko, &kt) == SIMPROF_INVALID_ARGUMENT && kt == NULL);
+    CHECK(strstr(simprof_last_error(), "simprof_kernel_timer_options.size = 8") != NULL);
     CHECK(simprof_stopwatch_new(NULL, SIMPROF_CLOCK_DEVICE, 4, &watch) == SIMPROF_CUDA_ERROR);
     CHECK(pacer == NULL && timer == NULL && watch == NULL);
     simprof_profiler_free(p);
@@ -129,7 +144,8 @@ static void cuda_timers(int gpu) {
 #if SIMPROF_TEST_CUDA
   CHECK(simprof_stream_check(NULL, &device) == SIMPROF_OK && device == 0);
   CHECK(simprof_step_pacer_new(p, NULL, 0, 1, 8, 1, &pacer) == SIMPROF_INVALID_ARGUMENT);
-  CHECK(simprof_stage_timer_new(p, NULL, 0, 2, 0, 1, &timer) == SIMPROF_INVALID_ARGUMENT);
+  so.sample_every = 0;
+  CHECK(simprof_stage_timer_new(p, NULL, &so, &timer) == SIMPROF_INVALID_ARGUMENT);
   CHECK(strstr(simprof_last_error(), "sample_every = 0") != NULL);
 
   cudaStream_t s = NULL, cap = NULL;
@@ -141,7 +157,8 @@ static void cuda_timers(int gpu) {
   CHECK(cudaMalloc(&bytes, 1 << 20) == cudaSuccess);
   CHECK(simprof_memory_tracker_new(p, NULL, 2, &mem) == SIMPROF_OK);
   CHECK(simprof_memory_tracker_enabled(mem)); /* CUPTI is ours under ctest */
-  CHECK(simprof_stage_timer_new(p, s, 2, 2, 0, 1, &timer) == SIMPROF_OK);
+  so.sample_every = 2;
+  CHECK(simprof_stage_timer_new(p, s, &so, &timer) == SIMPROF_OK);
   CHECK(simprof_stopwatch_new(s, SIMPROF_CLOCK_DEVICE, 4, &watch) == SIMPROF_OK);
   CHECK(strcmp(simprof_stopwatch_clock_label(watch), "CUDA events") == 0);
   CHECK(simprof_stopwatch_stop(watch) == SIMPROF_LOGIC_ERROR);

@@ -176,9 +176,9 @@ TEST(KinetoContract, TwoSimprofRanksPassItAndLineUp) {
     EXPECT_EQ(traces[r]["distributedInfo"]["world_size"], 2);
     EXPECT_EQ(traces[r]["distributedInfo"]["backend"], "nccl");
     EXPECT_EQ(traces[r]["deviceProperties"][0]["id"], r);
-    // The session checked the window's physics (trace/physics.hpp): 3 steps of a kernel, an
+    // The session checked the window's physics (trace/causality.hpp): 3 steps of a kernel, an
     // all-reduce, a copy and a memset, on the compute and the NCCL stream.
-    EXPECT_EQ(traces[r]["otherData"]["physics"], "ok: 12 device spans on 2 tracks");
+    EXPECT_EQ(traces[r]["otherData"]["causality"], "ok: 12 device spans on 2 tracks");
   }
   // ProfilerStep#N: the profiler's own step numbers, the same on every rank.
   EXPECT_EQ(profiler_steps(traces[0]), (std::set<int>{2, 3, 4}));

@@ -245,6 +245,6 @@ TEST_F(GpuTest, OneObjectsTraceWindowsArePhysical) {
   }
   gpu.finish();
   gpu.trace()->wait();
-  EXPECT_EQ(log.count("breaks the trace's physics"), 0) << log.str();
+  EXPECT_EQ(log.count("breaks the trace's causality"), 0) << log.str();
   EXPECT_EQ(gpu.trace()->files().size(), 1u);
 }

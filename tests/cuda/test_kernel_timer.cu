@@ -23,7 +23,7 @@
 #include "simprof/cuda/timing/stage_timer.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 #include "simprof/trace/chrome_json.hpp"
-#include "simprof/trace/physics.hpp"
+#include "simprof/trace/causality.hpp"
 #include "simprof/trace/session.hpp"
 #include "test_util.hpp"
 #include "trace_test.hpp"
@@ -527,7 +527,7 @@ TEST_F(GpuTest, AWindowsReplaysAreDeviceSpansWithKinetosFields) {
       const TracedRun run = run_traced(ro);
       ASSERT_EQ(run.traces.size(), 1u);
       const Trace& t = run.traces[0];
-      const PhysicsReport physics = check_physics(t);
+      const CausalityReport physics = check_causality(t);
       EXPECT_TRUE(physics.ok()) << physics.summary();
       ASSERT_TRUE(t.metadata.count("graph_kernel_timer"));
       EXPECT_NE(t.metadata.at("graph_kernel_timer").find("3 stamped replays"), std::string::npos)
@@ -637,7 +637,7 @@ TEST_F(GpuTest, ALongWindowWaitsForTheRingAndTracesEveryReplay) {
     }
   EXPECT_EQ(replays.size(), 20u);
   EXPECT_EQ(kernels, 20u * 4);
-  const PhysicsReport physics = check_physics(run.traces[0]);
+  const CausalityReport physics = check_causality(run.traces[0]);
   EXPECT_TRUE(physics.ok()) << physics.summary();
 }
 
@@ -654,7 +654,7 @@ TEST_F(GpuTest, UnderAKernelTracerTheWindowsSpansAreCuptis) {
   const TracedRun run = run_traced(ro);
   ASSERT_EQ(run.traces.size(), 1u);
   const Trace& t = run.traces[0];
-  const PhysicsReport physics = check_physics(t);
+  const CausalityReport physics = check_causality(t);
   EXPECT_TRUE(physics.ok()) << physics.summary();
   EXPECT_NE(t.metadata.at("graph_kernel_timer").find("CUPTI's records"), std::string::npos)
       << t.metadata.at("graph_kernel_timer");

@@ -26,7 +26,7 @@
 #include "simprof/profiler/collective.hpp"
 #include "simprof/trace/analysis.hpp"
 #include "simprof/trace/chrome_json.hpp"
-#include "simprof/trace/physics.hpp"
+#include "simprof/trace/causality.hpp"
 #include "simprof/trace/session.hpp"
 #include "trace_test.hpp"
 
@@ -388,8 +388,8 @@ TEST_F(GpuTest, ARealTracePassesTheKinetoContract) {
   EXPECT_TRUE(bad.empty()) << listed;
   const auto j = nlohmann::json::parse(raw);
   // Copies, a memset and a stream sync after each step: the sync rule has something to check.
-  EXPECT_EQ(j["otherData"]["physics"].get<std::string>().rfind("ok: ", 0), 0u)
-      << j["otherData"]["physics"];
+  EXPECT_EQ(j["otherData"]["causality"].get<std::string>().rfind("ok: ", 0), 0u)
+      << j["otherData"]["causality"];
   std::map<std::string, int> cats;
   int nccl = 0, on_loop_thread = 0, launches = 0;
   std::int64_t loop_tid = -1;

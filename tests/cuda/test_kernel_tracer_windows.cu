@@ -14,7 +14,7 @@
 #include "kernel_tracer_test.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/trace/kernel_tracer.hpp"
-#include "simprof/trace/physics.hpp"
+#include "simprof/trace/causality.hpp"
 #include "simprof/trace/session.hpp"
 #include "trace_test.hpp"
 
@@ -68,7 +68,7 @@ TEST_F(GpuTest, BackgroundWindowEndsAtItsLastLaunchWhileTheLoopGoesOn) {
   EXPECT_EQ(replayed, 2u * 5);
   EXPECT_EQ(traces[0].dropped, 0u);
   EXPECT_EQ(session.files().size(), 0u);  // the handler took it
-  const PhysicsReport physics = check_physics(traces[0]);
+  const CausalityReport physics = check_causality(traces[0]);
   EXPECT_TRUE(physics.ok()) << physics.summary();
 }
 
@@ -141,7 +141,7 @@ TEST_P(WindowEndsWithWorkInFlight, HoldsExactlyTheWindowsKernelsAsTheyRan) {
   EXPECT_EQ(correlations.size(), c.replayed ? 3u : 3u * static_cast<std::size_t>(c.kernels))
       << "a replay's kernels share its launch's correlation";
   EXPECT_EQ(traces[0].dropped, 0u);
-  const PhysicsReport physics = check_physics(traces[0]);
+  const CausalityReport physics = check_causality(traces[0]);
   EXPECT_TRUE(physics.ok()) << physics.summary();
   if (!physics.ok())  // what the window's synchronisations were, and the calls that made them
     for (const auto* y : of_kind(traces[0], SpanKind::kSync))
@@ -152,8 +152,8 @@ TEST_P(WindowEndsWithWorkInFlight, HoldsExactlyTheWindowsKernelsAsTheyRan) {
   ASSERT_EQ(physics.tracks.size(), 1u);
   EXPECT_EQ(physics.tracks[0].overlaps, 0u);
   EXPECT_LE(physics.tracks[0].busy_ns, physics.tracks[0].extent_ns);
-  EXPECT_EQ(traces[0].metadata.at("physics").rfind("ok: ", 0), 0u)
-      << traces[0].metadata.at("physics");
+  EXPECT_EQ(traces[0].metadata.at("causality").rfind("ok: ", 0), 0u)
+      << traces[0].metadata.at("causality");
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "simprof/cuda/trace/kernel_tracer.hpp"
-#include "simprof/trace/physics.hpp"
+#include "simprof/trace/causality.hpp"
 #include "simprof/trace/session.hpp"
 #include "test_util.hpp"
 
@@ -61,8 +61,8 @@ struct KernelTraceSession {
       : session(prof, trace_options), tracer(prof, options) {
     joined = session.add_source(&tracer);
     session.on_trace_ready([this](const Trace& t, std::uint64_t window) {
-      // Every trace a GPU test writes is one the device could have run (trace/physics.hpp).
-      const PhysicsReport physics = check_physics(t);
+      // Every trace a GPU test writes is one the device could have run (trace/causality.hpp).
+      const CausalityReport physics = check_causality(t);
       EXPECT_TRUE(physics.ok()) << "window " << window << ": " << physics.summary();
       traces.push_back(t);
     });

@@ -151,10 +151,10 @@ struct TraceOptions {
   /// waits for it; the next window's start and the destructor wait too. The handler then runs on
   /// that thread.
   bool background = false;
-  /// Check each window against the rules of trace/physics.hpp before it is handed on: the result
+  /// Check each window against the rules of trace/causality.hpp before it is handed on: the result
   /// goes in otherData ("physics"), and a window that breaks them is said (one warning naming the
   /// first violations). Nothing is dropped or changed.
-  bool check_physics = true;
+  bool check_causality = true;
 };
 
 /// Records traces of a StepProfiler's steps in the windows of a Schedule: the CPU spans of its

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-// What every trace must obey to be the device's own record: check_physics() reads a trace's typed
+// What every trace must obey to be the device's own record: check_causality() reads a trace's typed
 // spans and names each span that could not have happened.
 //
 /* clang-format off */
-//   const simprof::PhysicsReport r = simprof::check_physics(trace);
+//   const simprof::CausalityReport r = simprof::check_causality(trace);
 //   if (!r.ok()) std::fputs(r.summary().c_str(), stderr);
 /* clang-format on */
 //
@@ -21,8 +21,8 @@
 //             call (CUPTI also records cudaStreamQuery, which waits for nothing, as one).
 // The first three compare device timestamps with each other and are exact. The last two compare
 // device with host timestamps, which CUPTI maps onto one clock: they allow `cross_clock_ns`.
-// TraceSession checks every window it writes (TraceOptions::check_physics) and says the result in
-// the trace's otherData ("physics": "ok, ..." or the violations).
+// TraceSession checks every window it writes (TraceOptions::check_causality) and says the result in
+// the trace's otherData ("causality": "ok, ..." or the violations).
 #pragma once
 
 #include <cstddef>
@@ -46,8 +46,8 @@ struct DeviceTrackCheck {
   std::size_t overlaps = 0;    ///< blocks that began before the track's previous work ended
 };
 
-/// What check_physics() found: per-track figures and the rules a trace broke.
-struct PhysicsReport {
+/// What check_causality() found: per-track figures and the rules a trace broke.
+struct CausalityReport {
   /// One entry per device track (device, stream) in the trace.
   std::vector<DeviceTrackCheck> tracks;
   /// Violations found in all (violations lists only the first).
@@ -62,6 +62,6 @@ struct PhysicsReport {
 
 /// Checks `trace` against the rules above. `cross_clock_ns`: the slack of the two rules that
 /// compare device with host timestamps.
-PhysicsReport check_physics(const Trace& trace, std::int64_t cross_clock_ns = 1000);
+CausalityReport check_causality(const Trace& trace, std::int64_t cross_clock_ns = 1000);
 
 }  // namespace simprof

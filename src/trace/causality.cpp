@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "simprof/trace/physics.hpp"
+#include "simprof/trace/causality.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -52,7 +52,7 @@ std::string where(const Span& s) {
 
 }  // namespace
 
-std::string PhysicsReport::summary() const {
+std::string CausalityReport::summary() const {
   std::size_t spans = 0;
   for (const auto& t : tracks) spans += t.spans;
   if (ok())
@@ -64,8 +64,8 @@ std::string PhysicsReport::summary() const {
   return s;
 }
 
-PhysicsReport check_physics(const Trace& trace, std::int64_t cross_clock_ns) {
-  PhysicsReport r;
+CausalityReport check_causality(const Trace& trace, std::int64_t cross_clock_ns) {
+  CausalityReport r;
   auto fail = [&r](std::string what) {
     ++r.violation_count;
     if (r.violations.size() < 20) r.violations.push_back(std::move(what));

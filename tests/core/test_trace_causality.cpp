@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// check_physics(): each rule catches its violation (and only it), the kernels of one graph launch
+// check_causality(): each rule catches its violation (and only it), the kernels of one graph launch
 // may run side by side, torch.profiler's own traces pass, and a session says the result in every
 // window it writes.
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "simprof/base/manual_clock.hpp"
-#include "simprof/trace/physics.hpp"
+#include "simprof/trace/causality.hpp"
 #include "simprof/trace/session.hpp"
 #include "test_util.hpp"
 
@@ -21,7 +21,7 @@ using simprof::testing::slurp;
 
 namespace {
 
-std::size_t count_rule(const PhysicsReport& r, const std::string& rule) {
+std::size_t count_rule(const CausalityReport& r, const std::string& rule) {
   std::size_t n = 0;
   for (const auto& v : r.violations) n += v.rfind(rule + ":", 0) == 0;
   return n;
@@ -87,8 +87,8 @@ Trace from_chrome_json(const std::string& raw) {
 
 }  // namespace
 
-TEST(TracePhysics, APossibleTracePassesWithItsTrackFigures) {
-  const PhysicsReport r = check_physics(two_kernels());
+TEST(TraceCausality, APossibleTracePassesWithItsTrackFigures) {
+  const CausalityReport r = check_causality(two_kernels());
   EXPECT_TRUE(r.ok()) << r.summary();
   ASSERT_EQ(r.tracks.size(), 1u);
   EXPECT_EQ(r.tracks[0].spans, 2u);
@@ -98,10 +98,10 @@ TEST(TracePhysics, APossibleTracePassesWithItsTrackFigures) {
   EXPECT_EQ(r.summary(), "ok: 2 device spans on 1 track");
 }
 
-TEST(TracePhysics, OverlapOnOneStreamIsCaughtAndSumsPastTheExtent) {
+TEST(TraceCausality, OverlapOnOneStreamIsCaughtAndSumsPastTheExtent) {
   Trace t = two_kernels();
   t.spans[3].begin_ns = 12'000;  // b begins 1 us before a ends
-  const PhysicsReport r = check_physics(t);
+  const CausalityReport r = check_causality(t);
   EXPECT_EQ(r.violation_count, 2u) << r.summary();
   EXPECT_EQ(count_rule(r, "overlap"), 1u);
   EXPECT_EQ(count_rule(r, "busy"), 1u);  // 18 us of work in 17 us
@@ -110,18 +110,18 @@ TEST(TracePhysics, OverlapOnOneStreamIsCaughtAndSumsPastTheExtent) {
   EXPECT_NE(r.violations[0].find("1000 ns"), std::string::npos) << r.violations[0];
 }
 
-TEST(TracePhysics, TwoStreamsMayOverlap) {
+TEST(TraceCausality, TwoStreamsMayOverlap) {
   Trace t = two_kernels();
   t.spans[3].begin_ns = 12'000;
   t.spans[3].stream = 9;
-  const PhysicsReport r = check_physics(t);
+  const CausalityReport r = check_causality(t);
   EXPECT_TRUE(r.ok()) << r.summary();
   EXPECT_EQ(r.tracks.size(), 2u);
 }
 
 // The bug this rule exists for: the kernels of a window's last graph launch written hundreds of
 // microseconds long each, one after another on one stream.
-TEST(TracePhysics, GraphKernelsOfOneLaunchMayRunSideBySideButNotAcrossLaunches) {
+TEST(TraceCausality, GraphKernelsOfOneLaunchMayRunSideBySideButNotAcrossLaunches) {
   Trace t;
   t.spans.push_back(Span::launch("cudaGraphLaunch", 0, 5'000, 1, 1, 21));
   for (int i = 0; i < 2; ++i) {  // two branches of one graph, concurrently
@@ -130,85 +130,85 @@ TEST(TracePhysics, GraphKernelsOfOneLaunchMayRunSideBySideButNotAcrossLaunches) 
     k.get<KernelPayload>().graph_node_id = static_cast<std::uint64_t>(i);
     t.spans.push_back(k);
   }
-  PhysicsReport r = check_physics(t);
+  CausalityReport r = check_causality(t);
   EXPECT_TRUE(r.ok()) << r.summary();
   EXPECT_EQ(r.tracks[0].busy_ns, 3'000) << "a launch's kernels count as their union";
   // A memset node of the same launch (CUPTI's memset records carry the launch's correlation, no
   // graph id) runs beside the kernels of another branch: one block with them, no overlap.
   t.spans.push_back(Span::memset(4096, 7'000, 8'000, 0, 7, 21));
-  r = check_physics(t);
+  r = check_causality(t);
   EXPECT_TRUE(r.ok()) << r.summary();
   EXPECT_EQ(r.tracks[0].busy_ns, 3'000);
   t.spans.back().correlation = 23;  // the memset of no graph launch: alone, it overlaps
-  EXPECT_EQ(count_rule(check_physics(t), "overlap"), 1u);
+  EXPECT_EQ(count_rule(check_causality(t), "overlap"), 1u);
   t.spans.pop_back();
   t.spans[2].correlation = 22;  // the second now another launch: it cannot overlap the first
   t.spans.push_back(Span::launch("cudaGraphLaunch", 5'000, 5'500, 1, 1, 22));
-  r = check_physics(t);
+  r = check_causality(t);
   EXPECT_EQ(count_rule(r, "overlap"), 1u) << r.summary();
 }
 
-TEST(TracePhysics, DeviceWorkBeforeItsLaunchIsCaughtBeyondTheCrossClockSlack) {
+TEST(TraceCausality, DeviceWorkBeforeItsLaunchIsCaughtBeyondTheCrossClockSlack) {
   Trace t = two_kernels();
   t.spans[1].begin_ns = -1'000;  // a begins 1 us before its launch: within the slack
-  EXPECT_TRUE(check_physics(t).ok()) << check_physics(t).summary();
+  EXPECT_TRUE(check_causality(t).ok()) << check_causality(t).summary();
   t.spans[1].begin_ns = -1'001;
-  const PhysicsReport r = check_physics(t);
+  const CausalityReport r = check_causality(t);
   EXPECT_EQ(r.violation_count, 1u) << r.summary();
   EXPECT_EQ(count_rule(r, "launch"), 1u);
-  EXPECT_TRUE(check_physics(t, /*cross_clock_ns=*/1'001).ok());
+  EXPECT_TRUE(check_causality(t, /*cross_clock_ns=*/1'001).ok());
 }
 
-TEST(TracePhysics, DeviceWorkEndingAfterASyncThatWaitedForItIsCaught) {
+TEST(TraceCausality, DeviceWorkEndingAfterASyncThatWaitedForItIsCaught) {
   Trace t = two_kernels();
   t.spans[3].end_ns = 22'001;  // b ends after the stream sync (ended 21,000) by more than 1 us
-  PhysicsReport r = check_physics(t);
+  CausalityReport r = check_causality(t);
   EXPECT_EQ(r.violation_count, 1u) << r.summary();
   EXPECT_EQ(count_rule(r, "sync"), 1u);
   t.spans[3].end_ns = 22'000;  // within the slack
-  EXPECT_TRUE(check_physics(t).ok());
+  EXPECT_TRUE(check_causality(t).ok());
 
   t.spans[3].end_ns = 30'000;
   t.spans[4].stream = 9;  // a sync of another stream does not wait for it
-  EXPECT_TRUE(check_physics(t).ok());
+  EXPECT_TRUE(check_causality(t).ok());
   t.spans[4].get<SyncPayload>().sync = SyncKind::kContext;  // a context sync waits for every stream
   t.spans[4].stream = -1;
-  EXPECT_EQ(count_rule(check_physics(t), "sync"), 1u);
+  EXPECT_EQ(count_rule(check_causality(t), "sync"), 1u);
   t.spans[4].get<SyncPayload>().sync =
       SyncKind::kEvent;  // which event, the record does not say: not a rule
-  EXPECT_TRUE(check_physics(t).ok());
+  EXPECT_TRUE(check_causality(t).ok());
   t.spans[4].get<SyncPayload>().sync = SyncKind::kStream;
   t.spans[4].stream = 7;
-  EXPECT_EQ(count_rule(check_physics(t), "sync"), 1u);
+  EXPECT_EQ(count_rule(check_causality(t), "sync"), 1u);
   // Whether the call blocked is the call's own (CallPayload::waits_for_device, set by the source
   // from its identity), not its name: CUPTI records a cudaStreamQuery as a sync, and it waits for
   // nothing; an event's synchronisation waits for the event, not for this stream.
   CallPayload& call = t.spans[5].get<CallPayload>();
   call.waits_for_device = false;
   t.spans[5].name = "cudaStreamSynchronize";  // the name alone decides nothing
-  EXPECT_TRUE(check_physics(t).ok()) << check_physics(t).summary();
+  EXPECT_TRUE(check_causality(t).ok()) << check_causality(t).summary();
   call.waits_for_device = true;
-  EXPECT_EQ(count_rule(check_physics(t), "sync"), 1u);
+  EXPECT_EQ(count_rule(check_causality(t), "sync"), 1u);
   t.spans[4].get<SyncPayload>().sync = SyncKind::kStream;
   t.spans[4].stream = 7;
   t.spans[4].begin_ns = 3'000;  // began before b's launch returned (4,000): need not wait for it
-  EXPECT_TRUE(check_physics(t).ok()) << check_physics(t).summary();
+  EXPECT_TRUE(check_causality(t).ok()) << check_causality(t).summary();
 }
 
-TEST(TracePhysics, NegativeDurationsAreCaught) {
+TEST(TraceCausality, NegativeDurationsAreCaught) {
   Trace t = two_kernels();
   t.spans[0].end_ns = -5;
-  const PhysicsReport r = check_physics(t);
+  const CausalityReport r = check_causality(t);
   EXPECT_EQ(count_rule(r, "duration"), 1u) << r.summary();
 }
 
-TEST(TracePhysics, TorchProfilersOwnTracesPassIt) {
+TEST(TraceCausality, TorchProfilersOwnTracesPassIt) {
   for (int rank : {0, 1}) {
     const std::string raw = slurp(std::string(SIMPROF_TEST_DATA_DIR) + "/kineto-2gpu/rank" +
                                   std::to_string(rank) + ".json");
     ASSERT_FALSE(raw.empty());
     const Trace t = from_chrome_json(raw);
-    const PhysicsReport r = check_physics(t);
+    const CausalityReport r = check_causality(t);
     EXPECT_TRUE(r.ok()) << "rank " << rank << ": " << r.summary();
     std::size_t spans = 0;
     for (const auto& track : r.tracks) spans += track.spans;
@@ -217,7 +217,7 @@ TEST(TracePhysics, TorchProfilersOwnTracesPassIt) {
 }
 
 // A source reporting what no stream can do: the session says so in the window it writes.
-TEST(TracePhysics, TheSessionSaysTheResultInEveryWindow) {
+TEST(TraceCausality, TheSessionSaysTheResultInEveryWindow) {
   struct Source : TraceSource {
     bool overlap = false;
     void bind(const TimeBase&) override {}
@@ -245,10 +245,10 @@ TEST(TracePhysics, TheSessionSaysTheResultInEveryWindow) {
     mc.advance_ns(1000);
   }
   ASSERT_EQ(traces.size(), 2u);
-  EXPECT_EQ(traces[0].metadata.at("physics"), "ok: 2 device spans on 1 track");
-  EXPECT_EQ(traces[1].metadata.at("physics").rfind("2 violations: overlap:", 0), 0u)
-      << traces[1].metadata.at("physics");
-  EXPECT_NE(log.str().find("trace window 1 breaks the trace's physics"), std::string::npos)
+  EXPECT_EQ(traces[0].metadata.at("causality"), "ok: 2 device spans on 1 track");
+  EXPECT_EQ(traces[1].metadata.at("causality").rfind("2 violations: overlap:", 0), 0u)
+      << traces[1].metadata.at("causality");
+  EXPECT_NE(log.str().find("trace window 1 breaks the trace's causality"), std::string::npos)
       << log.str();
   EXPECT_EQ(log.str().find("trace window 0"), std::string::npos) << "window 0 is fine: not said";
 }
