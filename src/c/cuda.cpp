@@ -78,7 +78,6 @@ struct simprof_memory_tracker {
       : device(std::move(d)), tracker(p, device.get(), nullptr, o) {}
 };
 
-
 extern "C" {
 
 simprof_status simprof_kernel_tracer_new(simprof_profiler* p, simprof_trace* t, int flags,

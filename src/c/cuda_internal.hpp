@@ -51,9 +51,9 @@ Options checked_options(const Options* options, void (*init)(Options*), const ch
   init(&o);
   if (options == nullptr) return o;
   if (options->size != sizeof(o))
-    throw std::invalid_argument(fmt::format(
-        "simprof: {}.size = {} (expected {}: call {}_init first)", name, options->size, sizeof(o),
-        name));
+    throw std::invalid_argument(
+        fmt::format("simprof: {}.size = {} (expected {}: call {}_init first)", name, options->size,
+                    sizeof(o), name));
   return *options;
 }
 

@@ -85,9 +85,9 @@ extern "C" {
 void simprof_stage_timer_options_init(simprof_stage_timer_options* o) {
   if (o == nullptr) return;
   const simprof::cuda::DeviceStageTimerOptions d;
-  *o = simprof_stage_timer_options{sizeof(*o),           d.sample_every,          d.max_in_flight,
-                                   d.ring,               d.fps_from_device ? 1 : 0,
-                                   d.merge_within_ns};
+  *o = simprof_stage_timer_options{
+      sizeof(*o),       d.sample_every, d.max_in_flight, d.ring, d.fps_from_device ? 1 : 0,
+      d.merge_within_ns};
 }
 
 simprof_status simprof_stage_timer_new(simprof_profiler* p, void* stream,
@@ -97,8 +97,8 @@ simprof_status simprof_stage_timer_new(simprof_profiler* p, void* stream,
   SIMPROF_C_REQUIRE(out, "out");
   *out = nullptr;
   return guarded([&] {
-    const simprof_stage_timer_options c = checked_options(
-        options, simprof_stage_timer_options_init, "simprof_stage_timer_options");
+    const simprof_stage_timer_options c =
+        checked_options(options, simprof_stage_timer_options_init, "simprof_stage_timer_options");
     simprof::cuda::DeviceStageTimerOptions o;
     o.sample_every = c.sample_every;
     o.max_in_flight = c.max_in_flight;
@@ -230,8 +230,8 @@ simprof_status simprof_kernel_timer_new(simprof_profiler* p, void* stream,
   SIMPROF_C_REQUIRE(out, "out");
   *out = nullptr;
   return guarded([&] {
-    const simprof_kernel_timer_options c = checked_options(
-        options, simprof_kernel_timer_options_init, "simprof_kernel_timer_options");
+    const simprof_kernel_timer_options c =
+        checked_options(options, simprof_kernel_timer_options_init, "simprof_kernel_timer_options");
     simprof::cuda::GraphKernelTimerOptions o;
     o.sample_every = c.sample_every;
     o.sample_offset = c.sample_offset;

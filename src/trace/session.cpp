@@ -14,8 +14,8 @@
 
 #include "simprof/base/log.hpp"
 #include "simprof/detail/thread_id.hpp"
-#include "simprof/trace/chrome_json.hpp"
 #include "simprof/trace/causality.hpp"
+#include "simprof/trace/chrome_json.hpp"
 
 #if defined(__linux__)
 #include <unistd.h>

@@ -547,7 +547,7 @@ TEST(EngineZones, WorkerZonesBeyondTheLimitAreDroppedCountedAndSaidOnce) {
   StepProfiler prof(quiet(), 0, mc.clock());
   EngineZones zones(prof);
   ZoneCount count;
-  auto count_attached = prof.attach(count);  // spans wanted: every zone goes through the thread's queue
+  auto attached = prof.attach(count);  // spans wanted: every zone goes through the thread's queue
   SimprofLog log;
   const std::size_t extra = 10;
   std::thread worker([&] {  // no step ends meanwhile: they wait
@@ -565,7 +565,7 @@ TEST(EngineZones, WorkerZonesBeyondTheLimitAreDroppedCountedAndSaidOnce) {
   // The dropped zones' spans are gone; their time is not: the thread summed it itself.
   EXPECT_DOUBLE_EQ(*zones.worker_cpu_seconds("physics/stepSimulation"),
                    static_cast<double>(EngineZones::kMaxPending + extra) * 1e-9);
-  count_attached.detach();
+  attached.detach();
 }
 
 // While no listener wants worker zones, a worker thread sums them itself and queues none: any

@@ -207,12 +207,13 @@ TEST(StepProfiler, OnlyAnExceptionThrownInsideAStepAbortsIt) {
   }
   outcomes_attached.detach();
   using simprof::StepOutcome;
-  EXPECT_EQ(outcomes.seen, (std::vector<StepOutcome>{StepOutcome::kCompleted,
-                                                     StepOutcome::kAborted}));
+  EXPECT_EQ(outcomes.seen,
+            (std::vector<StepOutcome>{StepOutcome::kCompleted, StepOutcome::kAborted}));
 }
 
 // A listener's attachment and its profiler may go in either order: the attachment's end detaches
-// the listener, and a profiler that goes first leaves the attachment empty (its end touches nothing).
+// the listener, and a profiler that goes first leaves the attachment empty (its end touches
+// nothing).
 TEST(StepProfiler, AttachmentsDetachWhicheverSideGoesFirst) {
   struct Counter : simprof::StepListener {
     int steps = 0;

@@ -25,8 +25,8 @@
 #include "simprof/cuda/trace/kernel_tracer.hpp"
 #include "simprof/profiler/collective.hpp"
 #include "simprof/trace/analysis.hpp"
-#include "simprof/trace/chrome_json.hpp"
 #include "simprof/trace/causality.hpp"
+#include "simprof/trace/chrome_json.hpp"
 #include "simprof/trace/session.hpp"
 #include "trace_test.hpp"
 

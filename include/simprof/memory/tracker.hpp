@@ -210,7 +210,7 @@ class MemoryTracker final : public StepListener, public TraceSource {
   bool recording_ = false;
   std::vector<Sample> samples_;  // reserved at start(): no allocation per step
   std::uint64_t dropped_ = 0;
-  std::uint64_t sampled_ = 0;  // the step last sampled (or dropped), + 1
+  std::uint64_t sampled_ = 0;    // the step last sampled (or dropped), + 1
   ListenerAttachment attached_;  // last: the first to go, so no call reaches a half-gone listener
 };
 

@@ -26,8 +26,8 @@
 //
 // Which clock: by default the host's (the profiler's clock, ticked at step starts). On a GPU
 // backend the device can feed it instead (cuda::StepPacer ticks it with the device's step-end times
-// in nanoseconds while it holds claim_device_clock(), one claimant at a time); the line then ends in
-// "GPU clock" and the profiler no longer ticks it.
+// in nanoseconds while it holds claim_device_clock(), one claimant at a time); the line then ends
+// in "GPU clock" and the profiler no longer ticks it.
 #pragma once
 
 #include <atomic>

@@ -19,7 +19,7 @@
 
 namespace simprof {
 
-struct Collective;    // profiler/collective.hpp
+struct Collective;   // profiler/collective.hpp
 class StepProfiler;  // profiler/step_profiler.hpp
 
 /// How a step ended, as listeners see it.

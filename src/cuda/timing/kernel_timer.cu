@@ -20,10 +20,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "../runtime/demangle.hpp"
-#include "../runtime/on_device.hpp"
 #include "../cupti/cupti_hub.hpp"  // OwnNodes: the stamps are not the stage's work
 #include "../cupti/describe_devices.hpp"
+#include "../runtime/demangle.hpp"
+#include "../runtime/on_device.hpp"
 #include "simprof/base/log.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/cuda/runtime/error.hpp"

@@ -50,7 +50,7 @@ StepPacer::StepPacer(StepProfiler& prof, cudaStream_t stream, StepPacerOptions o
       steps_(prof, options.fps_from_device,
              fmt::format("a StepPacer on stream {}", static_cast<const void*>(stream))) {
   resets_seen_ = prof_.fps().resets();  // a reset before the pacer is nobody's round
-  attached_ = prof_.attach(*this);  // last: nothing below can throw once the profiler calls us
+  attached_ = prof_.attach(*this);      // last: nothing below can throw once the profiler calls us
 }
 
 StepPacer::~StepPacer() = default;

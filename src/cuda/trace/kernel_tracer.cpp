@@ -16,10 +16,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "../runtime/on_device.hpp"
 #include "../cupti/cupti_hub.hpp"
-#include "cupti_records.hpp"
 #include "../cupti/describe_devices.hpp"
+#include "../runtime/on_device.hpp"
+#include "cupti_records.hpp"
 #include "simprof/base/log.hpp"
 #include "simprof/cuda/runtime/error.hpp"
 #include "simprof/detail/buffer_pool.hpp"
