@@ -235,6 +235,16 @@ def fields(struct) -> dict:
     return {name: getattr(struct, name) for name, _ in struct._fields_}
 
 
+def options(struct, init, **values):
+    """A C options struct: its _init's defaults (and size), then each value given that is not
+    None."""
+    o = struct()
+    init(ctypes.byref(o))
+    for name, value in values.items():
+        if value is not None:
+            setattr(o, name, int(value))
+    return o
+
 
 def check(status: int) -> None:
     """Raises the simprof.Error subclass of a non-zero simprof_status, with simprof's message."""

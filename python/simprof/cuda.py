@@ -20,7 +20,7 @@ import sys
 from typing import Any, Callable, Dict, Iterator, Optional
 
 from ._lib import (DeviceStepsC, Handle, PacerCounters, StageTimerOptionsC, check, cint, cstr, dbl,
-                   fields, lib, new, size, text)
+                   fields, lib, new, options, size, text)
 from .core import StepProfiler
 from .errors import InvalidArgument
 
@@ -272,12 +272,9 @@ class DeviceStageTimer(_StampingTimer):
             raise InvalidArgument("simprof: DeviceStageTimer ring = %r (expected >= "
                                   "max_in_flight + 4 and <= 2**20, rounded up to a power of "
                                   "two; or None for 64)" % (ring,))
-        o = StageTimerOptionsC()
-        lib.simprof_stage_timer_options_init(ctypes.byref(o))
-        o.sample_every, o.max_in_flight = int(sample_every), int(max_in_flight)
-        o.fps_from_device, o.merge_within_ns = int(bool(fps_from_device)), int(merge_within_ns)
-        if ring is not None:
-            o.ring = int(ring)
+        o = options(StageTimerOptionsC, lib.simprof_stage_timer_options_init,
+                    sample_every=sample_every, max_in_flight=max_in_flight, ring=ring,
+                    fps_from_device=bool(fps_from_device), merge_within_ns=merge_within_ns)
         super().__init__(new(lib.simprof_stage_timer_new, prof._h, handle, ctypes.byref(o)), prof)
         self._prof = prof
         self.stream, self._stream_obj = handle, stream

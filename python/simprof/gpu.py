@@ -5,7 +5,8 @@ from __future__ import annotations
 import ctypes
 from typing import Any, Dict
 
-from ._lib import GpuProfileCountersC, GpuProfileOptionsC, check, dbl, fields, lib, new, text
+from ._lib import (GpuProfileCountersC, GpuProfileOptionsC, check, dbl, fields, lib, new, options,
+                   text)
 from .core import StepProfiler
 from .cuda import _StampingTimer, stream_handle
 
@@ -40,10 +41,9 @@ class GpuProfile(_StampingTimer):
                  stage_sample_every: int = 16, kernel_sample_every: int = 128,
                  fps_from_device: bool = True, trace: Any = None):
         handle = stream_handle(stream)
-        o = GpuProfileOptionsC()
-        lib.simprof_gpu_profile_options_init(ctypes.byref(o))
-        o.max_in_flight, o.stage_sample_every = int(max_in_flight), int(stage_sample_every)
-        o.kernel_sample_every, o.fps_from_device = int(kernel_sample_every), int(fps_from_device)
+        o = options(GpuProfileOptionsC, lib.simprof_gpu_profile_options_init,
+                    max_in_flight=max_in_flight, stage_sample_every=stage_sample_every,
+                    kernel_sample_every=kernel_sample_every, fps_from_device=bool(fps_from_device))
         parents = (prof,) if trace is None else (prof, trace)
         super().__init__(new(lib.simprof_gpu_profile_new, prof._h, handle, ctypes.byref(o),
                              None if trace is None else trace._h), *parents)

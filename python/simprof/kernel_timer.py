@@ -7,7 +7,7 @@ import ctypes
 from typing import Any, Dict, List, Optional
 
 from ._lib import (KernelNodeC, KernelTimerCountersC, KernelTimerOptionsC, check, fields, lib, new,
-                   size, text)
+                   options, size, text)
 from .core import StepProfiler
 from .cuda import _StampingTimer, stream_handle
 from .errors import InvalidArgument
@@ -55,13 +55,9 @@ class GraphKernelTimer(_StampingTimer):
             if value is not None and int(value) < 1:
                 raise InvalidArgument("simprof: GraphKernelTimer %s = %r (expected >= 1, or None "
                                       "for the default)" % (name, value))
-        o = KernelTimerOptionsC()
-        lib.simprof_kernel_timer_options_init(ctypes.byref(o))
-        o.sample_every, o.sample_offset = int(sample_every), int(sample_offset)
-        if ring is not None:
-            o.ring = int(ring)
-        if max_stamps is not None:
-            o.max_stamps = int(max_stamps)
+        o = options(KernelTimerOptionsC, lib.simprof_kernel_timer_options_init,
+                    sample_every=sample_every, sample_offset=sample_offset, ring=ring,
+                    max_stamps=max_stamps)
         super().__init__(new(lib.simprof_kernel_timer_new, prof._h, handle, ctypes.byref(o)),
                          prof, *(() if trace is None else (trace,)))
         self.stream, self._stream_obj = handle, stream

@@ -115,10 +115,9 @@ FpsTracker::DeviceClockClaim FpsTracker::claim_device_clock(std::string who) {
         "(one device clock feeds the line: make the second with its FPS feed off)",
         owner_, who));
   owner_ = who.empty() ? std::string("a device clock") : std::move(who);
-  clock_kind_ = FpsClock::kDevice;
   set_clock(Clock::steady());
   DeviceClockClaim claim(this);
-  claim_ = &claim;  // guaranteed copy elision: the caller's object is this one
+  claim_ = &claim;  // a move on return, if not elided, re-points claim_ (operator=)
   return claim;
 }
 
@@ -126,7 +125,6 @@ void FpsTracker::release_device_clock(const DeviceClockClaim* claim) noexcept {
   if (claim_ != claim) return;
   claim_ = nullptr;
   owner_.clear();
-  clock_kind_ = FpsClock::kHost;
   set_clock(host_clock_);
 }
 
@@ -195,7 +193,7 @@ void FpsTracker::complete_sample(std::int64_t now) {
   last_.fps_per_env = ema_;
   last_.total_fps = total_fps();
   last_.n_envs = n_envs_;
-  last_.clock = clock_kind_;
+  last_.clock = clock_kind();
   ++samples_;
   sample_start_ = now;
   steps_ = 0;
@@ -203,7 +201,7 @@ void FpsTracker::complete_sample(std::int64_t now) {
     if (!logger_) logger_ = default_logger();
     fmt::basic_memory_buffer<char, 160> line;
     if (world_ > 1) fmt::format_to(std::back_inserter(line), "[rank {}/{}] ", rank_, world_);
-    append_fps_line(line, ema_, n_envs_, clock_kind_);
+    append_fps_line(line, ema_, n_envs_, clock_kind());
     logger_->info(std::string_view(line.data(), line.size()));
   }
   if (callback_) callback_(last_);

@@ -11,7 +11,8 @@ namespace simprof {
 
 ListenerAttachment StepProfiler::attach(StepListener& listener) {
   if (in_step_) throw std::logic_error("simprof: a listener attached inside a step");
-  attachments_.reserve(attachments_.size() + 1);  // nothing below throws
+  listeners_.reserve(listeners_.size() + 1);  // both reserved first: nothing below throws
+  attachments_.reserve(attachments_.size() + 1);
   listeners_.push_back(&listener);
   ListenerAttachment a(this, &listener);
   attachments_.push_back(&a);

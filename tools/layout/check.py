@@ -64,20 +64,20 @@ def read_debts(path):
 
 
 def measure(root):
-    """Every file and src/ function over its limit, {key: (size, limit)}."""
-    over = {}
+    """Every file's and src/ function's size and limit, {key: (size, limit)}."""
+    sizes = {}
     for top, limit in FILE_LIMITS.items():
         for rel in sources(root, top):
             with open(os.path.join(root, rel), encoding='utf-8', errors='replace') as f:
                 n = sum(1 for _ in f)
-            over[rel] = (n, FILE_LIMITS['tests'] if '/tests/' in rel else limit)
+            sizes[rel] = (n, FILE_LIMITS['tests'] if '/tests/' in rel else limit)
     for rel in sources(root, 'src'):
         if rel.endswith('.py'):
             continue
         for name, _, _, n in functions.functions(os.path.join(root, rel)):
             key = f'{rel}:{name}'
-            over[key] = (max(n, over.get(key, (0, 0))[0]), FUNCTION_LIMIT)
-    return over
+            sizes[key] = (max(n, sizes.get(key, (0, 0))[0]), FUNCTION_LIMIT)
+    return sizes
 
 
 def size_breaches(root, debts):
@@ -106,9 +106,9 @@ def room_breaches(root):
         for rel in sources(root, top):
             room = os.path.dirname(rel)
             text = open(os.path.join(root, rel), encoding='utf-8', errors='replace').read()
-            if rel.startswith(CORE) and DEVICE_HEADER.search(text):
-                out.append(f'{rel}: the core includes a device header '
-                           f'({DEVICE_HEADER.search(text).group(0)}...)')
+            device = DEVICE_HEADER.search(text) if rel.startswith(CORE) else None
+            if device:
+                out.append(f'{rel}: the core includes a device header ({device.group(0)}...)')
             for inc in QUOTED.findall(text):
                 if inc.startswith('simprof/'):
                     continue

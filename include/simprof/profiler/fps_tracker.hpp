@@ -126,7 +126,7 @@ class FpsTracker {
   /// Who feeds the line device time now ("" on the host clock).
   const std::string& device_clock_owner() const noexcept { return owner_; }
   /// Which clock ticks are on now.
-  FpsClock clock_kind() const noexcept { return clock_kind_; }
+  FpsClock clock_kind() const noexcept { return claim_ ? FpsClock::kDevice : FpsClock::kHost; }
 
   /// Smoothed steps per second of the whole batch (NaN before the first sample).
   double total_fps() const noexcept;
@@ -166,7 +166,6 @@ class FpsTracker {
 
   Clock host_clock_;
   Clock clock_;
-  FpsClock clock_kind_ = FpsClock::kHost;
   std::string owner_;                  // the device clock's claimant ("" when none)
   DeviceClockClaim* claim_ = nullptr;  // its claim, told when this tracker goes first
   double alpha_;
