@@ -4,46 +4,61 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
-#include <atomic>
-#include <mutex>
-
 namespace simprof::cuda::detail {
 
 namespace {
-
-std::mutex g_mutex;  // guards the two below
-int g_leases = 0;
-CUpti_SubscriberHandle g_handle = nullptr;
-
-std::atomic<CuptiHandler> g_handler{nullptr};
-std::atomic<CuptiHandler> g_graph_handler{nullptr};
 
 constexpr CUpti_CallbackId kGraphNodeCalls[] = {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
                                                 CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
                                                 CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING};
 
 constexpr CUpti_CallbackId kMarkCall = CUPTI_RUNTIME_TRACE_CBID_cudaRuntimeGetVersion_v3020;
-thread_local std::uint32_t t_mark = 0;  // the id of this thread's last marker call
-thread_local bool t_own_nodes = false;  // inside an OwnNodes
 
-void CUPTIAPI forward(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
+// Per thread, not the process's: the id of this thread's last marker call, and whether it is
+// inside an OwnNodes.
+thread_local std::uint32_t t_mark = 0;
+thread_local bool t_own_nodes = false;
+
+bool graph_node_call(CUpti_CallbackId id) {
+  for (const CUpti_CallbackId g : kGraphNodeCalls)
+    if (id == g) return true;
+  return false;
+}
+
+}  // namespace
+
+CuptiProcess& CuptiProcess::get() noexcept {
+  static CuptiProcess* const process = new CuptiProcess();  // never destroyed: see the header
+  return *process;
+}
+
+bool CuptiProcess::claim_tracer(void* tracer) noexcept {
+  void* expected = nullptr;
+  return tracer_.compare_exchange_strong(expected, tracer);
+}
+
+void CuptiProcess::release_tracer(void* tracer) noexcept {
+  tracer_.compare_exchange_strong(tracer, nullptr);
+}
+
+void CUPTIAPI CuptiProcess::forward(void* self, CUpti_CallbackDomain domain, CUpti_CallbackId id,
+                                    const void* data) {
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && id == kMarkCall) {
     const auto* d = static_cast<const CUpti_CallbackData*>(data);
     if (d->callbackSite == CUPTI_API_ENTER) t_mark = d->correlationId;
     return;
   }
-  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
-    for (const CUpti_CallbackId g : kGraphNodeCalls)
-      if (id == g) {
-        if (const CuptiHandler h = g_graph_handler.load(std::memory_order_acquire))
-          h(domain, id, data);
-        return;
-      }
-  }
-  if (const CuptiHandler h = g_handler.load(std::memory_order_acquire)) h(domain, id, data);
+  auto& p = *static_cast<CuptiProcess*>(self);
+  const std::shared_lock<std::shared_mutex> inside(p.handlers_mutex_);
+  const Handler& h =
+      domain == CUPTI_CB_DOMAIN_RESOURCE && graph_node_call(id) ? p.graph_nodes_ : p.callbacks_;
+  if (h.fn) h.fn(h.context, domain, id, data);
 }
 
-}  // namespace
+void CuptiProcess::set(Handler& slot, CuptiHandler fn, void* context) noexcept {
+  const std::unique_lock<std::shared_mutex> replace(handlers_mutex_);  // none inside after this
+  slot = Handler{fn, context};
+}
 
 std::string cupti_error(CUptiResult r) {
   const char* s = nullptr;
@@ -57,32 +72,35 @@ std::string CuptiLease::failure() const {
 }
 
 CuptiLease::CuptiLease() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_leases == 0) {
-    result_ = cuptiSubscribe(&g_handle, forward, nullptr);
+  CuptiProcess& p = CuptiProcess::get();
+  std::lock_guard<std::mutex> lock(p.subscription_mutex_);
+  if (p.leases_ == 0) {
+    result_ = cuptiSubscribe(&p.handle_, &CuptiProcess::forward, &p);
     if (result_ != CUPTI_SUCCESS) {
-      g_handle = nullptr;
+      p.handle_ = nullptr;
       return;
     }
   } else {
     result_ = CUPTI_SUCCESS;
   }
-  ++g_leases;
+  ++p.leases_;
 }
 
 CuptiLease::~CuptiLease() {
   if (result_ != CUPTI_SUCCESS) return;
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (--g_leases == 0 && g_handle) {
-    cuptiUnsubscribe(g_handle);
-    g_handle = nullptr;
+  CuptiProcess& p = CuptiProcess::get();
+  std::lock_guard<std::mutex> lock(p.subscription_mutex_);
+  if (--p.leases_ == 0 && p.handle_) {
+    cuptiUnsubscribe(p.handle_);
+    p.handle_ = nullptr;
   }
 }
 
 CUpti_SubscriberHandle CuptiLease::handle() const noexcept {
   if (result_ != CUPTI_SUCCESS) return nullptr;
-  std::lock_guard<std::mutex> lock(g_mutex);
-  return g_handle;
+  CuptiProcess& p = CuptiProcess::get();
+  std::lock_guard<std::mutex> lock(p.subscription_mutex_);
+  return p.handle_;
 }
 
 CUptiResult enable_correlation_marks(CUpti_SubscriberHandle subscriber, bool on) noexcept {
@@ -97,17 +115,19 @@ std::uint32_t correlation_mark() noexcept {
   return t_mark;
 }
 
-void set_cupti_handler(CuptiHandler handler) noexcept {
-  g_handler.store(handler, std::memory_order_release);
+void set_cupti_handler(CuptiHandler handler, void* context) noexcept {
+  CuptiProcess& p = CuptiProcess::get();
+  p.set(p.callbacks_, handler, context);
+}
+
+void set_graph_node_handler(CuptiHandler handler, void* context) noexcept {
+  CuptiProcess& p = CuptiProcess::get();
+  p.set(p.graph_nodes_, handler, context);
 }
 
 OwnNodes::OwnNodes() noexcept : was_(t_own_nodes) { t_own_nodes = true; }
 OwnNodes::~OwnNodes() { t_own_nodes = was_; }
 bool OwnNodes::active() noexcept { return t_own_nodes; }
-
-void set_graph_node_handler(CuptiHandler handler) noexcept {
-  g_graph_handler.store(handler, std::memory_order_release);
-}
 
 CUptiResult enable_graph_nodes(CUpti_SubscriberHandle subscriber, bool on) noexcept {
   if (subscriber == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;

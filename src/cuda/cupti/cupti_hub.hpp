@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
-// The process's one CUPTI subscriber (CUPTI allows one), shared by the kernel tracer and the device
-// allocation counter: subscribed while any lease is held, its callback forwarding to the one
-// allocation handler when one is set. Private to simprof::cuda.
+// The process's CUPTI state, one object (CuptiProcess): CUPTI allows one subscriber per process,
+// and its callbacks carry no context of ours. The kernel tracer and the device allocation counter
+// share it through the functions below. Private to simprof::cuda.
 #pragma once
 
 #include <cupti.h>
 
+#include <atomic>
 #include <cstdint>
+#include <mutex>
+#include <shared_mutex>
 #include <string>
 
 namespace simprof::cuda::detail {
@@ -14,7 +17,57 @@ namespace simprof::cuda::detail {
 /// CUPTI's name for a result ("CUPTI_ERROR_NOT_INITIALIZED").
 std::string cupti_error(CUptiResult r);
 
-using CuptiHandler = void (*)(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data);
+using CuptiHandler = void (*)(void* context, CUpti_CallbackDomain domain, CUpti_CallbackId id,
+                              const void* data);
+
+/// Everything of CUPTI's that is the process's, not one tool's. Made at first use and never
+/// destroyed (CUPTI may call back until the process exits); reached through get().
+///   * the subscription: subscribed while any CuptiLease is held;
+///   * two handlers with their contexts (the allocation counter's callbacks, the kernel tracer's
+///     graph-node callbacks): a handler is replaced only once no callback is inside it (a lock
+///     the callbacks share, never a spin), so its context may go right after;
+///   * the one KernelTracer (claim_tracer), which CUPTI's buffer and clock callbacks reach, and the
+///     one DeviceAllocations (claim_allocations);
+///   * how many kernel tracer windows are open.
+class CuptiProcess {
+ public:
+  static CuptiProcess& get() noexcept;
+  CuptiProcess(const CuptiProcess&) = delete;
+  CuptiProcess& operator=(const CuptiProcess&) = delete;
+
+  /// The tracer's state, for its life (false: a tracer exists); given back by the same tracer.
+  bool claim_tracer(void* tracer) noexcept;
+  void release_tracer(void* tracer) noexcept;
+  void* tracer() const noexcept { return tracer_.load(std::memory_order_acquire); }
+  /// One DeviceAllocations at a time (false: one exists).
+  bool claim_allocations() noexcept { return !allocations_.exchange(true); }
+  void release_allocations() noexcept { allocations_.store(false); }
+  /// A kernel tracer's window opened (+1) or was collected (-1).
+  void window(int change) noexcept { windows_open_.fetch_add(change); }
+  bool window_open() const noexcept { return windows_open_.load() > 0; }
+
+ private:
+  friend class CuptiLease;
+  friend void set_cupti_handler(CuptiHandler, void*) noexcept;
+  friend void set_graph_node_handler(CuptiHandler, void*) noexcept;
+  struct Handler {
+    CuptiHandler fn = nullptr;
+    void* context = nullptr;
+  };
+  CuptiProcess() = default;
+  static void CUPTIAPI forward(void* self, CUpti_CallbackDomain domain, CUpti_CallbackId id,
+                               const void* data);
+  void set(Handler& slot, CuptiHandler fn, void* context) noexcept;
+
+  std::mutex subscription_mutex_;  // guards the two below
+  int leases_ = 0;
+  CUpti_SubscriberHandle handle_ = nullptr;
+  std::shared_mutex handlers_mutex_;  // shared by callbacks inside a handler; held to replace one
+  Handler callbacks_, graph_nodes_;
+  std::atomic<void*> tracer_{nullptr};
+  std::atomic<bool> allocations_{false};
+  std::atomic<int> windows_open_{0};
+};
 
 /// Holds the shared subscription for its life; `result` is CUPTI's answer (CUPTI_SUCCESS, or why
 /// not: another tool holds CUPTI).
@@ -43,19 +96,19 @@ class CuptiLease {
 CUptiResult enable_correlation_marks(CUpti_SubscriberHandle subscriber, bool on) noexcept;
 std::uint32_t correlation_mark() noexcept;
 
-/// The callback handler (one at a time: the allocation counter's); null to clear. What it reaches
-/// must outlive any callback in flight on another thread: static storage.
-void set_cupti_handler(CuptiHandler handler) noexcept;
+/// The callback handler (one at a time: the allocation counter's) and its context; null to clear.
+/// Returns once no callback is inside the one it replaces.
+void set_cupti_handler(CuptiHandler handler, void* context) noexcept;
 
 /// The graph-node handler (the kernel tracer's): CUPTI's resource callbacks for graph nodes made,
 /// cloned (by cudaGraphClone and by every instantiation) and destroyed, which enable_graph_nodes()
-/// turns on for the subscriber. Null to clear; the same lifetime rule as set_cupti_handler().
-void set_graph_node_handler(CuptiHandler handler) noexcept;
+/// turns on for the subscriber. Null to clear; returns as set_cupti_handler() does.
+void set_graph_node_handler(CuptiHandler handler, void* context) noexcept;
 CUptiResult enable_graph_nodes(CUpti_SubscriberHandle subscriber, bool on) noexcept;
 
 /// Whether a KernelTracer is tracing a window now (started, not yet collected): a GraphKernelTimer
 /// in the same window leaves its replays to CUPTI's records.
-bool kernel_tracer_window_open() noexcept;
+inline bool kernel_tracer_window_open() noexcept { return CuptiProcess::get().window_open(); }
 
 /// While one lives, graph nodes the calling thread makes are simprof's own (DeviceStageTimer's
 /// stamps added to a graph's copy): the kernel tracer gives them no stage.

@@ -19,8 +19,8 @@ namespace simprof::cuda {
 
 namespace {
 
-// The counts live in static storage: a CUPTI callback in flight on another thread may still reach
-// them while the counter that enabled it goes away.
+// The counts, the counter's own: its handler is cleared (set_cupti_handler waits for callbacks
+// inside it) before they go.
 struct State {
   std::atomic<bool> on{false};
   std::atomic<std::uint64_t> allocs{0}, alloc_bytes{0}, frees{0}, free_bytes{0};
@@ -29,16 +29,10 @@ struct State {
   std::unordered_map<std::uintptr_t, std::size_t> sizes;  // live allocations made while counting
 };
 
-State& state() {
-  static State s;
-  return s;
-}
-
 // > 0 inside a runtime allocation call: the driver calls it makes are its own, not counted again.
 thread_local int t_in_runtime = 0;
 
-void allocated(std::uintptr_t ptr, std::size_t bytes) {
-  State& s = state();
+void allocated(State& s, std::uintptr_t ptr, std::size_t bytes) {
   s.allocs.fetch_add(1, std::memory_order_relaxed);
   s.alloc_bytes.fetch_add(bytes, std::memory_order_relaxed);
   const std::int64_t now =
@@ -54,9 +48,8 @@ void allocated(std::uintptr_t ptr, std::size_t bytes) {
   }
 }
 
-void freed(std::uintptr_t ptr) {
+void freed(State& s, std::uintptr_t ptr) {
   if (ptr == 0) return;  // cudaFree(nullptr) frees nothing
-  State& s = state();
   std::size_t bytes = 0;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -77,7 +70,7 @@ const P& params(const CUpti_CallbackData* d) {
 
 std::uintptr_t addr(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 
-void runtime_call(CUpti_CallbackId id, const CUpti_CallbackData* d) {
+void runtime_call(State& s, CUpti_CallbackId id, const CUpti_CallbackData* d) {
   if (d->callbackSite == CUPTI_API_ENTER) {
     ++t_in_runtime;
     return;
@@ -87,78 +80,80 @@ void runtime_call(CUpti_CallbackId id, const CUpti_CallbackData* d) {
   switch (id) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020: {
       const auto& p = params<cudaMalloc_v3020_params>(d);
-      return allocated(addr(*p.devPtr), p.size);
+      return allocated(s, addr(*p.devPtr), p.size);
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000: {
       const auto& p = params<cudaMallocManaged_v6000_params>(d);
-      return allocated(addr(*p.devPtr), p.size);
+      return allocated(s, addr(*p.devPtr), p.size);
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMallocPitch_v3020: {
       const auto& p = params<cudaMallocPitch_v3020_params>(d);
-      return allocated(addr(*p.devPtr), *p.pitch * p.height);
+      return allocated(s, addr(*p.devPtr), *p.pitch * p.height);
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020: {
       const auto& p = params<cudaMallocAsync_v11020_params>(d);  // the same layout
-      return allocated(addr(*p.devPtr), p.size);
+      return allocated(s, addr(*p.devPtr), p.size);
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_ptsz_v11020: {
       const auto& p = params<cudaMallocFromPoolAsync_v11020_params>(d);
-      return allocated(addr(*p.ptr), p.size);
+      return allocated(s, addr(*p.ptr), p.size);
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020:
-      return freed(addr(params<cudaFree_v3020_params>(d).devPtr));
+      return freed(s, addr(params<cudaFree_v3020_params>(d).devPtr));
     case CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020:
-      return freed(addr(params<cudaFreeAsync_v11020_params>(d).devPtr));
+      return freed(s, addr(params<cudaFreeAsync_v11020_params>(d).devPtr));
     default:
       return;
   }
 }
 
-void driver_call(CUpti_CallbackId id, const CUpti_CallbackData* d) {
+void driver_call(State& s, CUpti_CallbackId id, const CUpti_CallbackData* d) {
   if (t_in_runtime > 0 || d->callbackSite != CUPTI_API_EXIT) return;
   if (*static_cast<const CUresult*>(d->functionReturnValue) != CUDA_SUCCESS) return;
   switch (id) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
       const auto& p = params<cuMemAlloc_v2_params>(d);
-      return allocated(static_cast<std::uintptr_t>(*p.dptr), p.bytesize);
+      return allocated(s, static_cast<std::uintptr_t>(*p.dptr), p.bytesize);
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
       const auto& p = params<cuMemAllocManaged_params>(d);
-      return allocated(static_cast<std::uintptr_t>(*p.dptr), p.bytesize);
+      return allocated(s, static_cast<std::uintptr_t>(*p.dptr), p.bytesize);
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
       const auto& p = params<cuMemAllocPitch_v2_params>(d);
-      return allocated(static_cast<std::uintptr_t>(*p.dptr), *p.pPitch * p.Height);
+      return allocated(s, static_cast<std::uintptr_t>(*p.dptr), *p.pPitch * p.Height);
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
       const auto& p = params<cuMemAllocAsync_params>(d);
-      return allocated(static_cast<std::uintptr_t>(*p.dptr), p.bytesize);
+      return allocated(s, static_cast<std::uintptr_t>(*p.dptr), p.bytesize);
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
       const auto& p = params<cuMemAllocFromPoolAsync_params>(d);
-      return allocated(static_cast<std::uintptr_t>(*p.dptr), p.bytesize);
+      return allocated(s, static_cast<std::uintptr_t>(*p.dptr), p.bytesize);
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
-      return freed(static_cast<std::uintptr_t>(params<cuMemFree_v2_params>(d).dptr));
+      return freed(s, static_cast<std::uintptr_t>(params<cuMemFree_v2_params>(d).dptr));
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
-      return freed(static_cast<std::uintptr_t>(params<cuMemFreeAsync_params>(d).dptr));
+      return freed(s, static_cast<std::uintptr_t>(params<cuMemFreeAsync_params>(d).dptr));
     default:
       return;
   }
 }
 
-void on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
-  if (!state().on.load(std::memory_order_acquire)) return;
+void on_callback(void* context, CUpti_CallbackDomain domain, CUpti_CallbackId id,
+                 const void* data) {
+  State& s = *static_cast<State*>(context);
+  if (!s.on.load(std::memory_order_acquire)) return;
   const auto* d = static_cast<const CUpti_CallbackData*>(data);
   try {
-    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) runtime_call(id, d);
-    if (domain == CUPTI_CB_DOMAIN_DRIVER_API) driver_call(id, d);
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) runtime_call(s, id, d);
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API) driver_call(s, id, d);
   } catch (...) {  // nothing may throw into CUPTI
   }
 }
@@ -188,11 +183,10 @@ constexpr CUpti_CallbackId kDriverIds[] = {
     CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
 };
 
-std::atomic<bool> g_exists{false};
-
 }  // namespace
 
 struct DeviceAllocations::Impl {
+  State counts;
   detail::CuptiLease lease;
   std::string reason;
   bool enabled = false;
@@ -214,31 +208,29 @@ struct DeviceAllocations::Impl {
 };
 
 DeviceAllocations::DeviceAllocations() {
-  bool expected = false;
-  if (!g_exists.compare_exchange_strong(expected, true))
+  detail::CuptiProcess& process = detail::CuptiProcess::get();
+  if (!process.claim_allocations())
     throw std::logic_error("simprof: a DeviceAllocations already exists (one per process)");
   try {
     impl_ = std::make_unique<Impl>();
   } catch (...) {
-    g_exists = false;
+    process.release_allocations();
     throw;
   }
   if (impl_->lease.result() != CUPTI_SUCCESS) {
     impl_->reason = impl_->lease.failure();
   } else {
     impl_->enabled = true;
-    detail::set_cupti_handler(on_callback);
+    detail::set_cupti_handler(on_callback, &impl_->counts);
     impl_->enable(CUPTI_CB_DOMAIN_RUNTIME_API, kRuntimeIds, std::size(kRuntimeIds));
     impl_->enable(CUPTI_CB_DOMAIN_DRIVER_API, kDriverIds, std::size(kDriverIds));
-    if (!impl_->enabled) impl_->disable_all();
+    if (!impl_->enabled) {
+      impl_->disable_all();
+      detail::set_cupti_handler(nullptr, nullptr);
+    }
   }
   if (impl_->enabled) {
-    State& s = state();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    s.sizes.clear();
-    s.allocs = s.alloc_bytes = s.frees = s.free_bytes = 0;
-    s.in_use = s.peak = 0;
-    s.on.store(true, std::memory_order_release);
+    impl_->counts.on.store(true, std::memory_order_release);
   } else {
     default_logger()->warn(
         "simprof: device allocations are not counted: {}. The simulation runs on uncounted.",
@@ -247,20 +239,20 @@ DeviceAllocations::DeviceAllocations() {
 }
 
 DeviceAllocations::~DeviceAllocations() {
-  state().on.store(false, std::memory_order_release);
+  impl_->counts.on.store(false, std::memory_order_release);
   if (impl_->enabled) {
     impl_->disable_all();
-    detail::set_cupti_handler(nullptr);
+    detail::set_cupti_handler(nullptr, nullptr);  // returns once no callback is inside it
   }
   impl_.reset();  // the lease: unsubscribes when the tracer holds none
-  g_exists = false;
+  detail::CuptiProcess::get().release_allocations();
 }
 
 bool DeviceAllocations::enabled() const noexcept { return impl_->enabled; }
 const std::string& DeviceAllocations::disabled_reason() const noexcept { return impl_->reason; }
 
 AllocCounts DeviceAllocations::counts() const noexcept {
-  const State& s = state();
+  const State& s = impl_->counts;
   AllocCounts c;
   c.allocs = s.allocs.load(std::memory_order_relaxed);
   c.alloc_bytes = s.alloc_bytes.load(std::memory_order_relaxed);
@@ -270,11 +262,11 @@ AllocCounts DeviceAllocations::counts() const noexcept {
 }
 
 std::int64_t DeviceAllocations::in_use_bytes() const noexcept {
-  return impl_->enabled ? state().in_use.load(std::memory_order_relaxed) : -1;
+  return impl_->enabled ? impl_->counts.in_use.load(std::memory_order_relaxed) : -1;
 }
 
 std::int64_t DeviceAllocations::peak_bytes() const noexcept {
-  return impl_->enabled ? state().peak.load(std::memory_order_relaxed) : -1;
+  return impl_->enabled ? impl_->counts.peak.load(std::memory_order_relaxed) : -1;
 }
 
 }  // namespace simprof::cuda

@@ -26,7 +26,7 @@ void DeviceStageTimer::Impl::device_step(const DeviceStep& d) {
   const std::size_t slot = d.step % options.ring;
   if (slots[slot].stamped) {  // joined with the step's stamps
     slots[slot].device = d;
-    slots[slot].have_device = 1;
+    slots[slot].have_device = true;
     return;
   }
   if (!d.completed) return;
@@ -37,8 +37,7 @@ void DeviceStageTimer::Impl::device_step(const DeviceStep& d) {
   }
   // A period shared with a stamped step (its group ends there) carries a share of the stamps'
   // cost: not the loop as it runs without the timer.
-  const bool shares_stamps =
-      d.group_end != d.step && slots[d.group_end % options.ring].stamped != 0;
+  const bool shares_stamps = d.group_end != d.step && slots[d.group_end % options.ring].stamped;
   if (std::isfinite(d.period_s) && !shares_stamps) {
     loop[1].seconds += d.period_s;
     ++loop[1].count;
@@ -62,7 +61,7 @@ void DeviceStageTimer::Impl::poll() noexcept {
     } catch (...) {
       ++dropped;  // a vector could not grow: the step is lost, and counted
     }
-    slots[slot].have_device = 0;
+    slots[slot].have_device = false;
     ++next_read;
   }
 }
@@ -96,63 +95,9 @@ void DeviceStageTimer::Impl::join(const StepRecord& r, std::uint64_t step) {
     open.resize(n);
     sums.resize(n);
   }
-  for (std::size_t i = 0; i < n; ++i) open[i].state = 0;
-  // Stamps of a graph land in any order: put them all in time order (same instant: a graph's in
-  // reserved order, then the eager ones in stream order), each eager boundary that shared an
-  // earlier eager stamp's instant right after that stamp.
-  const unsigned count = r.count < kMaxStamps ? r.count : kMaxStamps;
-  const unsigned n_eager = std::min(r.eager_count, sl.eager_stamps);
-  items.clear();  // reserved for 2 kMaxStamps + kMaxAliases: no allocation here
-  for (unsigned i = 0; i < count; ++i) {
-    const detail::StampEntry& e = r.entries[i];
-    items.push_back(Item{e.t, i, 0, e.stage, e.kind});
-  }
-  for (unsigned j = 0; j < n_eager; ++j)
-    items.push_back(Item{r.eager[j], kMaxStamps + j, 0, sl.eager_at[j].stage, sl.eager_at[j].kind});
-  for (unsigned k = 0; k < sl.n_aliases; ++k) {
-    const Alias& a = sl.aliases[k];
-    if (a.source == 0 || a.source > n_eager) continue;  // its stamp's time was not published
-    items.push_back(Item{r.eager[a.source - 1], kMaxStamps + a.source - 1, k + 1, a.stage, a.kind});
-  }
-  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
-    if (a.t != b.t) return a.t < b.t;
-    return a.base != b.base ? a.base < b.base : a.sub < b.sub;
-  });
-  unsigned eager_before = 0;  // eager stamps before the item in time order (its own excluded)
-  for (const Item& e : items) {
-    const bool eager_stamp = e.base >= kMaxStamps && e.sub == 0;
-    // A merged boundary comes right after its stamp, which it is: not before it.
-    const unsigned at = e.base >= kMaxStamps && e.sub != 0 ? eager_before - 1 : eager_before;
-    if (eager_stamp) ++eager_before;
-    const auto id = static_cast<StageId>(e.stage);
-    if (id >= n) continue;
-    if (e.kind == kStageBegin) {
-      if (open[id].state == 2) continue;  // its end came first: already counted as unpaired
-      open[id].state = 1;
-      open[id].at = static_cast<std::int64_t>(e.t);
-      open[id].eager = at;
-    } else if (open[id].state == 1) {
-      open[id].state = 0;
-      // Eager stamps sit on the stream, each one adding eager_stamp_ns to the stages around it:
-      // the stamps from the stage's begin (included) to its end (excluded) are taken out. (A
-      // merged boundary counts as its stamp.)
-      const double stamps = static_cast<double>(at - open[id].eager);
-      const double d =
-          std::max(0.0, (static_cast<double>(static_cast<std::int64_t>(e.t) - open[id].at) -
-                         stamps * (sl.plain ? eager_stamp_plain_ns : eager_stamp_ns)) *
-                            1e-9);
-      scratch.add(id, d);
-      // The host's rule: a child's time also counts into each parent that is not open around it.
-      for (StageId p = prof.stage_parent(id); p != kNoStage && open[p].state != 1;
-           p = prof.stage_parent(p))
-        scratch.add(p, d);
-    } else if (open[id].state == 0) {
-      open[id].state = 2;  // its end ran before its begin (or its begin's stamp was lost)
-      if (!lost) unpaired(id, step);
-    }
-  }
-  for (std::size_t id = 0; id < n; ++id)
-    if (open[id].state == 1 && !lost) unpaired(static_cast<StageId>(id), step);
+  for (std::size_t i = 0; i < n; ++i) open[i].state = OpenState::kClosed;
+  sort_items(r, sl);
+  walk_items(sl, step, lost);
   if (pacer) {
     // Step and period from the pacer's events: the GPU's own, all of the step's work.
     const DeviceStep& d = slots[slot].device;
@@ -170,6 +115,72 @@ void DeviceStageTimer::Impl::join(const StepRecord& r, std::uint64_t step) {
       ++sums[id].count;
     }
   ++joined;
+}
+
+// Stamps of a graph land in any order: all of them in time order (same instant: a graph's in
+// reserved order, then the eager ones in stream order), each eager boundary that shared an earlier
+// eager stamp's instant right after that stamp.
+void DeviceStageTimer::Impl::sort_items(const StepRecord& r, const Slot& sl) {
+  const unsigned count = r.count < kMaxStamps ? r.count : kMaxStamps;
+  const unsigned n_eager = std::min(r.eager_count, sl.eager_stamps);
+  items.clear();  // reserved for 2 kMaxStamps + kMaxAliases: no allocation here
+  for (unsigned i = 0; i < count; ++i) {
+    const detail::StampEntry& e = r.entries[i];
+    items.push_back(Item{e.t, Source::kGraph, i, 0, e.stage, e.kind});
+  }
+  for (unsigned j = 0; j < n_eager; ++j)
+    items.push_back(
+        Item{r.eager[j], Source::kEager, j, 0, sl.eager_at[j].stage, sl.eager_at[j].kind});
+  for (unsigned k = 0; k < sl.n_aliases; ++k) {
+    const Alias& a = sl.aliases[k];
+    if (a.source == 0 || a.source > n_eager) continue;  // its stamp's time was not published
+    items.push_back(
+        Item{r.eager[a.source - 1], Source::kEager, a.source - 1, k + 1, a.stage, a.kind});
+  }
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    if (a.t != b.t) return a.t < b.t;
+    if (a.source != b.source) return a.source < b.source;
+    return a.place != b.place ? a.place < b.place : a.sub < b.sub;
+  });
+}
+
+// The stages' device times from the sorted stamps: a begin opens its stage, its end closes it,
+// the eager stamps inside taken out; children counted into their parents as on the host.
+void DeviceStageTimer::Impl::walk_items(const Slot& sl, std::uint64_t step, bool lost) {
+  const std::size_t n = prof.num_stages();
+  unsigned eager_before = 0;  // eager stamps before the item in time order (its own excluded)
+  for (const Item& e : items) {
+    const bool eager = e.source == Source::kEager;
+    // A merged boundary comes right after its stamp, which it is: not before it.
+    const unsigned at = eager && e.sub != 0 ? eager_before - 1 : eager_before;
+    if (eager && e.sub == 0) ++eager_before;
+    const auto id = static_cast<StageId>(e.stage);
+    if (id >= n) continue;
+    Open& o = open[id];
+    if (e.kind == kStageBegin) {
+      if (o.state == OpenState::kEndFirst) continue;  // already counted as unpaired
+      o = Open{static_cast<std::int64_t>(e.t), at, OpenState::kOpen};
+    } else if (o.state == OpenState::kOpen) {
+      o.state = OpenState::kClosed;
+      // Eager stamps sit on the stream, each one adding eager_stamp_ns to the stages around it:
+      // the stamps from the stage's begin (included) to its end (excluded) are taken out. (A
+      // merged boundary counts as its stamp.)
+      const double stamps = static_cast<double>(at - o.eager);
+      const double d = std::max(0.0, (static_cast<double>(static_cast<std::int64_t>(e.t) - o.at) -
+                                      stamps * (sl.plain ? eager_stamp_plain_ns : eager_stamp_ns)) *
+                                         1e-9);
+      scratch.add(id, d);
+      // The host's rule: a child's time also counts into each parent that is not open around it.
+      for (StageId p = prof.stage_parent(id); p != kNoStage && open[p].state != OpenState::kOpen;
+           p = prof.stage_parent(p))
+        scratch.add(p, d);
+    } else if (o.state == OpenState::kClosed) {
+      o.state = OpenState::kEndFirst;  // its end ran before its begin (or its begin's was lost)
+      if (!lost) unpaired(id, step);
+    }
+  }
+  for (std::size_t id = 0; id < n; ++id)
+    if (open[id].state == OpenState::kOpen && !lost) unpaired(static_cast<StageId>(id), step);
 }
 
 // A stage whose stamps did not pair up in time order: in a replayed graph the stamps are leaves off
@@ -228,6 +239,7 @@ std::uint64_t DeviceStageTimer::merged() const noexcept { return impl_->n_merged
 double DeviceStageTimer::eager_stamp_seconds() const noexcept {
   return impl_->eager_stamp_ns * 1e-9;
 }
+StampCost DeviceStageTimer::stamp_cost() const { return cuda::stamp_cost(impl_->device_id); }
 const DeviceStageTimerOptions& DeviceStageTimer::options() const noexcept { return impl_->options; }
 int DeviceStageTimer::device() const noexcept { return impl_->device_id; }
 const StepPacer* DeviceStageTimer::pacer() const noexcept {
@@ -276,7 +288,8 @@ std::string device_stage_table(const StepProfiler& prof, const DeviceStageTimer&
     fmt::format_to(std::back_inserter(out), ", {} sampled steps unstamped: not in it",
                    dev.unstamped());
   if (dev.dropped() != 0) fmt::format_to(std::back_inserter(out), ", {} dropped", dev.dropped());
-  fmt::format_to(std::back_inserter(out), ")\n");
+  fmt::format_to(std::back_inserter(out), "; {:.2f} us an eager stamp, taken off eager stages)\n",
+                 dev.eager_stamp_seconds() * 1e6);
   return fmt::to_string(out);
 }
 }  // namespace simprof::cuda

@@ -82,30 +82,6 @@ __global__ void stamp_kernel(detail::StampArgs a) {
   }
 }
 
-// Opens a hold_kernel's gate in mapped memory (the GPU polls it).
-void let_run(unsigned& gate) { reinterpret_cast<volatile unsigned&>(gate) = 1; }
-
-// calibrate()'s stand-in for an engine's kernel: launched as one is, it runs 2 us (long enough for
-// a dependent launched after it to be on the GPU when it ends).
-__global__ void stand_in_kernel() {
-  const unsigned long long t0 = global_timer_ns();
-  while (global_timer_ns() - t0 < 2'000) {
-  }
-}
-
-// Holds the stream for at least `ns`, and until the host sets `go`, but 100 ms at most (a host that
-// cannot queue what comes after it is let go, and says so in `gave_up`); once one hold has given
-// up, the others do not wait (launches that block until the kernel is done: no host gets there).
-__global__ void hold_kernel(unsigned long long ns, const volatile unsigned* go,
-                            volatile unsigned* gave_up) {
-  const unsigned long long t0 = global_timer_ns();
-  for (unsigned long long t = t0;
-       t - t0 < ns || (*go == 0 && *gave_up == 0 && t - t0 < 100'000'000ull);
-       t = global_timer_ns()) {
-  }
-  if (*go == 0) *gave_up = 1;
-}
-
 constexpr int kPublishThreads = 128;
 
 // On the timer's own stream, after the step ended: copies step `k`'s record (or an empty one, when
@@ -172,7 +148,29 @@ DeviceStageTimerOptions checked(DeviceStageTimerOptions o) {
   return o;
 }
 
+// The timer's pacer: spans on every sampled step (its share's denominator) and one unsampled step
+// between two; timed end events on the spanned steps only (a timed event costs the GPU a little
+// between two steps, an untimed one nothing), the steps between sharing their period. Its times
+// arrive up to max_in_flight + mark_every steps late: within the ring.
+StepPacerOptions pacer_options(const DeviceStageTimerOptions& o) {
+  StepPacerOptions po;
+  po.max_in_flight = o.max_in_flight;
+  po.fps_from_device = o.fps_from_device;
+  po.span_every = std::max(1, o.sample_every / 2);
+  const auto room = static_cast<int>(o.ring) - o.max_in_flight - 3;
+  po.mark_every = std::max(1, std::min(po.span_every, room));
+  return po;
+}
+
 }  // namespace
+
+namespace detail {
+const void* begin_kernel_fn() noexcept { return reinterpret_cast<const void*>(&begin_kernel); }
+const void* stamp_kernel_fn() noexcept { return reinterpret_cast<const void*>(&stamp_kernel); }
+const void* eager_stamp_kernel_fn() noexcept {
+  return reinterpret_cast<const void*>(&eager_stamp_kernel);
+}
+}  // namespace detail
 
 DeviceStageTimer::Impl::Impl(StepProfiler& profiler, cudaStream_t s, DeviceStageTimerOptions o)
     : prof(profiler),
@@ -183,7 +181,7 @@ DeviceStageTimer::Impl::Impl(StepProfiler& profiler, cudaStream_t s, DeviceStage
       mirror_view(mirror.device_pointer()),
       records(options.ring),
       step_index(1),
-      hook(std::make_shared<Hook>(this)),
+      hook(std::make_shared<detail::StampHook<Impl>>(this)),
       slots(options.ring),
       latest(profiler),
       scratch(profiler) {
@@ -191,35 +189,17 @@ DeviceStageTimer::Impl::Impl(StepProfiler& profiler, cudaStream_t s, DeviceStage
     throw CudaError(cudaErrorNotSupported, "cudaGetDriverEntryPointByVersion(cuStreamWriteValue32)",
                     __FILE__, __LINE__);
   // On the timer's stream (a cudaMemset on the default stream is not ordered before a non-blocking
-  // stream's work: compute-sanitizer's initcheck saw a reader overtake one); calibrate() syncs it.
+  // stream's work: compute-sanitizer's initcheck saw a reader overtake one), done before the first
+  // step.
   SIMPROF_CUDA_CHECK(cudaMemsetAsync(records.data(), 0, records.bytes(), stream));
   SIMPROF_CUDA_CHECK(  // kNotTimed
       cudaMemsetAsync(step_index.data(), 0xff, step_index.bytes(), stream));
+  SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream));
   items.reserve(2 * kMaxStamps + detail::kMaxAliases);
-  // Programmatic launches where the GPU has them (9.0 and up) and the stamp's code loaded for it
-  // waits for them (compiled for 9.0 and up: PTX of an older target, JIT-compiled, has no wait).
-  int major = 0;
-  SIMPROF_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_id));
-  cudaFuncAttributes stamp_code{};
-  SIMPROF_CUDA_CHECK(cudaFuncGetAttributes(&stamp_code, eager_stamp_kernel));
-  dependent_launch = major >= 9 && stamp_code.ptxVersion >= 90;
-  eager_stamp_ns = calibrate();
-  plain_now = true;
-  eager_stamp_plain_ns = dependent_launch ? calibrate() : eager_stamp_ns;
-  plain_now = false;
+  measure_costs();
   make_publish_graph();
   if (options.max_in_flight > 0) {
-    StepPacerOptions po;
-    po.max_in_flight = options.max_in_flight;
-    po.fps_from_device = options.fps_from_device;
-    // Spans on every sampled step (its share's denominator) and one unsampled step between two.
-    po.span_every = std::max(1, options.sample_every / 2);
-    // Timed end events on the spanned steps only (a timed event costs the GPU a little between two
-    // steps, an untimed one nothing): the steps between share their period. The
-    // pacer's times arrive up to max_in_flight + mark_every steps late, within the ring.
-    const auto room = static_cast<int>(options.ring) - options.max_in_flight - 3;
-    po.mark_every = std::max(1, std::min(po.span_every, room));
-    pacer.emplace(prof, stream, po);  // registered before this timer: it waits first
+    pacer.emplace(prof, stream, pacer_options(options), StepPacer::Driven{});
     pacer->set_on_step([this](const DeviceStep& d) { device_step(d); });
   }
   attached = prof.attach(*this);  // last: nothing below can throw once the profiler calls us
@@ -244,75 +224,6 @@ void DeviceStageTimer::Impl::make_publish_graph() {
   SIMPROF_CUDA_CHECK(cudaGraphInstantiate(publish_exec.out(), publish_graph.get(), 0));
 }
 
-double DeviceStageTimer::Impl::calibrate() {
-  // A stage read as on a sampled eager step, twice over: 8 kernels back to back between a begin
-  // and an end stamp, then the same 8 kernels each in a child stage of its own (16 stamps more,
-  // two between each two kernels, as between an engine's stages). A sixteenth of the difference
-  // is what one eager stamp adds to a stage it sits in; the mean of the middle half of 24 such
-  // pairs is taken (neighbours in time: the GPU's clock is the same for both). Each pair is held
-  // on the GPU until the host has queued all of it, so that the GPU runs it back to back, not at
-  // the host's pace; the first hold lasts 2 ms at least (it brings the SM clock up).
-  constexpr int kPairs = 24, kUnits = 8;
-  constexpr int kPerPair = 4 + 2 * kUnits;  // stamps: the two stages' bounds, the children's
-  DeviceBuffer<unsigned long long> t(kPairs * kPerPair);
-  // [p]: pair p may run; [kPairs]: a hold gave up waiting for its pair (100 ms). Zeroed.
-  PinnedBuffer<unsigned> gate(kPairs + 1, cudaHostAllocMapped);
-  // On every way out (a failed launch throws): no hold left waiting, nothing left running on the
-  // buffers about to be freed.
-  struct Release {
-    const PinnedBuffer<unsigned>& gate;
-    cudaStream_t stream;
-    ~Release() {
-      for (int p = 0; p < kPairs; ++p) let_run(gate[p]);
-      cudaStreamSynchronize(stream);
-    }
-  } release{gate, stream};
-  unsigned long long* next = t.data();
-  const auto stamp = [&] {
-    if (const cudaError_t e = launch_eager_stamp(next++, nullptr, 0); e != cudaSuccess)
-      throw CudaError(e, "cudaLaunchKernelEx (an eager stamp, calibrating)", __FILE__, __LINE__);
-  };
-  const auto kernel = [&] {
-    stand_in_kernel<<<1, 1, 0, stream>>>();
-    SIMPROF_CUDA_CHECK_LAUNCH("stand_in_kernel");
-  };
-  for (int p = 0; p < kPairs; ++p) {
-    hold_kernel<<<1, 1, 0, stream>>>(p == 0 ? 2'000'000ull : 0ull, gate.device_pointer() + p,
-                                     gate.device_pointer() + kPairs);
-    SIMPROF_CUDA_CHECK_LAUNCH("hold_kernel");
-    stamp();
-    for (int k = 0; k < kUnits; ++k) kernel();
-    stamp();
-    stamp();
-    for (int k = 0; k < kUnits; ++k) {
-      stamp();
-      kernel();
-      stamp();
-    }
-    stamp();
-    let_run(gate[p]);
-  }
-  unsigned long long h[kPairs * kPerPair] = {};
-  t.copy_to_host(h, kPairs * kPerPair, stream);
-  SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream));
-  if (gate[kPairs] != 0)
-    simprof::default_logger()->warn(
-        "simprof: DeviceStageTimer: measuring the eager stamps' cost, the GPU waited 100 ms for "
-        "the host to queue its work and then ran at the host's pace (launches that block?): the "
-        "cost taken out of eager stage times may be too high");
-  double costs[kPairs];
-  for (int p = 0; p < kPairs; ++p) {
-    const unsigned long long* at = h + p * kPerPair;
-    const auto plain = static_cast<double>(at[1] - at[0]);
-    const auto staged = static_cast<double>(at[kPerPair - 1] - at[2]);
-    costs[p] = (staged - plain) / (2.0 * kUnits);
-  }
-  std::sort(costs, costs + kPairs);
-  double middle = 0;
-  for (int p = kPairs / 4; p < kPairs - kPairs / 4; ++p) middle += costs[p];
-  return std::max(0.0, middle / (kPairs - 2 * (kPairs / 4)));
-}
-
 DeviceStageTimer::Impl::~Impl() {
   hook->detach();  // a cache (or a user) that still holds it launches the plain graph from now on
   attached.detach();
@@ -326,47 +237,14 @@ void DeviceStageTimer::Impl::set_stream(cudaStream_t s) noexcept {
   if (pacer) pacer->set_stream(s);
 }
 
-void DeviceStageTimer::Impl::report(const char* what, cudaError_t e) noexcept {
-  if (reported) return;
-  try {
-    report(what, describe(e));
-  } catch (...) {
-  }
-}
-
-void DeviceStageTimer::Impl::report(const char* what, const std::string& why) noexcept {
-  if (reported) return;
-  reported = true;
-  try {
-    simprof::default_logger()->error("simprof: DeviceStageTimer: {} failed: {}", what, why);
-  } catch (...) {
-  }
-}
-
-void DeviceStageTimer::Impl::note_unstamped(std::uint64_t step) noexcept {
-  ++n_unstamped;
-  if (said_unstamped) return;
-  said_unstamped = true;
-  try {
-    simprof::default_logger()->warn(
-        "simprof: DeviceStageTimer: sampled step {} ran no stage boundary and no stamped graph, "
-        "while earlier steps had stages: a graph replayed without the timer's stamps (or another "
-        "tool's copy ran), so its stages are not timed in this step, or a step without stages. "
-        "Give the GraphCache the timer's instrumentation() "
-        "(cache.attach(timer.instrumentation())), "
-        "or use simprof::cuda::GpuProfile, which wires it (said once; counted in unstamped())",
-        step);
-  } catch (...) {
-  }
-}
-
-void DeviceStageTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t) {
+void DeviceStageTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t ticks) {
+  if (pacer) pacer->on_step_begin(step, ticks);  // its begin event before the step's tag
   began_eagerly = false;
   step_boundaries = step_copy = false;
   step_tag = static_cast<unsigned>(step);
   const bool sampled = step % static_cast<std::uint64_t>(options.sample_every) == 0;
   slot_now = step % options.ring;
-  slots[slot_now].stamped = 0;
+  slots[slot_now].stamped = false;
   skip = true;
   if (!sampled) return;
   if (ended - next_read >= options.ring) poll();
@@ -394,99 +272,6 @@ void DeviceStageTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t) {
   }
 }
 
-void DeviceStageTimer::Impl::on_stage_begin(StageId id, std::int64_t) { boundary(id, kStageBegin); }
-
-void DeviceStageTimer::Impl::on_stage_end(StageId id, std::int64_t) { boundary(id, kStageEnd); }
-
-void DeviceStageTimer::Impl::boundary(StageId stage, int kind) noexcept {
-  step_boundaries = true;
-  // An unsampled step outside GraphCache's captures: nothing to do, not even a query.
-  if (skip && !capturing) return;
-  // Right after an eager stamp's launch, outside any capture: that stamp's instant, no query.
-  if (!capturing && merged_eager(stage, kind)) return;
-  CaptureInfo ci;
-  cudaError_t e = capture_info(capturing ? capture_stream : stream, ci);
-  if (e != cudaSuccess) return report("cudaStreamGetCaptureInfo", e);
-  if (ci.status != cudaStreamCaptureStatusActive) {
-    // Eager: on the stream, in order, in sampled steps only.
-    if (!skip) eager_stamp(stage, kind);
-    return;
-  }
-  detail::StampArgs a{};
-  a.recs = records.data();
-  a.step = step_index.data();
-  a.ring = static_cast<unsigned>(options.ring);
-  a.n = 1;
-  a.stage[0] = static_cast<int>(stage);
-  a.kind[0] = kind;
-  // Captured: noted for the instrumented copy, as a leaf after the work captured so far. A capture
-  // is noted whether or not its step is sampled: the copy serves the sampled steps to come.
-  detail::CaptureStamps& c = capture;
-  try {
-    if (c.id != ci.id) {
-      c = detail::CaptureStamps{};
-      c.id = ci.id;
-      c.graph = ci.graph;
-    }
-    if (!c.stamps.empty()) {
-      detail::CaptureStamps::Stamp& last = c.stamps.back();
-      if (last.args.n < detail::kPerNode && last.deps.size() == ci.n_deps &&
-          std::equal(ci.deps, ci.deps + ci.n_deps, last.deps.begin())) {
-        // No work since the last stamp: the same instant, one more entry.
-        last.args.stage[last.args.n] = a.stage[0];
-        last.args.kind[last.args.n] = kind;
-        ++last.args.n;
-        return;
-      }
-    }
-    c.stamps.push_back({std::vector<cudaGraphNode_t>(ci.deps, ci.deps + ci.n_deps), a});
-  } catch (...) {
-    c = detail::CaptureStamps{};  // out of memory: this capture gets no stamps
-    report("noting a stamp (out of memory)", cudaErrorMemoryAllocation);
-  }
-}
-
-// Within merge_within_ns of the latest eager stamp's launch: nothing can have been launched
-// between, nor a capture begun; the boundary takes that stamp's instant (joined on the host). The
-// clock is read only with merging on.
-bool DeviceStageTimer::Impl::merged_eager(StageId stage, int kind) noexcept {
-  Slot& s = slots[slot_now];
-  if (options.merge_within_ns == 0 || skip || s.eager_stamps == 0 ||
-      s.n_aliases >= detail::kMaxAliases ||
-      simprof::detail::steady_now_ns() - last_eager_ns >= options.merge_within_ns)
-    return false;
-  s.aliases[s.n_aliases++] = Alias{s.eager_stamps, static_cast<int>(stage), kind};
-  ++n_merged;
-  return true;
-}
-
-// An eager boundary's own stamp on the stream: its time goes to the step's record at the
-// boundary's place among the step's eager stamps, what it marks stays here. The step's first eager
-// stamp also starts the record. (The record is the host's slot, as the publication's.)
-void DeviceStageTimer::Impl::eager_stamp(StageId stage, int kind) noexcept {
-  Slot& s = slots[slot_now];
-  if (s.eager_stamps >= kMaxStamps) {
-    s.eager_lost = true;  // counted in dropped() when the step is joined
-    return;
-  }
-  detail::StepRecord& r = records.data()[slot_now];
-  if (s.eager_stamps == 0) {  // one launch mode for the whole step (its calibrated cost)
-    plain_now = detail::kernel_tracer_window_open();
-    s.plain = plain_now;
-  }
-  if (const cudaError_t e =
-          launch_eager_stamp(&r.eager[s.eager_stamps], began_eagerly ? nullptr : &r, step_tag);
-      e != cudaSuccess) {
-    (void)cudaGetLastError();
-    s.eager_lost = true;
-    report("an eager stamp's cudaLaunchKernelEx", e);
-    return;
-  }
-  began_eagerly = true;
-  s.eager_at[s.eager_stamps++] = EagerAt{static_cast<int>(stage), kind};
-  if (options.merge_within_ns != 0) last_eager_ns = simprof::detail::steady_now_ns();
-}
-
 cudaError_t DeviceStageTimer::Impl::launch_eager_stamp(unsigned long long* at,
                                                        detail::StepRecord* begin,
                                                        unsigned tag) noexcept {
@@ -502,115 +287,9 @@ cudaError_t DeviceStageTimer::Impl::launch_eager_stamp(unsigned long long* at,
   return cudaLaunchKernelEx(&c, eager_stamp_kernel, at, begin, tag);
 }
 
-cudaGraph_t DeviceStageTimer::Impl::instrumented_copy(cudaGraph_t graph) noexcept {
-  detail::CaptureStamps& c = capture;
-  if (graph == nullptr || c.graph != graph || c.stamps.empty()) return nullptr;
-  // The stamp nodes are simprof's: a kernel tracer gives them no stage (the copy's clones of the
-  // captured nodes keep theirs).
-  const cuda::detail::OwnNodes own;
-  GraphHandle copy;
-  cudaError_t e = cudaGraphClone(copy.out(), graph);
-  if (e != cudaSuccess) {
-    report("cudaGraphClone", e);
-    return nullptr;
-  }
-  // The captured work's roots, before any stamp is added: the step's first stamps run before them.
-  std::vector<cudaGraphNode_t> roots;
-  try {
-    std::size_t n_roots = 0;
-    if ((e = cudaGraphGetRootNodes(copy.get(), nullptr, &n_roots)) == cudaSuccess) {
-      roots.resize(n_roots);
-      e = cudaGraphGetRootNodes(copy.get(), roots.data(), &n_roots);
-      roots.resize(n_roots);
-    }
-  } catch (...) {
-    report("instrumenting a graph (out of memory)", cudaErrorMemoryAllocation);
-    return nullptr;
-  }
-  if (e != cudaSuccess) {
-    report("cudaGraphGetRootNodes", e);
-    return nullptr;
-  }
-  cudaKernelNodeParams p{};
-  p.gridDim = dim3(1);
-  p.blockDim = dim3(1);
-  detail::StepRecord* recs = records.data();
-  const unsigned* step = step_index.data();
-  unsigned ring = static_cast<unsigned>(options.ring);
-  void* begin_args[] = {&recs, &step, &ring};
-  p.func = reinterpret_cast<void*>(&begin_kernel);
-  p.kernelParams = begin_args;
-  cudaGraphNode_t begin = nullptr;
-  if ((e = cudaGraphAddKernelNode(&begin, copy.get(), nullptr, 0, &p)) != cudaSuccess) {
-    report("cudaGraphAddKernelNode", e);
-    return nullptr;
-  }
-  int least_priority = 0, stamp_priority = 0;
-  if (cudaDeviceGetStreamPriorityRange(&least_priority, &stamp_priority) != cudaSuccess) {
-    (void)cudaGetLastError();
-    stamp_priority = 0;
-  }
-  try {
-    std::vector<cudaGraphNode_t> heads;  // the stamps noted before any captured work
-    std::vector<cudaGraphNode_t> deps;
-    for (detail::CaptureStamps::Stamp& s : c.stamps) {
-      deps.clear();
-      for (const cudaGraphNode_t d : s.deps) {
-        cudaGraphNode_t mine = nullptr;
-        if ((e = cudaGraphNodeFindInClone(&mine, d, copy.get())) != cudaSuccess) {
-          report("cudaGraphNodeFindInClone", e);
-          return nullptr;
-        }
-        deps.push_back(mine);
-      }
-      deps.push_back(begin);
-      void* args[] = {&s.args};
-      p.func = reinterpret_cast<void*>(&stamp_kernel);
-      p.kernelParams = args;
-      cudaGraphNode_t node = nullptr;
-      if ((e = cudaGraphAddKernelNode(&node, copy.get(), deps.data(), deps.size(), &p)) !=
-          cudaSuccess) {
-        report("cudaGraphAddKernelNode", e);
-        return nullptr;
-      }
-      if (s.deps.empty()) heads.push_back(node);
-      // A stamp is a leaf beside the next work: when that work fills the GPU, a stamp of the
-      // default priority waits for its blocks to drain (a stage then reads short; docs/python.md).
-      // At the greatest priority the block scheduler
-      // takes it at the next free slot. A driver that refuses it leaves the stamp as it was.
-      if (stamp_priority != 0) {
-        cudaKernelNodeAttrValue v{};
-        v.priority = stamp_priority;
-        if (cudaGraphKernelNodeSetAttribute(node, cudaKernelNodeAttributePriority, &v) !=
-            cudaSuccess) {
-          (void)cudaGetLastError();  // not left for the next launch check to find
-          stamp_priority = 0;        // and not asked again
-        }
-      }
-    }
-    // The stamps noted before any captured work (the first stage's begin) come before the graph's
-    // roots, not beside them: a root branch of one tiny kernel is not run first, and it can run
-    // well into the work it was to mark (the first stage then reads short; docs/python.md).
-    if (heads.empty()) heads.push_back(begin);
-    for (const cudaGraphNode_t h : heads)
-      for (const cudaGraphNode_t r : roots)
-#if CUDART_VERSION >= 13000
-        if ((e = cudaGraphAddDependencies(copy.get(), &h, &r, nullptr, 1)) != cudaSuccess) {
-#else
-        if ((e = cudaGraphAddDependencies(copy.get(), &h, &r, 1)) != cudaSuccess) {
-#endif
-          report("cudaGraphAddDependencies", e);
-          return nullptr;
-        }
-  } catch (...) {
-    report("instrumenting a graph (out of memory)", cudaErrorMemoryAllocation);
-    return nullptr;
-  }
-  c = detail::CaptureStamps{};
-  return copy.release();
-}
-
-void DeviceStageTimer::Impl::on_step_end(std::uint64_t step, std::int64_t, StepOutcome outcome) {
+void DeviceStageTimer::Impl::on_step_end(std::uint64_t step, std::int64_t ticks,
+                                         StepOutcome outcome) {
+  if (pacer) pacer->on_step_end(step, ticks, outcome);  // its end event before the publication
   const std::size_t slot = step % options.ring;
   ended = step + 1;
   if (!skip && !step_boundaries && !step_copy && seen_boundaries &&

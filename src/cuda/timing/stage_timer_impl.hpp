@@ -18,6 +18,7 @@
 #include "simprof/cuda/runtime/handle.hpp"
 #include "simprof/cuda/runtime/stream.hpp"
 #include "simprof/cuda/timing/stage_timer.hpp"
+#include "stamp_graph.hpp"
 
 namespace simprof::cuda {
 
@@ -47,6 +48,11 @@ struct StepRecord {
   StampEntry entries[DeviceStageTimer::kMaxStamps];
   unsigned long long eager[DeviceStageTimer::kMaxStamps];
 };
+
+// The stamp kernels a stamped copy adds (stage_timer.cu).
+const void* begin_kernel_fn() noexcept;
+const void* stamp_kernel_fn() noexcept;
+const void* eager_stamp_kernel_fn() noexcept;
 
 constexpr int kPerNode = 8;  // boundaries one stamp kernel records (they share a device instant)
 
@@ -101,40 +107,27 @@ struct DeviceStageTimer::Impl final : StepListener {
   bool merged_eager(StageId stage, int kind) noexcept;
   void make_publish_graph();
   void join(const detail::StepRecord& r, std::uint64_t step);
+  cudaGraph_t stamp_copy(cudaGraph_t graph, cudaError_t& e, const char*& what);
   void unpaired(StageId id, std::uint64_t step);
   void device_step(const DeviceStep& d);
   cudaGraph_t instrumented_copy(cudaGraph_t graph) noexcept;
-  double calibrate();  // what one eager stamp adds to a stage, ns, in the launch mode in force
+  double calibrate();    // what one eager stamp adds to a stage, ns, in the launch mode in force
+  void measure_costs();  // the device's eager stamp costs, measured once (stamp_cost.hpp)
   void report(const char* what, cudaError_t e) noexcept;
   void report(const char* what, const std::string& why) noexcept;
 
-  // What GraphCache sees of the timer (instrumentation.hpp): where the stamps go, which executable
-  // a step runs. A cache holds it weakly, but a user may keep it (instrumentation() hands out a
-  // shared_ptr): the timer's destructor detaches it, and a detached hook adds nothing.
-  class Hook final : public GraphInstrumentation {
-   public:
-    explicit Hook(Impl* t) : timer_(t) {}
-    void detach() noexcept { timer_ = nullptr; }
-    void capture_begins(cudaStream_t s) noexcept override {
-      if (!timer_) return;
-      timer_->capturing = true;
-      timer_->capture_stream = s;
-    }
-    void capture_ends() noexcept override {
-      if (timer_) timer_->capturing = false;
-    }
-    cudaGraph_t instrumented_copy(cudaGraph_t graph) noexcept override {
-      return timer_ ? timer_->instrumented_copy(graph) : nullptr;
-    }
-    bool instrumented_launch() const noexcept override {
-      if (!timer_ || timer_->skip) return false;
-      timer_->step_copy = true;
-      return true;
-    }
-
-   private:
-    Impl* timer_;
-  };
+  // The hook a GraphCache calls (StampHook): a sampled step's launch runs the stamped copy.
+  void capture_begins(cudaStream_t s) noexcept {
+    capturing = true;
+    capture_stream = s;
+  }
+  void capture_ends() noexcept { capturing = false; }
+  bool instrumented_launch() noexcept {
+    if (skip) return false;
+    step_copy = true;
+    return true;
+  }
+  void copy_released(cudaGraph_t) noexcept {}
 
   // What an eager stamp marks (its time is the record's `eager` at the same place).
   struct EagerAt {
@@ -162,10 +155,11 @@ struct DeviceStageTimer::Impl final : StepListener {
     bool have_device = false;
   };
   // A stage while join() walks a step's stamps in time order.
+  enum class OpenState : std::uint8_t { kClosed, kOpen, kEndFirst /* its end came first */ };
   struct Open {
-    std::int64_t at = 0;     // its begin stamp's time
-    unsigned eager = 0;      // the step's eager stamps before its begin's (in time order)
-    std::uint8_t state = 0;  // 0 closed, 1 open, 2 its end came first
+    std::int64_t at = 0;  // its begin stamp's time
+    unsigned eager = 0;   // the step's eager stamps before its begin's (in time order)
+    OpenState state = OpenState::kClosed;
   };
   // Sums of a stage's device seconds over the joined steps.
   struct Sum {
@@ -177,7 +171,7 @@ struct DeviceStageTimer::Impl final : StepListener {
   cudaStream_t stream;
   int device_id;  // the current device when made: the stream's (bind_device)
   DeviceStageTimerOptions options;
-  std::optional<StepPacer> pacer;  // made first: its listener runs before this one
+  std::optional<StepPacer> pacer;  // driven: called first at each step begin and end
   Stream side;                     // publishes each step's record, off the step's path
   // The publication: a one-node graph, its step set before each launch. A plain launch of it leaks
   // host memory inside CUPTI once CUPTI is loaded (docs/reliability.md); a graph launch does not.
@@ -196,13 +190,13 @@ struct DeviceStageTimer::Impl final : StepListener {
   DeviceBuffer<detail::StepRecord> records;   // where stamps are written
   DeviceBuffer<unsigned> step_index;  // the step in progress, written by the stream at its start
   detail::CaptureStamps capture;      // stamp nodes of the capture in progress
-  std::shared_ptr<Hook> hook;         // GraphCache's view of this timer, held weakly there
-  std::vector<Slot> slots;            // by step % ring
-  std::uint64_t ended = 0;            // steps ended on the host (the latest index + 1)
-  std::uint64_t next_read = 0;        // steps joined or passed over
-  bool began_eagerly = false;         // the step in progress has an eager begin stamp
-  std::size_t slot_now = 0;           // the step in progress's slot
-  unsigned step_tag = 0;              // the step in progress's index (low 32 bits)
+  std::shared_ptr<detail::StampHook<Impl>> hook;  // GraphCache's view, held weakly there
+  std::vector<Slot> slots;                        // by step % ring
+  std::uint64_t ended = 0;                        // steps ended on the host (the latest index + 1)
+  std::uint64_t next_read = 0;                    // steps joined or passed over
+  bool began_eagerly = false;                     // the step in progress has an eager begin stamp
+  std::size_t slot_now = 0;                       // the step in progress's slot
+  unsigned step_tag = 0;                          // the step in progress's index (low 32 bits)
   // Eager stamps are launched as programmatic dependents (compute capability 9.0 and up): each is
   // on the GPU already when the work before it ends, and waits for it there (griddepcontrol).
   bool dependent_launch = false;
@@ -223,15 +217,22 @@ struct DeviceStageTimer::Impl final : StepListener {
   // merge_within_ns from it.
   std::int64_t last_eager_ns = 0;
   // Scratch for join(): entries and merged boundaries in time order (reserved: no allocation).
+  // At the same instant a graph's entries come first (in reserved order), then the eager stamps
+  // (in stream order), each followed by the boundaries merged into it.
+  enum class Source : std::uint8_t { kGraph, kEager };
   struct Item {
     unsigned long long t = 0;
-    unsigned base = 0;  // the entry, or kMaxStamps + an eager stamp's place (a merged boundary: its
-                        // stamp's)
-    unsigned sub = 0;   // 0 for the stamp itself, k + 1 for the k-th merged boundary
+    Source source = Source::kGraph;
+    unsigned place = 0;  // the graph entry's index, or the eager stamp's place (a merged boundary:
+                         // its stamp's)
+    unsigned sub = 0;    // 0 for the stamp itself, k + 1 for the k-th merged boundary
     int stage = 0;
     int kind = 0;
   };
   std::vector<Item> items;
+  // join()'s two halves: the step's stamps in time order, then the stages' times from them.
+  void sort_items(const detail::StepRecord& r, const Slot& sl);
+  void walk_items(const Slot& sl, std::uint64_t step, bool lost);
   bool skip = false;       // this step is not stamped (not sampled, or the ring was full)
   bool capturing = false;  // a step is being captured (GraphCache's, or a ForeignCapture)
   cudaStream_t capture_stream = nullptr;  // ... on this stream

@@ -41,6 +41,11 @@ double elapsed_s(const Event& from, const Event& to) {
 }  // namespace
 
 StepPacer::StepPacer(StepProfiler& prof, cudaStream_t stream, StepPacerOptions options)
+    : StepPacer(prof, stream, options, Driven{}) {
+  attached_ = prof_.attach(*this);  // last: nothing below can throw once the profiler calls us
+}
+
+StepPacer::StepPacer(StepProfiler& prof, cudaStream_t stream, StepPacerOptions options, Driven)
     : prof_(prof),
       stream_(stream),
       device_(bind_device(stream, "StepPacer")),
@@ -50,7 +55,6 @@ StepPacer::StepPacer(StepProfiler& prof, cudaStream_t stream, StepPacerOptions o
       steps_(prof, options.fps_from_device,
              fmt::format("a StepPacer on stream {}", static_cast<const void*>(stream))) {
   resets_seen_ = prof_.fps().resets();  // a reset before the pacer is nobody's round
-  attached_ = prof_.attach(*this);      // last: nothing below can throw once the profiler calls us
 }
 
 StepPacer::~StepPacer() = default;

@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "simprof/cuda/graphs/instrumentation.hpp"
+#include "simprof/cuda/timing/stamp_cost.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 #include "simprof/trace/session.hpp"
 
@@ -147,8 +148,10 @@ class GraphKernelTimer final : public TraceSource {
   /// Graphs that got no stamped copy (more stamps than max_stamps, or a CUDA failure).
   std::uint64_t unstamped() const noexcept;
   /// What one stamp adds to a chain, nanoseconds: the mean over the replays read of each one's own
-  /// hop (taken from that replay's readings); measured when the timer was made until one is read.
+  /// hop (taken from that replay's readings); until one is read, the device's measured hop.
   double hop_ns() const noexcept;
+  /// The stamp costs measured on the timer's device (stamp_cost.hpp).
+  StampCost stamp_cost() const;
   /// Called with every replay read, on the thread that reads it (poll(), synchronize(), or a
   /// background TraceSession's writer collecting a window).
   void set_on_replay(std::function<void(const KernelReplay&)> fn);

@@ -48,6 +48,7 @@
 #include <string_view>
 #include <vector>
 
+#include "simprof/cuda/timing/stamp_cost.hpp"
 #include "simprof/cuda/timing/step_pacer.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 #include "simprof/profiler/timings.hpp"
@@ -132,10 +133,12 @@ class DeviceStageTimer {
   /// Eager boundaries that shared an earlier eager stamp's instant (merge_within_ns) instead of
   /// launching their own.
   std::uint64_t merged() const noexcept;
-  /// What one eager stamp adds to a stage it sits in, in seconds: measured when the timer is made
-  /// (kernels queued back to back with and without two stamps between each) and taken out of
-  /// every eager reading.
+  /// What one eager stamp adds to a stage it sits in, in seconds, in this timer's launch mode:
+  /// measured once per device (kernels queued back to back with and without two stamps between
+  /// each) and taken out of every eager reading; device_stage_table() says it.
   double eager_stamp_seconds() const noexcept;
+  /// The stamp costs measured on the timer's device (stamp_cost.hpp).
+  StampCost stamp_cost() const;
   /// The options the timer was made with (the ring rounded up to a power of two).
   const DeviceStageTimerOptions& options() const noexcept;
   /// The device the timer belongs to: its stream's, current when it was made.

@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: MIT
+// GraphKernelTimer's insides: a stamped copy's nodes and slots, and the timer's state. Shared by
+// kernel_timer.cu (sampling, stamped copies), kernel_read.cpp (readings, table), kernel_trace.cu
+// (trace windows) and node_describe.cpp. Private to src/cuda/timing.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "simprof/base/log.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
+#include "simprof/cuda/runtime/handle.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
+#include "simprof/cuda/timing/kernel_timer.hpp"
+#include "stamp_graph.hpp"
+
+namespace simprof::cuda {
+
+// One node of a copy: what it is, and where its start comes from.
+struct NodeInfo {
+  std::string name;
+  bool kernel = false;
+  StageId stage = kNoStage;
+  std::uint64_t node_id = 0;
+  std::uint32_t index = 0;
+  std::vector<std::uint32_t> starts;  // stamp slots within the copy (kHopSlot: a root's start)
+  std::uint64_t count = 0;
+  double sum_s = 0, min_s = 0, max_s = 0;
+  // In a trace: kKernel, kMemcpy or kMemset (kCpuStage: another kind of node, not traced), and
+  // Kineto's fields of its kind.
+  SpanKind traced = SpanKind::kCpuStage;
+  Dim3 grid, block;
+  std::uint32_t registers = 0, shared_memory = 0;
+  std::uint64_t bytes = 0;
+  CopyKind copy = CopyKind::kUnknown;
+  std::string stage_name;  // resolved on the loop's thread: a background writer reads it
+};
+
+namespace detail {
+// A node as the trace shows it: kernels, copies and memsets (node_describe.cpp).
+void describe_node(cudaGraphNode_t node, cudaGraphNodeType type, int device, NodeInfo& info);
+}  // namespace detail
+
+// The clock alignment's rounds (kernel_trace.cu).
+constexpr int kProbeRounds = 16;
+
+// The GPU's global timer against the trace's timebase at one instant: the ping-pong round with the
+// shortest round trip (its midpoint on the host), and half that round trip (how far off it can be).
+struct ClockPoint {
+  bool ok = false;
+  std::int64_t device_ns = 0, host_ns = 0, error_ns = 0;
+};
+
+// A copy's stamps in the device row, from `offset`: the begin stamp, the hop stamp right after it
+// (what one stamp adds to a chain, in this replay), then one per node (node i at kFirstNode + i).
+constexpr std::uint32_t kBeginSlot = 0, kHopSlot = 1, kFirstNode = 2;
+
+// A stamped copy: its stamps' slots in the device row [offset, offset + kFirstNode + nodes.size()).
+struct Copy {
+  cudaGraph_t made = nullptr;  // the graph handed out (alive until copy_released())
+  std::uint64_t made_in = 0;   // the step it was made in (readings of earlier steps are not its)
+  // copy_released(): the first step it cannot have run in (readings of it and later are not its;
+  // those of earlier steps still arriving are); its slots are free from then.
+  std::uint64_t retired_from = std::numeric_limits<std::uint64_t>::max();
+  bool retired() const { return retired_from != std::numeric_limits<std::uint64_t>::max(); }
+  std::size_t offset = 0;
+  std::uint64_t graph_id = 0;
+  std::vector<NodeInfo> nodes;
+  std::size_t slots() const { return kFirstNode + nodes.size(); }
+};
+
+struct GraphKernelTimer::Impl final : StepListener {
+  struct Pending;
+  Impl(StepProfiler& prof, cudaStream_t stream, GraphKernelTimerOptions o);
+  ~Impl() override;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  void on_step_begin(std::uint64_t step, std::int64_t ticks) override;
+  void on_stage_begin(StageId id, std::int64_t ticks) override;
+  void on_stage_end(StageId id, std::int64_t ticks) override;
+  void on_step_end(std::uint64_t step, std::int64_t ticks, StepOutcome outcome) override;
+  bool wants_worker_zones() const noexcept override { return false; }
+
+  void place_captured(StageId open) noexcept;  // nodes captured so far that have no stage: `open`
+  cudaGraph_t instrumented_copy(cudaGraph_t graph) noexcept;
+  // The copy of `graph` (throws CudaError): its nodes described and their slots reserved
+  // (plan_copy), then the clone with its stamps (stamp_copy).
+  cudaGraph_t build_copy(cudaGraph_t graph, Copy& out);
+  bool plan_copy(cudaGraph_t graph, Copy& c, std::vector<cudaGraphNode_t>& stamped);
+  cudaGraph_t stamp_copy(cudaGraph_t graph, const Copy& c,
+                         const std::vector<cudaGraphNode_t>& stamped);
+  void reserve_range(Copy& c);
+  // With `mu` held: the sampled step's row zeroed (begin) and read back (finish); the readings in.
+  void begin_sample(std::uint64_t step) noexcept;
+  void finish_sample(std::uint64_t step) noexcept;
+  void poll_locked() noexcept;
+  void read(std::size_t slot, const Pending& p) noexcept;
+  void release(cudaGraph_t copy) noexcept;
+  double calibrate();                      // one stamp's hop in a chain, ns
+  ClockPoint probe_clock() noexcept;       // the ping-pong (start() and stop_and_collect() only)
+  void add_spans(std::vector<Span>& out);  // the window's replays, with `mu` held
+  // With `mu` held: a new window generation (readings of earlier ones are no window's, nothing
+  // counted yet); the step in progress, already stamped, made the window's.
+  void next_generation() noexcept;
+  bool adopt_sampled_step() noexcept;  // false: no step in progress is stamped
+  // One warning for the timer's life (formatted inside: never throws).
+  template <class... Args>
+  void say(fmt::format_string<Args...> f, Args&&... args) noexcept {
+    say_once(said, f, std::forward<Args>(args)...);
+  }
+  // One warning for the timer's life per `flag`: a problem with its own fix is said apart.
+  template <class... Args>
+  void say_once(std::atomic<bool>& flag, fmt::format_string<Args...> f, Args&&... args) noexcept {
+    if (flag.exchange(true)) return;
+    try {
+      simprof::default_logger()->warn("simprof: GraphKernelTimer: {} (said once; counted after)",
+                                      fmt::format(f, std::forward<Args>(args)...));
+    } catch (...) {
+    }
+  }
+
+  // The hook a GraphCache calls (StampHook).
+  void capture_begins(cudaStream_t s) noexcept;
+  void capture_ends() noexcept { capturing = false; }
+  bool instrumented_launch() const noexcept { return sampled; }
+  void copy_released(cudaGraph_t copy) noexcept { release(copy); }
+
+  // A sampled step's readings on their way to the host.
+  struct Pending {
+    std::uint64_t step = 0;
+    std::size_t used = 0;  // stamps in use when the step ended
+    bool busy = false;
+    bool traced = false;    // a trace window's step...
+    std::uint64_t gen = 0;  // ...of this window (or warm-up) generation
+  };
+
+  StepProfiler& prof;
+  cudaStream_t stream;
+  int device_id;
+  GraphKernelTimerOptions options;
+  DeviceBuffer<unsigned long long> stamps;  // the row every copy's stamps write into
+  PinnedBuffer<unsigned long long> host;    // ring x max_stamps: the rows read back
+  std::vector<Event> copied;                // by ring slot: the row's copy is on the host
+  // Guards what a background TraceSession's writer also reads: the ring's state, the copies, the
+  // statistics and the window's readings. The loop's thread takes it on sampled steps and while
+  // readings are on their way; the writer, never while it waits for the GPU.
+  mutable std::mutex mu;
+  std::vector<Pending> pending;  // by ring slot
+  std::size_t next_slot = 0;
+  std::atomic<std::size_t> in_flight{0};  // busy ring slots
+  std::shared_ptr<detail::StampHook<Impl>> hook;
+  std::vector<Copy> copies;
+  std::size_t used = 0;  // the row's slots in use, free ranges included
+  std::vector<std::pair<std::size_t, std::size_t>> free_ranges;  // retired copies' (offset, size)
+  std::uint64_t step_now = 0;                                    // the step in progress
+  bool begun = false;    // a step is in progress (our on_step_begin ran, on_step_end not yet)
+  bool sampled = false;  // the step in progress runs the stamped copies
+  std::uint64_t sampled_step = 0;
+  bool sampled_traced = false;  // ...in a trace window of generation sampled_gen
+  std::uint64_t sampled_gen = 0;
+  // The capture in progress: its stream, graph, the stages open, the nodes placed.
+  bool capturing = false;
+  cudaStream_t capture_stream = nullptr;
+  cudaGraph_t capture_graph = nullptr;
+  std::vector<StageId> open_stages;
+  std::unordered_map<cudaGraphNode_t, StageId> placed;
+  std::vector<cudaGraphNode_t> scratch;
+  double hop_ns = 0;      // calibrated when made; then the mean of the replays' own hops
+  double hop_sum_ns = 0;  // over the replays read
+  std::uint64_t n_replays = 0, n_missed = 0, n_dropped = 0, n_unstamped = 0;
+  std::function<void(const KernelReplay&)> on_replay;
+  KernelReplay replay;                 // scratch for on_replay
+  std::atomic<bool> said{false};       // the loop's thread and a background writer may both say
+  std::atomic<bool> said_ring{false};  // the host outran the ring (its own fix: pace the loop)
+
+  // Trace windows (TraceSource). The window's flags and counts are under `mu`.
+  TimeBase time_base;
+  std::uint32_t stream_id = 0;   // CUPTI's number of the stream (its kernel records' streamId)
+  bool window_open = false;      // the steps now are a window's (warm-up or active)
+  std::uint64_t window_gen = 0;  // readings of another generation are not the window's
+  std::uint64_t window_sampled = 0, window_done = 0;  // its stamped steps; those read or lost
+  struct Traced {  // a window's replay as read: its copy and its stamps
+    std::uint64_t step = 0;
+    std::uint32_t copy = 0;
+    std::size_t at = 0;  // its stamps: traced_stamps[at, at + copy's slots)
+  };
+  std::vector<Traced> traced;
+  std::vector<unsigned long long> traced_stamps;
+  std::uint64_t window_lost = 0, trace_lost = 0;
+  std::uint64_t window_missed = 0;  // the window's steps that ran no stamped copy
+  struct LastWindow {               // what describe() says of the window collected last
+    std::size_t replays = 0;
+    std::uint64_t missed = 0, lost = 0;
+    bool cupti = false;
+  } last_window;
+  bool window_cupti = false;  // a KernelTracer traced the window: its records are the truth
+
+  ClockPoint clock_from, clock_to;  // at the window's start, at its collection
+  std::atomic<double> clock_error{0};
+  // The ping-pong: its own stream (the greatest priority) and page-locked box.
+  Stream probe_stream;
+  PinnedBuffer<unsigned long long> probe_box;
+  std::uint64_t probe_gen = 0;
+  ListenerAttachment attached;  // last: the first to go, so no call reaches a half-gone listener
+};
+
+}  // namespace simprof::cuda

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+// What the stamping timers (DeviceStageTimer, GraphKernelTimer) share: the graph calls that make a
+// stamped copy of a captured graph, and the hook a GraphCache calls. Private to src/cuda/timing.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "simprof/cuda/graphs/instrumentation.hpp"
+
+namespace simprof::cuda::detail {
+
+cudaError_t all_nodes(cudaGraph_t g, std::vector<cudaGraphNode_t>& out);
+cudaError_t root_nodes(cudaGraph_t g, std::vector<cudaGraphNode_t>& out);
+// The edges of `n` (its dependencies, or its dependents), with their data.
+cudaError_t edges_of(cudaGraphNode_t n, bool dependents, std::vector<cudaGraphNode_t>& nodes,
+                     std::vector<cudaGraphEdgeData>& data);
+bool default_edge(const cudaGraphEdgeData& d) noexcept;
+cudaError_t add_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode_t to);
+cudaError_t remove_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode_t to);
+// The current device's greatest stream priority (0 where it cannot be read).
+int greatest_priority() noexcept;
+
+// A one-thread kernel node `func(args)` after `deps`. With `priority` != 0 it is set on the node:
+// at the greatest priority the block scheduler takes a stamp at the next free slot, ahead of other
+// branches' waiting blocks. A driver that refuses it sets `priority` to 0 (not asked again).
+cudaError_t add_stamp_node(cudaGraph_t g, const void* func, void** args,
+                           const cudaGraphNode_t* deps, std::size_t n_deps, int& priority,
+                           cudaGraphNode_t& out);
+
+// GraphCache's view of a stamping timer, held weakly there; a user may keep it (instrumentation()
+// hands out a shared_ptr): the timer's destructor detaches it, and a detached hook adds nothing.
+template <class Timer>
+class StampHook final : public GraphInstrumentation {
+ public:
+  explicit StampHook(Timer* t) : timer_(t) {}
+  void detach() noexcept { timer_ = nullptr; }
+  void capture_begins(cudaStream_t s) noexcept override {
+    if (timer_) timer_->capture_begins(s);
+  }
+  void capture_ends() noexcept override {
+    if (timer_) timer_->capture_ends();
+  }
+  cudaGraph_t instrumented_copy(cudaGraph_t graph) noexcept override {
+    return timer_ ? timer_->instrumented_copy(graph) : nullptr;
+  }
+  bool instrumented_launch() const noexcept override {
+    return timer_ && timer_->instrumented_launch();
+  }
+  void copy_released(cudaGraph_t copy) noexcept override {
+    if (timer_) timer_->copy_released(copy);
+  }
+
+ private:
+  Timer* timer_;
+};
+
+}  // namespace simprof::cuda::detail
