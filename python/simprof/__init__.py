@@ -29,7 +29,7 @@ from .timers import TimerStats
 from .trace import KernelTracer, TraceSession
 from .memory import MemoryTracker
 from .distributed import ProcessGroup, collective
-from . import cuda, gpu, kernel_timer
+from . import cuda, gpu, kernel_timer, stopwatch
 from .cuda import (DeviceStageTimer, NvtxRanges, StampedGraph, StepPacer,
                    Stopwatch, has_cuda, stream_handle)
 from .gpu import GpuProfile

@@ -10,7 +10,7 @@ import simprof
 
 # The modules of the package (python/simprof/*.py but __init__); a new one is added here.
 MODULES = {"_lib", "errors", "core", "timers", "trace", "memory", "distributed", "cuda", "gpu",
-           "kernel_timer"}
+           "kernel_timer", "stopwatch"}
 
 
 def test_every_public_name_resolves_and_every_module_imports():

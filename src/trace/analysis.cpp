@@ -45,40 +45,27 @@ std::int64_t overlap(const Intervals& a, const Intervals& b) {
   return n;
 }
 
-}  // namespace
+void add_kernel(KernelStat& s, const std::string& name, double us) {
+  if (s.calls == 0) s.min_us = s.max_us = us;
+  s.name = name;
+  ++s.calls;
+  s.total_us += us;
+  s.min_us = std::min(s.min_us, us);
+  s.max_us = std::max(s.max_us, us);
+}
 
-TraceAnalysis analyze(const Trace& trace, double graph_node_us) {
-  TraceAnalysis out;
-  std::vector<const Span*> steps, launches, kernels;
-  for (const Span& s : trace.spans) {
-    if (s.is_step())
-      steps.push_back(&s);
-    else if (s.kind == SpanKind::kLaunch)
-      launches.push_back(&s);
-    else if (s.kind == SpanKind::kKernel)
-      kernels.push_back(&s);
-  }
-  std::sort(steps.begin(), steps.end(), [](auto* a, auto* b) { return a->begin_ns < b->begin_ns; });
-
-  // Kernel table, and the stage table where kernels have stages.
+// The kernel table, and the stage table where kernels have stages.
+void kernel_tables(const std::vector<const Span*>& kernels, TraceAnalysis& out) {
   std::map<std::string, KernelStat> by_name, by_stage;
   double all = 0;
   bool staged = false;
-  const auto add = [](KernelStat& s, const std::string& name, double us) {
-    if (s.calls == 0) s.min_us = s.max_us = us;
-    s.name = name;
-    ++s.calls;
-    s.total_us += us;
-    s.min_us = std::min(s.min_us, us);
-    s.max_us = std::max(s.max_us, us);
-  };
   for (const auto* k : kernels) {
     const double us = static_cast<double>(k->duration_ns()) * 1e-3;
-    add(by_name[k->name], k->name, us);
+    add_kernel(by_name[k->name], k->name, us);
     static const std::string kNone = "(no stage)";
     const std::string& stage = k->or_empty<KernelPayload>().stage;
     const std::string& key = stage.empty() ? kNone : stage;
-    add(by_stage[key], key, us);
+    add_kernel(by_stage[key], key, us);
     staged = staged || !stage.empty();
     all += us;
   }
@@ -93,63 +80,57 @@ TraceAnalysis analyze(const Trace& trace, double graph_node_us) {
   };
   table(by_name, out.kernels);
   if (staged) table(by_stage, out.stages);
+}
 
-  // Kernels of each step, through the correlation of the runtime call that launched them.
-  std::unordered_multimap<std::uint64_t, const Span*> by_corr;
-  for (const auto* k : kernels)
-    if (k->correlation != 0) by_corr.emplace(k->correlation, k);
-  std::size_t bound = 0;
-  for (const auto* st : steps) {
-    StepAnalysis a;
-    a.step = st->step();
-    a.host_us = static_cast<double>(st->duration_ns()) * 1e-3;
-    Intervals iv, comm, comp;
-    std::vector<double> latency;
-    for (const auto* launch : launches) {
-      if (launch->begin_ns < st->begin_ns || launch->begin_ns > st->end_ns) continue;
-      if (launch->correlation == 0) continue;
-      auto [b, e] = by_corr.equal_range(launch->correlation);
-      for (auto it = b; it != e; ++it) {
-        iv.emplace_back(it->second->begin_ns, it->second->end_ns);
-        (it->second->is_communication() ? comm : comp)
-            .emplace_back(it->second->begin_ns, it->second->end_ns);
-        latency.push_back(static_cast<double>(it->second->begin_ns - launch->begin_ns) * 1e-3);
-      }
+// One step: its kernels, through the correlation of the runtime call that launched them.
+StepAnalysis step_analysis(const Span& st, const std::vector<const Span*>& launches,
+                           const std::unordered_multimap<std::uint64_t, const Span*>& by_corr,
+                           double graph_node_us) {
+  StepAnalysis a;
+  a.step = st.step();
+  a.host_us = static_cast<double>(st.duration_ns()) * 1e-3;
+  Intervals iv, comm, comp;
+  std::vector<double> latency;
+  for (const auto* launch : launches) {
+    if (launch->begin_ns < st.begin_ns || launch->begin_ns > st.end_ns) continue;
+    if (launch->correlation == 0) continue;
+    auto [b, e] = by_corr.equal_range(launch->correlation);
+    for (auto it = b; it != e; ++it) {
+      iv.emplace_back(it->second->begin_ns, it->second->end_ns);
+      (it->second->is_communication() ? comm : comp)
+          .emplace_back(it->second->begin_ns, it->second->end_ns);
+      latency.push_back(static_cast<double>(it->second->begin_ns - launch->begin_ns) * 1e-3);
     }
-    a.kernels = iv.size();
-    comm = merged(std::move(comm));
-    a.comm_us = static_cast<double>(length(comm)) * 1e-3;
-    a.comm_overlap = comm.empty() ? std::nan("")
-                                  : static_cast<double>(overlap(comm, merged(std::move(comp)))) /
-                                        static_cast<double>(length(comm));
-    if (!iv.empty()) {
-      const Intervals busy = merged(std::move(iv));
-      std::int64_t max_gap = 0;
-      for (std::size_t i = 1; i < busy.size(); ++i)
-        max_gap = std::max(max_gap, busy[i].first - busy[i - 1].second);
-      a.gpu_span_us = static_cast<double>(busy.back().second - busy.front().first) * 1e-3;
-      a.gpu_busy_us = static_cast<double>(length(busy)) * 1e-3;
-      a.idle_us = a.gpu_span_us - a.gpu_busy_us;
-      a.max_gap_us = static_cast<double>(max_gap) * 1e-3;
-      std::sort(latency.begin(), latency.end());
-      a.launch_latency_p50_us = percentile_sorted(latency, 0.50);
-      a.launch_latency_p99_us = percentile_sorted(latency, 0.99);
-      a.launch_bound = a.idle_us > 0.5 * a.gpu_span_us;
-      if (a.launch_bound)
-        a.predicted_graph_us = a.gpu_busy_us + static_cast<double>(a.kernels) * graph_node_us;
-    }
-    bound += a.launch_bound;
-    out.steps.push_back(a);
   }
+  a.kernels = iv.size();
+  comm = merged(std::move(comm));
+  a.comm_us = static_cast<double>(length(comm)) * 1e-3;
+  a.comm_overlap = comm.empty() ? std::nan("")
+                                : static_cast<double>(overlap(comm, merged(std::move(comp)))) /
+                                      static_cast<double>(length(comm));
+  if (iv.empty()) return a;
+  const Intervals busy = merged(std::move(iv));
+  std::int64_t max_gap = 0;
+  for (std::size_t i = 1; i < busy.size(); ++i)
+    max_gap = std::max(max_gap, busy[i].first - busy[i - 1].second);
+  a.gpu_span_us = static_cast<double>(busy.back().second - busy.front().first) * 1e-3;
+  a.gpu_busy_us = static_cast<double>(length(busy)) * 1e-3;
+  a.idle_us = a.gpu_span_us - a.gpu_busy_us;
+  a.max_gap_us = static_cast<double>(max_gap) * 1e-3;
+  std::sort(latency.begin(), latency.end());
+  a.launch_latency_p50_us = percentile_sorted(latency, 0.50);
+  a.launch_latency_p99_us = percentile_sorted(latency, 0.99);
+  a.launch_bound = a.idle_us > 0.5 * a.gpu_span_us;
+  if (a.launch_bound)
+    a.predicted_graph_us = a.gpu_busy_us + static_cast<double>(a.kernels) * graph_node_us;
+  return a;
+}
 
-  if (out.steps.empty() || kernels.empty()) {
-    out.verdict = "no kernels were traced in a profiled step: nothing to say about the GPU";
-    return out;
-  }
-  out.launch_bound = 2 * bound > out.steps.size();
+// Launch-bound (the GPU idle over half the span in most steps) or GPU-bound, said with figures.
+std::string verdict(const TraceAnalysis& out, std::size_t bound) {
   const StepAnalysis& last = out.steps.back();
-  if (out.launch_bound) {
-    out.verdict = fmt::format(
+  if (out.launch_bound)
+    return fmt::format(
         "launch-bound: in {} of {} traced steps the GPU was idle more than half of the step's GPU "
         "span (latest: busy {:.1f} us of {:.1f} us, {} kernels, launch latency p50 {:.1f} us). "
         "Captured into a CUDA graph the step would take about {:.1f} us on the GPU; more envs per "
@@ -157,17 +138,46 @@ TraceAnalysis analyze(const Trace& trace, double graph_node_us) {
         bound, out.steps.size(), last.gpu_busy_us, last.gpu_span_us, last.kernels,
         last.launch_latency_p50_us,
         last.predicted_graph_us > 0 ? last.predicted_graph_us : last.gpu_busy_us);
-  } else {
-    std::string top;
-    for (std::size_t i = 0; i < std::min<std::size_t>(3, out.kernels.size()); ++i)
-      top += fmt::format("{}{} ({:.0f}%)", i ? ", " : "", out.kernels[i].name,
-                         100 * out.kernels[i].share);
-    out.verdict = fmt::format(
-        "GPU-bound: the GPU was busy {:.0f}% of the latest step's GPU span ({:.1f} of {:.1f} us); "
-        "the time is in the kernels: {}.",
-        last.gpu_span_us > 0 ? 100 * last.gpu_busy_us / last.gpu_span_us : 0.0, last.gpu_busy_us,
-        last.gpu_span_us, top);
+  std::string top;
+  for (std::size_t i = 0; i < std::min<std::size_t>(3, out.kernels.size()); ++i)
+    top += fmt::format("{}{} ({:.0f}%)", i ? ", " : "", out.kernels[i].name,
+                       100 * out.kernels[i].share);
+  return fmt::format(
+      "GPU-bound: the GPU was busy {:.0f}% of the latest step's GPU span ({:.1f} of {:.1f} us); "
+      "the time is in the kernels: {}.",
+      last.gpu_span_us > 0 ? 100 * last.gpu_busy_us / last.gpu_span_us : 0.0, last.gpu_busy_us,
+      last.gpu_span_us, top);
+}
+
+}  // namespace
+
+TraceAnalysis analyze(const Trace& trace, double graph_node_us) {
+  TraceAnalysis out;
+  std::vector<const Span*> steps, launches, kernels;
+  for (const Span& s : trace.spans) {
+    if (s.is_step())
+      steps.push_back(&s);
+    else if (s.kind == SpanKind::kLaunch)
+      launches.push_back(&s);
+    else if (s.kind == SpanKind::kKernel)
+      kernels.push_back(&s);
   }
+  std::sort(steps.begin(), steps.end(), [](auto* a, auto* b) { return a->begin_ns < b->begin_ns; });
+  kernel_tables(kernels, out);
+  std::unordered_multimap<std::uint64_t, const Span*> by_corr;
+  for (const auto* k : kernels)
+    if (k->correlation != 0) by_corr.emplace(k->correlation, k);
+  std::size_t bound = 0;
+  for (const auto* st : steps) {
+    out.steps.push_back(step_analysis(*st, launches, by_corr, graph_node_us));
+    bound += out.steps.back().launch_bound;
+  }
+  if (out.steps.empty() || kernels.empty()) {
+    out.verdict = "no kernels were traced in a profiled step: nothing to say about the GPU";
+    return out;
+  }
+  out.launch_bound = 2 * bound > out.steps.size();
+  out.verdict = verdict(out, bound);
   return out;
 }
 

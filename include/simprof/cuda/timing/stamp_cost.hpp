@@ -10,6 +10,7 @@ namespace simprof::cuda {
 
 /// The stamp costs measured on one device (NaN: no timer measured that one yet).
 struct StampCost {
+  /// A cost no timer measured yet.
   static constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
   int device = -1;  ///< the CUDA device
   /// Eager stamps launch as programmatic dependents (compute capability 9.0 and up, stamp code

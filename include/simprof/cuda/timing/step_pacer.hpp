@@ -81,9 +81,10 @@ class StepPacer : public StepListener {
   /// pacer's events are made there). Throws std::invalid_argument for max_in_flight or mark_every
   /// < 1, span_every < 0 or a stream of another device, CudaError when the events cannot be made.
   StepPacer(StepProfiler& prof, cudaStream_t stream, StepPacerOptions options = {});
-  /// Driven by its owner: not attached to `prof`; the owner calls on_step_begin() and
-  /// on_step_end() from its own listener, first (a tool that paces the steps it measures).
+  /// The tag of a pacer driven by its owner (a tool that paces the steps it measures).
   struct Driven {};
+  /// As above, but not attached to `prof`: its owner calls on_step_begin() and on_step_end()
+  /// from its own listener, before its own work.
   StepPacer(StepProfiler& prof, cudaStream_t stream, StepPacerOptions options, Driven);
   ~StepPacer() override;
   StepPacer(const StepPacer&) = delete;
