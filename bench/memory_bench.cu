@@ -20,8 +20,8 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "engine/cpu_engine.hpp"
-#include "engine/cuda_engine.hpp"
+#include "demo_engine/cpu_engine.hpp"
+#include "demo_engine/cuda_engine.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/memory/device_allocations.hpp"
 #include "simprof/cuda/runtime/stream.hpp"

@@ -22,7 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli.hpp"
-#include "engine/cuda_engine.hpp"
+#include "demo_engine/cuda_engine.hpp"
 #include "resident.hpp"
 #include "simprof/cuda.hpp"
 

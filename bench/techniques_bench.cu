@@ -20,10 +20,10 @@
 #include <string>
 #include <tuple>
 
-#include "engine/contact_solver.hpp"
-#include "engine/cuda_engine.hpp"
-#include "engine/mixed_engine.hpp"
-#include "engine/render_pipeline.hpp"
+#include "demo_engine/contact_solver.hpp"
+#include "demo_engine/cuda_engine.hpp"
+#include "demo_engine/mixed_engine.hpp"
+#include "demo_engine/render_pipeline.hpp"
 #include "ratio_reporter.hpp"
 #include "simprof/cuda/graphs/while_loop.hpp"
 #include "simprof/cuda/precision/device_comparer.hpp"

@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include "engine/cuda_engine.hpp"
+#include "demo_engine/cuda_engine.hpp"
 #include "ratio_reporter.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/cuda/runtime/stream.hpp"

@@ -11,7 +11,7 @@
 #include <string>
 #include <tuple>
 
-#include "engine/cuda_engine.hpp"
+#include "demo_engine/cuda_engine.hpp"
 #include "ratio_reporter.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"

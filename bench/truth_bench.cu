@@ -31,7 +31,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/cuda_engine.hpp"
+#include "demo_engine/cuda_engine.hpp"
 #include "ratio_reporter.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/runtime/stream.hpp"

@@ -14,8 +14,8 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "engine/cuda_engine.hpp"
-#include "engine/render_pipeline.hpp"
+#include "demo_engine/cuda_engine.hpp"
+#include "demo_engine/render_pipeline.hpp"
 #include "gpu.hpp"
 #include "simprof/base/stats.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"

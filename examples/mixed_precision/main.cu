@@ -17,8 +17,8 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "engine/cuda_engine.hpp"
-#include "engine/mixed_engine.hpp"
+#include "demo_engine/cuda_engine.hpp"
+#include "demo_engine/mixed_engine.hpp"
 #include "gpu.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/precision/device_comparer.hpp"

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/cpu_engine.hpp"
+#include "demo_engine/cpu_engine.hpp"
 #include "rank.hpp"
 #include "simprof/simprof.hpp"
 

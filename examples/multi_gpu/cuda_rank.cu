@@ -20,7 +20,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/cuda_engine.hpp"
+#include "demo_engine/cuda_engine.hpp"
 #include "rank.hpp"
 #include "simprof/cuda.hpp"
 

@@ -20,8 +20,8 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "engine/contact_solver.hpp"
-#include "engine/cuda_engine.hpp"
+#include "demo_engine/contact_solver.hpp"
+#include "demo_engine/cuda_engine.hpp"
 #include "gpu.hpp"
 #include "simprof/base/stats.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/cuda_engine.hpp"
+#include "demo_engine/cuda_engine.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/memory/device_allocations.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"

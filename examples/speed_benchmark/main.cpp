@@ -17,7 +17,7 @@
 
 #include "args.hpp"
 #include "cli.hpp"
-#include "engine/cpu_engine.hpp"
+#include "demo_engine/cpu_engine.hpp"
 #include "run_record.hpp"
 #include "simprof/memory/host_hook.hpp"
 #include "simprof/simprof.hpp"

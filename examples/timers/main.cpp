@@ -18,7 +18,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "engine/cpu_engine.hpp"
+#include "demo_engine/cpu_engine.hpp"
 #include "simprof/simprof.hpp"
 #include "timer_run.hpp"
 

@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-#include "engine/physics.hpp"
+#include "demo_engine/physics.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 #include "simprof/timers/timer_stats.hpp"
 

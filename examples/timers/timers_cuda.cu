@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <optional>
 
-#include "engine/cuda_engine.hpp"
+#include "demo_engine/cuda_engine.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/cuda/runtime/stream.hpp"
 #include "simprof/cuda/timing/timer_buffer.hpp"

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <vector>
 
-#include "engine/cpu_engine.hpp"
+#include "demo_engine/cpu_engine.hpp"
 #include "simprof/base/manual_clock.hpp"
 #include "simprof/timers/timer_stats.hpp"
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/cpu_engine.hpp"
-#include "engine/cuda_engine.hpp"
+#include "demo_engine/cpu_engine.hpp"
+#include "demo_engine/cuda_engine.hpp"
 #include "gpu_test.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 

@@ -17,9 +17,9 @@
 #include <string>
 
 #include "cuda_interpose.hpp"
-#include "engine/contact_solver.hpp"
-#include "engine/cuda_engine.hpp"
-#include "engine/mixed_engine.hpp"
+#include "demo_engine/contact_solver.hpp"
+#include "demo_engine/cuda_engine.hpp"
+#include "demo_engine/mixed_engine.hpp"
 #include "gpu_test.hpp"
 #include "simprof/cuda/graphs/frame_pipeline.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"

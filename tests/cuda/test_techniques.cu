@@ -8,10 +8,10 @@
 #include <limits>
 #include <string>
 
-#include "engine/contact_solver.hpp"
-#include "engine/cuda_engine.hpp"
-#include "engine/mixed_engine.hpp"
-#include "engine/render_pipeline.hpp"
+#include "demo_engine/contact_solver.hpp"
+#include "demo_engine/cuda_engine.hpp"
+#include "demo_engine/mixed_engine.hpp"
+#include "demo_engine/render_pipeline.hpp"
 #include "gpu_test.hpp"
 #include "simprof/cuda/graphs/frame_pipeline.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"

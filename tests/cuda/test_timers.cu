@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "engine/cpu_engine.hpp"
-#include "engine/cuda_engine.hpp"
+#include "demo_engine/cpu_engine.hpp"
+#include "demo_engine/cuda_engine.hpp"
 #include "gpu_test.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/timing/timer_buffer.hpp"

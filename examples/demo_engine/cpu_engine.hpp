@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/physics.hpp"
+#include "demo_engine/physics.hpp"
 #include "simprof/profiler/macros.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 #include "simprof/timers/timer_view.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "engine/cpu_engine.hpp"
+#include "demo_engine/cpu_engine.hpp"
 
 #include <stdexcept>
 #include <string>

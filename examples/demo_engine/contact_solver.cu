@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "engine/contact_solver.hpp"
+#include "demo_engine/contact_solver.hpp"
 
 #include <stdexcept>
 #include <string>

@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/physics.hpp"
+#include "demo_engine/physics.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/profiler/macros.hpp"
 #include "simprof/profiler/step_profiler.hpp"

@@ -11,7 +11,7 @@
 
 #include <vector>
 
-#include "engine/cuda_engine.hpp"
+#include "demo_engine/cuda_engine.hpp"
 #include "simprof/cuda/graphs/frame_pipeline.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"
 

@@ -19,7 +19,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/cuda_engine.hpp"
+#include "demo_engine/cuda_engine.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/graphs/while_loop.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"

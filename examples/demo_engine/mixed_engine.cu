@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "engine/mixed_engine.hpp"
+#include "demo_engine/mixed_engine.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

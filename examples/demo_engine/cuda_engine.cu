@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "engine/cuda_engine.hpp"
+#include "demo_engine/cuda_engine.hpp"
 
 #include <stdexcept>
 #include <string>

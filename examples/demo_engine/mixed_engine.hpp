@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/cuda_engine.hpp"
+#include "demo_engine/cuda_engine.hpp"
 #include "simprof/cuda/precision/device_comparer.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/precision/checker.hpp"
