@@ -105,7 +105,7 @@ class StepPacer(Handle):
     before it has ended on the GPU. The FPS line then reads the GPU's step-end times ("GPU clock"
     in the line; fps_from_device=False keeps the host's). mark_every: a timed end event on the
     steps whose index is a multiple of mark_every and on the spanned ones, an untimed one after
-    the others (a timed event costs the GPU about 1.5-2.6 us between two steps on the H200, an
+    the others (a timed event costs the GPU a little between two steps, docs/gpu-truth.md; an
     untimed one nothing; the steps between two timed events share their period; 8 by default, 1
     for every step's own period); span_every: a start event (the step's span on the GPU) every
     span_every steps (0: none). Call finish() at the end of a run, before reading results."""
