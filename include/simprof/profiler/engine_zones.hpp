@@ -171,7 +171,9 @@ class EngineZones {
   };
 
   void step_ending(std::int64_t t) noexcept;  // the profiler's step end, on the loop's thread
-  void listeners_changed() noexcept;          // the profiler's listeners changed (between steps)
+
+  void close_left_open(std::int64_t t) noexcept;  // the loop's zones open at a step end
+  void listeners_changed() noexcept;  // the profiler's listeners changed (between steps)
   void add_cpu(StageId stage, bool top, std::int64_t ticks) noexcept;  // a worker path's time
   void hand_over(const Finished& f) noexcept;   // one queued worker zone, at a step end
   static bool drained(const Lane& l) noexcept;  // nothing in l the loop has not read
