@@ -20,7 +20,8 @@ GraphKernelTimer (every kernel of a replayed graph, without CUPTI), Stopwatch.
 Every public name is here; the modules behind them: core (StepProfiler, ManualClock, RunningMean,
 version), timers (TimerStats), trace (TraceSession, KernelTracer), memory (MemoryTracker),
 distributed (collective, ProcessGroup), cuda (has_cuda, stream_handle, StepPacer,
-DeviceStageTimer, GraphKernelTimer, StampedGraph, Stopwatch, NvtxRanges), errors (Error and its subclasses), and
+DeviceStageTimer, StampedGraph, NvtxRanges), kernel_timer (GraphKernelTimer), stopwatch
+(Stopwatch), gpu (GpuProfile), errors (Error and its subclasses), and
 _lib (loading libsimprof_c.so, the C prototypes; private).
 """
 from .errors import CudaError, Error, InvalidArgument, LogicError, Unavailable

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The tree's layout rules, checked (ctest label `layout`; docs/architecture.md#rooms).
+"""The tree's layout rules, checked (ctest label `layout`; docs/architecture.md#the-rooms).
 
   tools/layout/check.py [ROOT]      exit status 0 when every rule holds, 1 with one line a breach
 

@@ -40,7 +40,8 @@ def test_each_verdict_in_each_run_with_the_spread(tmp_path):
                       "b.json": {"verdicts": [verdict("pacing", 1.5, "MISSED")]}})
     assert performance.main(["--root", str(root)]) == 0
     page = (root / "docs" / "performance.md").read_text()
-    assert "| `pacing` | q of pacing | <= 1 % | +0.25 % met | +1.50 % MISSED | 1.25 |" in page
+    assert "| `pacing` | q of pacing | <= 1 % | +0.25 % met | +1.50 % MISSED |" in page
+    assert "spread" not in page  # one run a commit: no spread to give
     assert "commit aaa" in page and "commit bbb" in page
     assert page.startswith("# Perf\n\nprose before") and page.endswith("prose after\n")
     assert performance.main(["--root", str(root), "--check"]) == 0
@@ -71,3 +72,17 @@ def test_a_not_measured_verdict_says_so(tmp_path):
                      {"a.json": {"verdicts": [verdict("pacing", None, "not measured")]}})
     assert performance.main(["--root", str(root)]) == 0
     assert "| <= 1 % | not measured |" in (root / "docs" / "performance.md").read_text()
+
+
+def test_the_spread_is_per_commit_and_every_verdict_is_listed(tmp_path):
+    root = make_tree(tmp_path, [run("truth_bench", "a.json", "aaa"), run("truth_bench", "b.json", "aaa"),
+                                run("truth_bench", "c.json", "ccc")],
+                     {"a.json": {"verdicts": [verdict("pacing", 0.25, "met")]},
+                      "b.json": {"verdicts": [verdict("pacing", 0.5, "met")]},
+                      "c.json": {"verdicts": [verdict("pacing", 0.9, "met"),
+                                              verdict("timer", 1.1, "met")]}})
+    assert performance.main(["--root", str(root)]) == 0
+    page = (root / "docs" / "performance.md").read_text()
+    assert "| run 1 | run 2 | run 3 | spread aaa |" in page
+    assert "| +0.25 % met | +0.50 % met | +0.90 % met | 0.25 |" in page  # not 0.65: two commits
+    assert "| `timer` | q of timer | <= 1 % | - | - | +1.10 % met | - |" in page

@@ -110,8 +110,9 @@ CUptiResult enable_graph_nodes(CUpti_SubscriberHandle subscriber, bool on) noexc
 /// in the same window leaves its replays to CUPTI's records.
 inline bool kernel_tracer_window_open() noexcept { return CuptiProcess::get().window_open(); }
 
-/// While one lives, graph nodes the calling thread makes are simprof's own (DeviceStageTimer's
-/// stamps added to a graph's copy): the kernel tracer gives them no stage.
+/// While one lives, graph nodes the calling thread makes are simprof's own (the stamping timers'
+/// stamps added to a graph's copy, the stage timer's publication): the kernel tracer gives them no
+/// stage.
 class OwnNodes {
  public:
   OwnNodes() noexcept;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // DeviceStageTimer's host side: joining the published records to the host's steps, the means and
-// the table. The device side (stamps, capture, publication) is in stage_timer.cu.
+// the table. The device side: stage_stamps.cpp (stamps, capture), stage_timer.cu (publication).
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -288,8 +288,14 @@ std::string device_stage_table(const StepProfiler& prof, const DeviceStageTimer&
     fmt::format_to(std::back_inserter(out), ", {} sampled steps unstamped: not in it",
                    dev.unstamped());
   if (dev.dropped() != 0) fmt::format_to(std::back_inserter(out), ", {} dropped", dev.dropped());
-  fmt::format_to(std::back_inserter(out), "; {:.2f} us an eager stamp, taken off eager stages)\n",
-                 dev.eager_stamp_seconds() * 1e6);
+  // Steps a kernel tracer traced launch their eager stamps plainly, at the plain cost.
+  const StampCost cost = dev.stamp_cost();
+  const std::string plain =
+      cost.dependent_launch && std::isfinite(cost.eager_plain_ns)
+          ? fmt::format(", {:.2f} us in traced steps", cost.eager_plain_ns * 1e-3)
+          : std::string();
+  fmt::format_to(std::back_inserter(out), "; {:.2f} us an eager stamp{}, taken off eager stages)\n",
+                 dev.eager_stamp_seconds() * 1e6, plain);
   return fmt::to_string(out);
 }
 }  // namespace simprof::cuda

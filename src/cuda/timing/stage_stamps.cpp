@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // DeviceStageTimer's stage boundaries: noted for the stamped copy of a captured step (one leaf
 // stamp after the work captured before them), or stamped eagerly on the stream; and the copy
-// itself. The kernels, the calibration and the publication are in stage_timer.cu.
+// itself. The kernels and the publication are in stage_timer.cu, the calibration in
+// stage_calibrate.cu.
 #include <algorithm>
 
 #include <fmt/format.h>

@@ -8,8 +8,10 @@
 
 namespace simprof::cuda::detail {
 
-// `device`'s cost `what`: measured by `measure` the first time it is asked for (another thread
-// asking meanwhile waits for it), kept for the process. A measurement that throws keeps nothing.
+// `device`'s cost `what`: measured by `measure` the first time it is asked for, kept for the
+// process. One lock for every device: a timer made (or stamp_cost() asked) on any device while a
+// measurement runs waits for it (milliseconds, at a timer's construction). A measurement that
+// throws keeps nothing.
 double measured_once(int device, double StampCost::*what, const std::function<double()>& measure);
 void set_dependent_launch(int device, bool dependent) noexcept;
 

@@ -83,8 +83,8 @@ class DeviceStageTimer {
   static constexpr int kMaxStamps = 126;  ///< stage boundaries recorded per step; more are counted
 
   /// Attaches to `prof`; `stream` is the one the engine's steps run on. Throws
-  /// std::invalid_argument for a ring smaller than max_in_flight + 4 (2 unpaced) or over 2^20, or
-  /// sample_every < 1.
+  /// std::invalid_argument for a ring smaller than max_in_flight + 4 (2 unpaced) or over 2^20,
+  /// sample_every < 1, max_in_flight < 0 or merge_within_ns < 0.
   DeviceStageTimer(StepProfiler& prof, cudaStream_t stream, DeviceStageTimerOptions options = {});
   ~DeviceStageTimer();
   DeviceStageTimer(const DeviceStageTimer&) = delete;

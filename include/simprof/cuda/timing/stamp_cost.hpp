@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// What simprof's stamp kernels cost on a GPU. The stamping timers (DeviceStageTimer,
-// GraphKernelTimer) take it off every reading. Each cost is measured once per device and process,
-// on the stream of the first timer that needs it, and is reported here and in their tables.
+// What simprof's stamp kernels cost on a GPU, measured once per device and process on the stream of
+// the first timer that needs it. DeviceStageTimer takes the eager costs off its eager stage times
+// (device_stage_table() says the cost); GraphKernelTimer takes each replay's own hop off its node
+// times, and hop_ns here only seeds its hop_ns() until a replay is read.
 #pragma once
 
 #include <limits>
