@@ -27,7 +27,7 @@ class RecordError(Exception):
 
 def load(path):
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             return json.load(f)
     except OSError as e:
         raise RecordError("%s: cannot be read (%s)" % (path, e.strerror))
@@ -161,7 +161,8 @@ def main(argv=None):
     a = ap.parse_args(argv)
     doc_path = os.path.join(a.root, "docs", "performance.md")
     try:
-        doc = open(doc_path).read()
+        with open(doc_path, encoding="utf-8") as f:
+            doc = f.read()
         new = splice(doc, generate(a.root), doc_path)
     except (RecordError, OSError) as e:
         print("performance.py: %s" % e, file=sys.stderr)
@@ -174,7 +175,7 @@ def main(argv=None):
                   "tools/perf/performance.py", file=sys.stderr)
             return 1
         return 0
-    with open(doc_path, "w") as f:
+    with open(doc_path, "w", encoding="utf-8") as f:
         f.write(new)
     return 0
 

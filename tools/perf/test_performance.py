@@ -24,7 +24,7 @@ def make_tree(tmp_path, runs, records):
     (d / "runs.json").write_text(json.dumps(runs))
     for name, rec in records.items():
         (d / name).write_text(json.dumps(rec))
-    (tmp_path / "docs" / "performance.md").write_text(PAGE)
+    (tmp_path / "docs" / "performance.md").write_text(PAGE, encoding="utf-8")
     return tmp_path
 
 
@@ -39,7 +39,7 @@ def test_each_verdict_in_each_run_with_the_spread(tmp_path):
                      {"a.json": {"verdicts": [verdict("pacing", 0.25, "met")]},
                       "b.json": {"verdicts": [verdict("pacing", 1.5, "MISSED")]}})
     assert performance.main(["--root", str(root)]) == 0
-    page = (root / "docs" / "performance.md").read_text()
+    page = (root / "docs" / "performance.md").read_text(encoding="utf-8")
     assert "| `pacing` | q of pacing | <= 1 % | +0.25 % met | +1.50 % MISSED |" in page
     assert "spread" not in page  # one run a commit: no spread to give
     assert "commit aaa" in page and "commit bbb" in page
@@ -71,7 +71,7 @@ def test_a_not_measured_verdict_says_so(tmp_path):
     root = make_tree(tmp_path, [run("truth_bench", "a.json", "aaa")],
                      {"a.json": {"verdicts": [verdict("pacing", None, "not measured")]}})
     assert performance.main(["--root", str(root)]) == 0
-    assert "| <= 1 % | not measured |" in (root / "docs" / "performance.md").read_text()
+    assert "| <= 1 % | not measured |" in (root / "docs" / "performance.md").read_text(encoding="utf-8")
 
 
 def test_the_spread_is_per_commit_and_every_verdict_is_listed(tmp_path):
@@ -82,7 +82,7 @@ def test_the_spread_is_per_commit_and_every_verdict_is_listed(tmp_path):
                       "c.json": {"verdicts": [verdict("pacing", 0.9, "met"),
                                               verdict("timer", 1.1, "met")]}})
     assert performance.main(["--root", str(root)]) == 0
-    page = (root / "docs" / "performance.md").read_text()
+    page = (root / "docs" / "performance.md").read_text(encoding="utf-8")
     assert "| run 1 | run 2 | run 3 | spread aaa |" in page
     assert "| +0.25 % met | +0.50 % met | +0.90 % met | 0.25 |" in page  # not 0.65: two commits
     assert "| `timer` | q of timer | <= 1 % | - | - | +1.10 % met | - |" in page
