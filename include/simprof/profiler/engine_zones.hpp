@@ -16,26 +16,16 @@
 /* clang-format on */
 //
 // On the loop's thread (the one that made the EngineZones) a zone is a stage scope: wall time, in
-// timings(), stats() and the trace. Names are mapped to stage ids once per (name pointer, parent
-// zone): engines pass string literals, so a repeated zone costs a look in a small direct-mapped
-// cache (a hash map behind it) and no string work.
+// timings(), stats() and the trace. A name is mapped to its stage once per (name pointer, parent).
 //
-// On any other thread (a pool stepping several worlds) a zone never touches the loop's stages: it
-// is kept on that thread's own stack and, when it ends, added to that thread's own sum for its zone
-// path (one writer, one reader: no lock; one word, its ticks modulo 2^48, so that the step end
-// reads each whole in one load: a day of a 3 GHz clock between two step ends; the thread's own
-// name cache makes a repeated zone one look; a thread keeps kMaxWorkerDepth zones open at once,
-// and a deeper one, with any inside it, is not counted: its leave() pairs with it). At the loop's
-// step end the sums that moved are read into worker_cpu_seconds(): CPU time summed across threads,
-// which may exceed the step's wall time, so it is never added to timings(). The step end reads a
-// few values per thread and zone path, not one per zone, and takes no lock unless a thread came or
-// went: on a pool it is on the step's critical path, with its lines cold after the engine's work. A
-// repeated zone, on either side, is told apart by one thread_local block (the thread's last
-// EngineZones and its open zones). Only while a listener wants worker zones
-// (StepListener::wants_worker_zones(), a TraceSession: spans on their thread's track) does each
-// zone also go through the thread's queue, to on_worker_zone() at the step end (and a zone of a
-// path beyond kMaxSums always does). A thread's first zone allocates its queue and sums once, and
-// each zone path's first use on a thread takes a lock.
+// On any other thread (a pool stepping several worlds) a zone never touches the loop's stages: its
+// time is summed per zone path on that thread and taken at the loop's step end into
+// worker_cpu_seconds(): CPU time summed across threads, which may exceed the step's wall time, so
+// never added to timings(). A thread keeps kMaxWorkerDepth zones open; a deeper one (and what is
+// inside it) is not counted, its leave() pairing with it. While a listener wants worker zones (a
+// TraceSession), each one also reaches on_worker_zone() at the step end, on its thread's track.
+// How a zone stays cheap (no lock, no string work): src/profiler/engine_zones_lanes.hpp and
+// docs/engines.md.
 //
 // Misuse is said once (a warning through simprof's logger) and corrupts nothing: a zone still open
 // on the loop's thread when the step ends is closed there and the step still ends (the engine's
