@@ -14,7 +14,7 @@ namespace simprof::detail {
 #if defined(__linux__)
 namespace {
 
-// gettid() is a system call (0.1-0.5 us): each thread asks once and keeps the answer. A fork()ed
+// gettid() is a system call: each thread asks once and keeps the answer. A fork()ed
 // child's thread has another id than the thread it was copied from, so a fork makes every cache
 // stale (the generation below), and the child's thread asks again.
 std::atomic<unsigned> g_fork_generation{0};

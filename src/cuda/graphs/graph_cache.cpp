@@ -17,13 +17,11 @@
 
 namespace simprof::cuda {
 
+using detail::seconds_since;
+
 using detail::graph_memory_in_use;
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 std::string key_text(const GraphKey& k) {
   return k.user ? fmt::format("n_envs={} key={:#x}", k.n_envs, k.user)
@@ -215,72 +213,14 @@ void GraphCache::fall_back(Entry& e, CaptureDiagnosis d, const Body& body) {
 }
 
 void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  SIMPROF_CUDA_CHECK(cudaStreamIsCapturing(stream_, &status));
-  if (status != cudaStreamCaptureStatusNone)
-    throw std::logic_error("simprof: GraphCache::run on a stream that is already capturing");
-
-  std::vector<std::shared_ptr<GraphInstrumentation>> tools;
+  Tools tools;
   for (const auto& t : tools_)
     if (auto alive = t.lock()) tools.push_back(std::move(alive));
   const auto t0 = std::chrono::steady_clock::now();
-  SIMPROF_CUDA_CHECK(cudaStreamBeginCapture(stream_, options_.mode));
-  for (const auto& tool : tools) tool->capture_begins(stream_);
-  // The capture stream is non-blocking, so work on the legacy stream (a kernel launched without a
-  // stream, a synchronous cudaMemcpy) would not touch the capture: it would run once, now, and be
-  // missing from every replay. Forking the capture into a *blocking* sentinel stream makes any such
-  // work depend on the capture, which CUDA refuses (cudaErrorStreamCaptureImplicit): the pitfall
-  // becomes an error we can name. The fork adds no node to the graph.
-  SIMPROF_CUDA_CHECK(cudaEventRecord(fork_.get(), stream_));
-  SIMPROF_CUDA_CHECK(cudaStreamWaitEvent(sentinel_.get(), fork_.get(), 0));
-  cudaError_t code = cudaSuccess;
-  std::string call;
-  CudaCall kind = CudaCall::kOther;
-  std::string other;
-  bool threw = false;
-  try {
-    body(stream_);
-  } catch (const CudaError& ce) {
-    threw = true;
-    code = ce.code();
-    call = ce.call();
-    kind = ce.kind();
-  } catch (const std::exception& ex) {
-    threw = true;
-    other = ex.what();
-  } catch (...) {
-    threw = true;
-    other = "an exception of unknown type";
-  }
-  // The first error the body met (a call that returned an error it did not check), before ending
-  // the capture overwrites it.
-  const cudaError_t body_error = cudaGetLastError();
-  // Join the sentinel back (an unjoined fork would fail the capture).
-  cudaEventRecord(join_.get(), sentinel_.get());
-  cudaStreamWaitEvent(stream_, join_.get(), 0);
-  GraphHandle graph;  // destroyed on every way out of here, a throw included
-  const cudaError_t end = cudaStreamEndCapture(stream_, graph.out());
-  for (const auto& tool : tools) tool->capture_ends();
-  // Leave nothing behind: no stream still capturing, no graph, no pending non-sticky error.
-  if (cudaStreamIsCapturing(stream_, &status) == cudaSuccess &&
-      status != cudaStreamCaptureStatusNone) {
-    GraphHandle stray;
-    cudaStreamEndCapture(stream_, stray.out());
-  }
-  const cudaError_t after = cudaGetLastError();
-  if (threw || end != cudaSuccess || !graph) {
-    graph.reset();
-    if (!threw) code = body_error != cudaSuccess ? body_error : (end != cudaSuccess ? end : after);
-    CaptureDiagnosis d;
-    if (!other.empty()) {
-      d.pitfall = CapturePitfall::kException;
-      d.code = end;
-      d.message = fmt::format("{}: {}", to_string(d.pitfall), other);
-    } else {
-      d = diagnose_capture(code == cudaSuccess ? cudaErrorStreamCaptureInvalidated : code, kind,
-                           call);
-    }
-    fall_back(e, std::move(d), body);
+  std::optional<CaptureDiagnosis> failed;
+  GraphHandle graph = capture(body, tools, failed);  // destroyed on every way out, a throw included
+  if (failed) {
+    fall_back(e, std::move(*failed), body);
     return;
   }
   ColdStart cold;
@@ -291,7 +231,7 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
   // as captured. The key's old copies go first (their tools are told, and may reuse what they
   // held for them).
   e.instrumented.clear();
-  std::vector<std::pair<GraphHandle, std::weak_ptr<GraphInstrumentation>>> copies;
+  ToolCopies copies;
   for (const auto& tool : tools)
     if (cudaGraph_t c = tool->instrumented_copy(graph.get()))
       copies.emplace_back(GraphHandle(c), tool);
@@ -299,38 +239,7 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
   // What the executable holds in graph allocations: the driver's count before the executable is
   // made (or updated) and after its first launch.
   const std::int64_t graph_memory_before = graph_memory_in_use(device_);
-  // An executable to update: this key's own (recapture), or the least recently used one when full.
-  Entry* donor = nullptr;
-  if (in_place && e.exec)
-    donor = &e;
-  else if (size() >= options_.capacity)
-    donor = lru_with_exec(&e);
-  if (donor) {
-    cudaGraphExecUpdateResultInfo info{};
-    const auto t1 = std::chrono::steady_clock::now();
-    const cudaError_t ue = cudaGraphExecUpdate(donor->exec.get(), graph.get(), &info);
-    cold.update_s = seconds_since(t1);
-    counters_.update_s += cold.update_s;
-    if (ue == cudaSuccess) {
-      cold.updated = true;
-      ++counters_.updates;
-      if (donor != &e) {
-        e.exec = std::move(donor->exec);
-        donor->instrumented.clear();
-        e.graph_memory = donor->graph_memory;  // the executable's, moved with it
-        donor->graph_memory = 0;
-        ++counters_.evictions;
-      }
-    } else {
-      cudaGetLastError();
-      ++counters_.update_refusals;
-      if (donor == &e || size() >= options_.capacity) {
-        release(*donor);
-        if (donor != &e) ++counters_.evictions;
-      }
-    }
-  }
-  if (!cold.updated) {
+  if (!update_exec(e, graph.get(), in_place, cold)) {
     const auto t2 = std::chrono::steady_clock::now();
     GraphExecHandle exec;
     SIMPROF_CUDA_CHECK(cudaGraphInstantiate(exec.out(), graph.get(), 0));
@@ -342,17 +251,7 @@ void GraphCache::capture_and_launch(Entry& e, const Body& body, bool in_place) {
   graph.reset();
   e.instrumented.clear();
   e.epoch = epoch_;
-  for (auto& [copy, tool] : copies) {
-    const auto t3 = std::chrono::steady_clock::now();
-    Entry::Copy c;
-    c.tool = tool;
-    // Node priorities: the stamps at the greatest (stage_timer.cu), the captured work as captured.
-    SIMPROF_CUDA_CHECK(
-        cudaGraphInstantiate(c.exec.out(), copy.get(), cudaGraphInstantiateFlagUseNodePriority));
-    c.graph = std::move(copy);  // kept: its tool is told with it when the executable goes
-    cold.instrumented_instantiate_s += seconds_since(t3);
-    e.instrumented.push_back(std::move(c));
-  }
+  instantiate_copies(e, copies, cold);
   e.cold = cold;
   (logger_ ? logger_ : simprof::default_logger())
       ->debug("simprof: graph for {}: captured in {:.1f} us, {} in {:.1f} us", key_text(e.key),

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Private to src/cuda/graphs: the driver's count of graph-allocation memory (memory nodes), which
-// GraphCache reads around making, launching and releasing executables.
+// GraphCache reads around making, launching and releasing executables, and its cold-path clock.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstdint>
 
 namespace simprof::cuda::detail {
@@ -23,6 +24,11 @@ inline std::int64_t graph_memory_attr(int device, cudaGraphMemAttributeType attr
 
 inline std::int64_t graph_memory_in_use(int device) noexcept {
   return graph_memory_attr(device, cudaGraphMemAttrUsedMemCurrent);
+}
+
+// Seconds since `t0` on the steady clock (a capture's, an instantiation's cold-start times).
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace simprof::cuda::detail

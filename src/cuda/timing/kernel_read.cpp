@@ -12,7 +12,7 @@ namespace simprof::cuda {
 void GraphKernelTimer::Impl::on_step_end(std::uint64_t step, std::int64_t, StepOutcome) {
   begun = false;
   if (!sampled || step != sampled_step) {
-    if (in_flight.load(std::memory_order_relaxed) > 0) {  // a sample's row is on its way
+    if (readings.in_flight() > 0) {  // a sample's row is on its way
       const std::lock_guard<std::mutex> lock(mu);
       poll_locked();
     }
@@ -25,14 +25,14 @@ void GraphKernelTimer::Impl::on_step_end(std::uint64_t step, std::int64_t, StepO
 void GraphKernelTimer::Impl::finish_sample(std::uint64_t step) noexcept {
   sampled = false;
   const bool counted = sampled_traced && sampled_gen == window_gen;  // in window_sampled
-  // The row, once the step's work is done, into this ring slot's host row; read at a later poll.
-  const std::size_t slot = next_slot;
+  // The row, once the step's work is done, into the next reading's slot; read at a later poll.
+  const std::size_t slot = readings.next();
   Pending& p = pending[slot];
   cudaError_t e = cudaSuccess;
   if (used > 0)
-    e = cudaMemcpyAsync(host.data() + slot * options.max_stamps, stamps.data(),
+    e = cudaMemcpyAsync(readings.host<unsigned long long>(slot), stamps.data(),
                         used * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream);
-  if (e == cudaSuccess) e = cudaEventRecord(copied[slot].get(), stream);
+  if (e == cudaSuccess) e = readings.sent(stream, step);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     ++n_dropped;
@@ -43,43 +43,31 @@ void GraphKernelTimer::Impl::finish_sample(std::uint64_t step) noexcept {
     say("reading the stamps back failed: {}", cudaGetErrorName(e));
     return;
   }
-  p.step = step;
   p.used = used;
   p.traced = sampled_traced;
   p.gen = sampled_gen;
-  p.busy = true;
-  in_flight.fetch_add(1, std::memory_order_relaxed);
-  next_slot = (next_slot + 1) % options.ring;
   poll_locked();
 }
 
 void GraphKernelTimer::Impl::poll_locked() noexcept {
-  // In ring order from the oldest: the slot after the newest.
-  for (std::size_t k = 0; k < options.ring; ++k) {
-    const std::size_t slot = (next_slot + k) % options.ring;
-    Pending& p = pending[slot];
-    if (!p.busy) continue;
-    const cudaError_t e = cudaEventQuery(copied[slot].get());
-    if (e == cudaErrorNotReady) return;  // the later ones are behind it on the stream
-    p.busy = false;
-    in_flight.fetch_sub(1, std::memory_order_relaxed);
+  readings.poll([this](std::size_t slot, std::uint64_t step, bool arrived) {
+    const Pending& p = pending[slot];
     const bool counted = p.traced && p.gen == window_gen;
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
+    if (!arrived) {
       ++n_dropped;
       if (counted) ++window_lost;
     } else {
-      read(slot, p);
+      read(slot, step, p);
     }
     if (counted) ++window_done;
-  }
+    return true;
+  });
 }
 
-void GraphKernelTimer::Impl::read(std::size_t slot, const Pending& p) noexcept {
-  const std::uint64_t step = p.step;
+void GraphKernelTimer::Impl::read(std::size_t slot, std::uint64_t step, const Pending& p) noexcept {
   const std::size_t n = p.used;
   const bool trace = p.traced && p.gen == window_gen;
-  const unsigned long long* row = host.data() + slot * options.max_stamps;
+  const unsigned long long* row = readings.host<const unsigned long long>(slot);
   bool any = false;
   for (std::uint32_t ci = 0; ci < copies.size(); ++ci) {
     Copy& c = copies[ci];
@@ -156,8 +144,7 @@ void GraphKernelTimer::synchronize() {
   std::vector<cudaEvent_t> wait;
   {
     const std::lock_guard<std::mutex> lock(impl_->mu);
-    for (std::size_t i = 0; i < impl_->options.ring; ++i)
-      if (impl_->pending[i].busy) wait.push_back(impl_->copied[i].get());
+    impl_->readings.arrivals(wait, [](std::size_t) { return true; });
   }
   for (cudaEvent_t e : wait) SIMPROF_CUDA_CHECK(cudaEventSynchronize(e));
   poll();

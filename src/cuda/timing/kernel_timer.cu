@@ -49,12 +49,11 @@ GraphKernelTimer::Impl::Impl(StepProfiler& p, cudaStream_t s, GraphKernelTimerOp
       device_id(bind_device(s, "GraphKernelTimer")),
       options(checked(o)),
       stamps(options.max_stamps),
-      host(options.ring * options.max_stamps),
+      readings(options.ring, options.max_stamps * sizeof(unsigned long long)),
       pending(options.ring),
       hook(std::make_shared<detail::StampHook<Impl>>(this)),
       probe_stream(cudaStreamNonBlocking, detail::greatest_priority()),
       probe_box(2 + kProbeRounds, cudaHostAllocMapped) {
-  for (std::size_t i = 0; i < options.ring; ++i) copied.emplace_back(cudaEventDisableTiming);
   // The number CUPTI's kernel records give the stream (no subscription), else the runtime's.
   if (cuptiGetStreamIdEx(nullptr, stream, 0, &stream_id) != CUPTI_SUCCESS) {
     unsigned long long id = 0;
@@ -123,15 +122,16 @@ void GraphKernelTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t) {
 
 void GraphKernelTimer::Impl::begin_sample(std::uint64_t step) noexcept {
   const bool in_window = window_open;
-  Pending& p = pending[next_slot];
-  if (p.busy) {
+  if (readings.full()) {
     poll_locked();
     // A window's step waits for the oldest reading rather than leave itself out of the trace.
-    if (p.busy && in_window && options.trace_every_step) {
-      if (cudaEventSynchronize(copied[next_slot].get()) != cudaSuccess) (void)cudaGetLastError();
+    if (readings.full() && in_window && options.trace_every_step) {
+      if (cudaEventSynchronize(readings.arrival(readings.next())) != cudaSuccess)
+        (void)cudaGetLastError();
       poll_locked();
     }
-    if (p.busy) {  // the host is a whole ring of samples ahead of the GPU: this one is left out
+    if (readings.full()) {  // the host is a whole ring of samples ahead of the GPU: this one is
+                            // left out
       ++n_dropped;
       if (in_window) ++window_lost;
       say_once(said_ring,

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "readback_ring.hpp"
 #include "simprof/base/log.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/cuda/runtime/handle.hpp"
@@ -108,7 +109,7 @@ struct GraphKernelTimer::Impl final : StepListener {
   void begin_sample(std::uint64_t step) noexcept;
   void finish_sample(std::uint64_t step) noexcept;
   void poll_locked() noexcept;
-  void read(std::size_t slot, const Pending& p) noexcept;
+  void read(std::size_t slot, std::uint64_t step, const Pending& p) noexcept;
   void release(cudaGraph_t copy) noexcept;
   double calibrate();                      // one stamp's hop in a chain, ns
   ClockPoint probe_clock() noexcept;       // the ping-pong (start() and stop_and_collect() only)
@@ -139,11 +140,9 @@ struct GraphKernelTimer::Impl final : StepListener {
   bool instrumented_launch() const noexcept { return sampled; }
   void copy_released(cudaGraph_t copy) noexcept { release(copy); }
 
-  // A sampled step's readings on their way to the host.
+  // What a sampled step's reading holds, by its slot in `readings`.
   struct Pending {
-    std::uint64_t step = 0;
-    std::size_t used = 0;  // stamps in use when the step ended
-    bool busy = false;
+    std::size_t used = 0;   // stamps in use when the step ended
     bool traced = false;    // a trace window's step...
     std::uint64_t gen = 0;  // ...of this window (or warm-up) generation
   };
@@ -153,15 +152,12 @@ struct GraphKernelTimer::Impl final : StepListener {
   int device_id;
   GraphKernelTimerOptions options;
   DeviceBuffer<unsigned long long> stamps;  // the row every copy's stamps write into
-  PinnedBuffer<unsigned long long> host;    // ring x max_stamps: the rows read back
-  std::vector<Event> copied;                // by ring slot: the row's copy is on the host
+  detail::ReadbackRing readings;            // the sampled steps' rows, read in step order
   // Guards what a background TraceSession's writer also reads: the ring's state, the copies, the
   // statistics and the window's readings. The loop's thread takes it on sampled steps and while
   // readings are on their way; the writer, never while it waits for the GPU.
   mutable std::mutex mu;
-  std::vector<Pending> pending;  // by ring slot
-  std::size_t next_slot = 0;
-  std::atomic<std::size_t> in_flight{0};  // busy ring slots
+  std::vector<Pending> pending;  // by slot of `readings`
   std::shared_ptr<detail::StampHook<Impl>> hook;
   std::vector<Copy> copies;
   std::size_t used = 0;  // the row's slots in use, free ranges included

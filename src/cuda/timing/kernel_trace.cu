@@ -223,9 +223,9 @@ std::uint64_t GraphKernelTimer::stop_and_collect(std::vector<Span>& out) {
     {
       const std::lock_guard<std::mutex> lock(m.mu);
       if (m.window_done >= m.window_sampled) break;
-      for (std::size_t i = 0; i < m.options.ring; ++i)
-        if (m.pending[i].busy && m.pending[i].traced && m.pending[i].gen == m.window_gen)
-          wait.push_back(m.copied[i].get());
+      m.readings.arrivals(wait, [&m](std::size_t i) {
+        return m.pending[i].traced && m.pending[i].gen == m.window_gen;
+      });
       if (wait.empty() && std::chrono::steady_clock::now() > deadline) {
         m.window_lost += m.window_sampled - m.window_done;  // never read back
         m.window_done = m.window_sampled;

@@ -45,25 +45,23 @@ void DeviceStageTimer::Impl::device_step(const DeviceStep& d) {
 }
 
 void DeviceStageTimer::Impl::poll() noexcept {
-  while (next_read < ended) {
-    const std::size_t slot = next_read % options.ring;
-    if (slots[slot].published != next_read + 1) {  // not stamped: nothing to wait for
+  readings.poll([this](std::size_t at, std::uint64_t step, bool arrived) {
+    Slot& sl = slots[step % options.ring];
+    if (arrived && pacer && !(sl.have_device && sl.device.step == step)) return false;
+    sl.unread = false;
+    sl.have_device = false;
+    if (!arrived) {  // its publication failed on the GPU: the step is lost, and counted
+      ++dropped;
       have_prev = false;
-      ++next_read;
-      continue;
+      return true;
     }
-    const StepRecord& r = mirror[slot];
-    if (r.done != next_read + 1) break;
-    if (pacer && !(slots[slot].have_device && slots[slot].device.step == next_read)) break;
-    std::atomic_thread_fence(std::memory_order_acquire);
     try {
-      join(r, next_read);
+      join(*readings.host<const StepRecord>(at), step);
     } catch (...) {
       ++dropped;  // a vector could not grow: the step is lost, and counted
     }
-    slots[slot].have_device = false;
-    ++next_read;
-  }
+    return true;
+  });
 }
 
 void DeviceStageTimer::Impl::synchronize() {

@@ -85,14 +85,14 @@ __global__ void stamp_kernel(detail::StampArgs a) {
 constexpr int kPublishThreads = 128;
 
 // On the timer's own stream, after the step ended: copies step `k`'s record (or an empty one, when
-// the step stamped nothing) into the mapped mirror.
-__global__ void publish_kernel(const StepRecord* recs, StepRecord* mirror, unsigned ring,
+// the step stamped nothing) into its reading's slot (`m`, mapped), with the step's end time.
+__global__ void publish_kernel(const StepRecord* recs, StepRecord* to, unsigned ring,
                                unsigned long long k, unsigned n_eager) {
   __shared__ unsigned long long t_end;
   if (threadIdx.x == 0) t_end = global_timer_ns();
   __syncthreads();
   const StepRecord& r = recs[k % ring];
-  StepRecord& m = mirror[k % ring];
+  StepRecord& m = *to;
   const bool mine = r.step == static_cast<unsigned>(k) && r.t_begin != 0;
   const unsigned n =
       mine ? (r.count < DeviceStageTimer::kMaxStamps ? r.count : DeviceStageTimer::kMaxStamps) : 0u;
@@ -107,8 +107,6 @@ __global__ void publish_kernel(const StepRecord* recs, StepRecord* mirror, unsig
     m.overflow = mine ? r.overflow : 0u;
     m.t_begin = mine ? r.t_begin : 0ull;
     m.t_end = t_end;
-    __threadfence_system();  // everything above is visible to the host before `done`
-    m.done = k + 1;
   }
 }
 
@@ -177,8 +175,7 @@ DeviceStageTimer::Impl::Impl(StepProfiler& profiler, cudaStream_t s, DeviceStage
       stream(s),
       device_id(bind_device(s, "DeviceStageTimer")),
       options(checked(o)),
-      mirror(options.ring, cudaHostAllocMapped),
-      mirror_view(mirror.device_pointer()),
+      readings(options.ring, sizeof(StepRecord)),
       records(options.ring),
       step_index(1),
       hook(std::make_shared<detail::StampHook<Impl>>(this)),
@@ -210,7 +207,7 @@ void DeviceStageTimer::Impl::make_publish_graph() {
   publish_recs = records.data();
   publish_ring = static_cast<unsigned>(options.ring);
   publish_args[0] = &publish_recs;
-  publish_args[1] = &mirror_view;
+  publish_args[1] = &publish_to;
   publish_args[2] = &publish_ring;
   publish_args[3] = &publish_step;
   publish_args[4] = &publish_eager;
@@ -247,9 +244,10 @@ void DeviceStageTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t tick
   slots[slot_now].stamped = false;
   skip = true;
   if (!sampled) return;
-  if (ended - next_read >= options.ring) poll();
-  // Without pacing the GPU can fall a whole ring behind: leave this step untimed rather than wait.
-  skip = ended - next_read >= options.ring;
+  // The slot's step ring steps ago is still unread: without pacing the GPU can fall a whole ring
+  // behind. Leave this step untimed rather than wait.
+  if (slots[slot_now].unread) poll();
+  skip = slots[slot_now].unread;
   if (skip) ++dropped;
   slots[slot_now].stamped = !skip;
   if (!skip) {  // the slot's last step is joined or passed over (the ring check above)
@@ -291,7 +289,6 @@ void DeviceStageTimer::Impl::on_step_end(std::uint64_t step, std::int64_t ticks,
                                          StepOutcome outcome) {
   if (pacer) pacer->on_step_end(step, ticks, outcome);  // its end event before the publication
   const std::size_t slot = step % options.ring;
-  ended = step + 1;
   if (!skip && !step_boundaries && !step_copy && seen_boundaries &&
       outcome == StepOutcome::kCompleted)
     note_unstamped(step);
@@ -302,15 +299,20 @@ void DeviceStageTimer::Impl::on_step_end(std::uint64_t step, std::int64_t ticks,
   // On the timer's stream once the step's work is done: off the path of the next step.
   cudaError_t e = cudaEventRecord(step_done.get(), stream);
   if (e == cudaSuccess) e = cudaStreamWaitEvent(side.get(), step_done.get(), 0);
-  if (e != cudaSuccess) return report("cudaStreamWaitEvent", e);
+  if (e != cudaSuccess) return lost_publication("cudaStreamWaitEvent", e);
+  // Never full here: a stamped step's slot was free at its begin (slots[...].unread), and each
+  // unread step holds one reading.
   publish_step = step;  // the arguments are copied into the executable here
   publish_eager = slots[slot].eager_stamps;
+  publish_to = readings.device<StepRecord>(readings.next());
   if ((e = cudaGraphExecKernelNodeSetParams(publish_exec.get(), publish_node, &publish_params)) !=
       cudaSuccess)
-    return report("cudaGraphExecKernelNodeSetParams (the publication's step)", e);
+    return lost_publication("cudaGraphExecKernelNodeSetParams (the publication's step)", e);
   if ((e = cudaGraphLaunch(publish_exec.get(), side.get())) != cudaSuccess)
-    return report("the publication's cudaGraphLaunch", e);
-  slots[slot].published = step + 1;
+    return lost_publication("the publication's cudaGraphLaunch", e);
+  if ((e = readings.sent(side.get(), step)) != cudaSuccess)
+    return lost_publication("cudaEventRecord (the publication's arrival)", e);
+  slots[slot].unread = true;
   poll();
 }
 

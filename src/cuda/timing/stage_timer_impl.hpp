@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "readback_ring.hpp"
 #include "simprof/cuda/graphs/instrumentation.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/cuda/runtime/handle.hpp"
@@ -42,10 +43,9 @@ struct StepRecord {
   unsigned int step;
   unsigned int count;  // entries reserved (atomically: stamps of a graph run in any order)
   unsigned int overflow;
-  unsigned int eager_count;  // mirror only: the eager times published
+  unsigned int eager_count;  // as read back only: the eager times published
   unsigned long long t_begin;
   unsigned long long t_end;
-  volatile unsigned long long done;  // mirror only: host step + 1 once the rest is written
   StampEntry entries[DeviceStageTimer::kMaxStamps];
   unsigned long long eager[DeviceStageTimer::kMaxStamps];
 };
@@ -115,6 +115,11 @@ struct DeviceStageTimer::Impl final : StepListener {
   double calibrate();    // what one eager stamp adds to a stage, ns, in the launch mode in force
   void measure_costs();  // the device's eager stamp costs, measured once (stamp_cost.hpp)
   void report(const char* what, cudaError_t e) noexcept;
+  // A stamped step whose record could not be published: counted as dropped, and said.
+  void lost_publication(const char* what, cudaError_t e) noexcept {
+    ++dropped;
+    report(what, e);
+  }
   void report(const char* what, const std::string& why) noexcept;
 
   // The hook a GraphCache calls (StampHook): a sampled step's launch runs the stamped copy.
@@ -143,9 +148,9 @@ struct DeviceStageTimer::Impl final : StepListener {
   };
   // One step's place in the ring (step % ring), from its start to its join.
   struct Slot {
-    bool stamped = false;         // the step is stamped
-    std::uint64_t published = 0;  // step + 1 of the publication enqueued
-    unsigned eager_stamps = 0;    // eager stamps launched in the step
+    bool stamped = false;       // the step is stamped
+    bool unread = false;        // its step's record was published and is not joined yet
+    unsigned eager_stamps = 0;  // eager stamps launched in the step
     bool eager_lost = false;  // an eager boundary went unstamped (past kMaxStamps, a failed launch)
     bool plain = false;       // its eager stamps were plain launches (a kernel tracer's window)
     std::array<EagerAt, kMaxStamps> eager_at;
@@ -182,19 +187,17 @@ struct DeviceStageTimer::Impl final : StepListener {
   cudaKernelNodeParams publish_params{};
   void* publish_args[5] = {};
   const detail::StepRecord* publish_recs = nullptr;
+  detail::StepRecord* publish_to = nullptr;  // the reading's slot, as the device sees it
   unsigned publish_ring = 0;
   unsigned long long publish_step = 0;
   unsigned publish_eager = 0;  // the step's eager stamps
   Event step_done{cudaEventDisableTiming};
-  PinnedBuffer<detail::StepRecord> mirror;    // page-locked, mapped: the published records
-  detail::StepRecord* mirror_view = nullptr;  // mirror as the device sees it
-  DeviceBuffer<detail::StepRecord> records;   // where stamps are written
+  detail::ReadbackRing readings;             // the published records, joined in step order
+  DeviceBuffer<detail::StepRecord> records;  // where stamps are written, by step % ring
   DeviceBuffer<unsigned> step_index;  // the step in progress, written by the stream at its start
   detail::CaptureStamps capture;      // stamp nodes of the capture in progress
   std::shared_ptr<detail::StampHook<Impl>> hook;  // GraphCache's view, held weakly there
   std::vector<Slot> slots;                        // by step % ring
-  std::uint64_t ended = 0;                        // steps ended on the host (the latest index + 1)
-  std::uint64_t next_read = 0;                    // steps joined or passed over
   bool began_eagerly = false;                     // the step in progress has an eager begin stamp
   std::size_t slot_now = 0;                       // the step in progress's slot
   unsigned step_tag = 0;                          // the step in progress's index (low 32 bits)

@@ -233,7 +233,17 @@ class GraphCache {
   void release(Entry& e);  // destroys its executables, counting the graph memory given back
   Entry* find(const GraphKey& key) noexcept;
   const Entry* find(const GraphKey& key) const noexcept;
+  using Tools = std::vector<std::shared_ptr<GraphInstrumentation>>;
+  using ToolCopies = std::vector<std::pair<GraphHandle, std::weak_ptr<GraphInstrumentation>>>;
   void capture_and_launch(Entry& e, const Body& body, bool in_place);
+  // The body captured on the stream, the tools told when it begins and ends (graph_capture.cpp).
+  // Null, with `failed` set, when it could not be.
+  GraphHandle capture(const Body& body, const Tools& tools,
+                      std::optional<CaptureDiagnosis>& failed);
+  // `e`'s executable updated to `graph`: its own (in_place), or the least recently used one when
+  // the cache is full. False: none to update, or the driver refused.
+  bool update_exec(Entry& e, cudaGraph_t graph, bool in_place, ColdStart& cold);
+  void instantiate_copies(Entry& e, ToolCopies& copies, ColdStart& cold);
   void fall_back(Entry& e, CaptureDiagnosis d, const Body& body);
   Entry* lru_with_exec(const Entry* except) noexcept;
   void launch(Entry& e);

@@ -62,8 +62,8 @@ namespace simprof::cuda {
 
 /// How a GraphKernelTimer samples.
 struct GraphKernelTimerOptions {
-  /// Steps whose index modulo this is `sample_offset` run the stamped copies (>= 1). 128 keeps the
-  /// cost of a 100-kernel step at 1,024 envs near 1 % (a stamped replay takes ~150 us longer).
+  /// Steps whose index modulo this is `sample_offset` run the stamped copies (>= 1). A stamped
+  /// replay is longer than a plain one; sampling spreads that cost (docs/performance.md).
   int sample_every = 128;
   /// Which step of each `sample_every` (0 <= offset < sample_every); -1: 8 when sample_every is
   /// above 8, else 0. With sample_every a multiple of 16, offset 8 is never one of a

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// DeviceStageTimer: device-side stage times next to the host ones, at about 1 % of the step.
+// DeviceStageTimer: device-side stage times next to the host ones, at a small measured cost
+// (docs/performance.md).
 //
 // On a GPU backend a host stage scope measures how long the host took to enqueue the stage's
 // kernels. Attached to a StepProfiler, a DeviceStageTimer takes the GPU's global timer at every

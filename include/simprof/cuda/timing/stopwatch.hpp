@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Stopwatch: the one way simprof's examples and benchmarks time a section of GPU work, so that no
 // figure counts work queued before the section. A host stopwatch started while earlier steps are
-// still queued counts the wait for them: mixed_precision once printed a 6.7 ms "validation" that
-// took 0.39 ms, because 50 replays were still queued when its host clock started.
+// still queued counts the wait for them (docs/gpu-truth.md has the case that made this rule).
 //
 //   * StopwatchClock::kDevice (the default): two CUDA events. The lap is the device's time from the
 //     moment the stream reaches start() to the moment it reaches stop(): work queued before start()

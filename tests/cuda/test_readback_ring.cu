@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: MIT
+// The stamping timers' ring of readings: read in the order sent, once arrived; a reading its
+// reader is not ready for stays; a full ring says so.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "gpu_test.hpp"
+#include "readback_ring.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
+#include "simprof/cuda/runtime/error.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
+
+using namespace simprof::cuda;
+using detail::ReadbackRing;
+using simprof::cuda::gputest::GpuTest;
+
+namespace {
+
+__global__ void write_value(unsigned long long* to, unsigned long long v) { *to = v; }
+
+// A stream's host function: returns once the test releases it (or after 10 s).
+void CUDART_CB hold_until(void* released) {
+  const auto& r = *static_cast<std::atomic<bool>*>(released);
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!r.load() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10))
+    std::this_thread::yield();
+}
+
+using Read = std::vector<std::pair<std::uint64_t, unsigned long long>>;  // step, value
+
+}  // namespace
+
+TEST_F(GpuTest, ReadingsAreReadInTheOrderSentWithWhatTheDeviceWrote) {
+  Stream s;
+  ReadbackRing ring(4, sizeof(unsigned long long));
+  for (std::uint64_t step = 10; step < 13; ++step) {
+    const std::size_t at = ring.next();
+    write_value<<<1, 1, 0, s.get()>>>(ring.device<unsigned long long>(at), step * 7);
+    ASSERT_EQ(ring.sent(s.get(), step), cudaSuccess);
+  }
+  EXPECT_EQ(ring.in_flight(), 3u);
+  s.synchronize();
+  Read got;
+  ring.poll([&](std::size_t at, std::uint64_t step, bool arrived) {
+    EXPECT_TRUE(arrived);
+    got.emplace_back(step, *ring.host<unsigned long long>(at));
+    return true;
+  });
+  EXPECT_EQ(got, (Read{{10, 70}, {11, 77}, {12, 84}}));
+  EXPECT_EQ(ring.in_flight(), 0u);
+  // The slots are reused, still in order: the fourth slot, then the first.
+  for (std::uint64_t step = 13; step < 15; ++step) {
+    write_value<<<1, 1, 0, s.get()>>>(ring.device<unsigned long long>(ring.next()), step);
+    ASSERT_EQ(ring.sent(s.get(), step), cudaSuccess);
+  }
+  s.synchronize();
+  got.clear();
+  ring.poll([&](std::size_t at, std::uint64_t step, bool) {
+    got.emplace_back(step, *ring.host<unsigned long long>(at));
+    return true;
+  });
+  EXPECT_EQ(got, (Read{{13, 13}, {14, 14}}));
+}
+
+TEST_F(GpuTest, AReadingStillOnItsWayHoldsBackTheLaterOnes) {
+  // No kernels: under compute-sanitizer kernels run one at a time, and a spinning one would hold
+  // back the other stream's. The first reading's stream waits in a host function until released.
+  Stream s, other;
+  ReadbackRing ring(2, sizeof(unsigned long long));
+  std::atomic<bool> release{false};
+  *ring.host<unsigned long long>(0) = 1;
+  ASSERT_EQ(cudaLaunchHostFunc(s.get(), hold_until, &release), cudaSuccess);
+  ASSERT_EQ(ring.sent(s.get(), 1), cudaSuccess);
+  *ring.host<unsigned long long>(1) = 2;
+  ASSERT_EQ(ring.sent(other.get(), 2), cudaSuccess);
+  other.synchronize();
+  EXPECT_TRUE(ring.full());
+  int reads = 0;
+  ring.poll([&](std::size_t, std::uint64_t, bool) { return ++reads, true; });
+  EXPECT_EQ(reads, 0) << "the second reading was read before the first";
+  EXPECT_EQ(ring.in_flight(), 2u);
+  release = true;
+  s.synchronize();
+  Read got;
+  ring.poll([&](std::size_t at, std::uint64_t step, bool) {
+    got.emplace_back(step, *ring.host<unsigned long long>(at));
+    return true;
+  });
+  EXPECT_EQ(got, (Read{{1, 1}, {2, 2}}));
+  EXPECT_FALSE(ring.full());
+}
+
+TEST_F(GpuTest, AReadingItsReaderIsNotReadyForStaysForTheNextPoll) {
+  Stream s;
+  ReadbackRing ring(2, 64);
+  write_value<<<1, 1, 0, s.get()>>>(ring.device<unsigned long long>(ring.next()), 5);
+  ASSERT_EQ(ring.sent(s.get(), 5), cudaSuccess);
+  s.synchronize();
+  int offered = 0;
+  ring.poll([&](std::size_t, std::uint64_t, bool) { return ++offered, false; });
+  EXPECT_EQ(offered, 1);
+  EXPECT_EQ(ring.in_flight(), 1u);
+  std::vector<cudaEvent_t> waits;
+  ring.arrivals(waits, [](std::size_t) { return true; });
+  EXPECT_EQ(waits.size(), 1u);
+  ring.poll([&](std::size_t, std::uint64_t step, bool) { return ++offered, step == 5; });
+  EXPECT_EQ(offered, 2);
+  EXPECT_EQ(ring.in_flight(), 0u);
+  waits.clear();
+  ring.arrivals(waits, [](std::size_t) { return true; });
+  EXPECT_TRUE(waits.empty());
+}
