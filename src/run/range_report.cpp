@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+#include "range_report.hpp"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "simprof/profiler/report.hpp"
+
+namespace simprof::run {
+
+namespace {
+
+// "physics (200), step (100), ..." : the ranges seen, most pushed first (at most 12).
+std::string seen_list(const RangeSteps& steps) {
+  std::vector<std::pair<std::uint64_t, std::string>> v;
+  for (const auto& [name, n] : steps.seen()) v.emplace_back(n, name);
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  std::string out;
+  for (std::size_t i = 0; i < v.size() && i < 12; ++i)
+    out += fmt::format("{}\"{}\" ({})", i ? ", " : "", v[i].second, v[i].first);
+  if (v.size() > 12) out += fmt::format(", and {} more", v.size() - 12);
+  return out;
+}
+
+void problems(const RangeSteps& steps, const std::string& asked, std::string& out) {
+  const RangeCounts& c = steps.counts();
+  if (c.pushes == 0) {
+    out +=
+        "simprof run: the program pushed no NVTX ranges (nvtxRangePush, "
+        "torch.cuda.nvtx.range, nvtx3::scoped_range): nothing to profile.\n";
+    return;
+  }
+  if (!asked.empty() && steps.seen().count(asked) == 0)
+    out +=
+        fmt::format("simprof run: --step {}: no range of that name was pushed. Ranges seen: {}.\n",
+                    asked, seen_list(steps));
+  else if (!steps.step_chosen())
+    out += fmt::format(
+        "simprof run: no range repeated, so there are no steps (--step NAME to "
+        "choose one). Ranges seen: {}.\n",
+        seen_list(steps));
+  if (c.unmatched_pops)
+    out += fmt::format(
+        "simprof run: {} pops had no range open on their thread (unbalanced "
+        "push/pop).\n",
+        c.unmatched_pops);
+  if (const auto open = steps.open_at_end())
+    out += fmt::format(
+        "simprof run: {} ranges were still open at the end (a step in progress "
+        "is not counted).\n",
+        open);
+  if (c.other_threads)
+    out += fmt::format(
+        "simprof run: {} ranges on {} other threads are not stages: a step and its "
+        "stages are the step range's thread.\n",
+        c.other_threads, steps.threads() - 1);
+  if (c.left_out)
+    out += fmt::format("simprof run: {} stage ranges left out: {}.\n", c.left_out,
+                       steps.first_refusal());
+  if (c.step_changes)
+    out += fmt::format(
+        "simprof run: the step range changed {} times while the first steps ran "
+        "(a shallower range repeated); the statistics are the last one's.\n",
+        c.step_changes);
+}
+
+}  // namespace
+
+std::string range_report(const StepProfiler& prof, const RangeSteps& steps,
+                         const std::string& asked) {
+  std::string out;
+  if (steps.step_chosen() && steps.steps() > 0) {
+    out += fmt::format("simprof run: {} steps of the NVTX range \"{}\" (host clock)\n",
+                       steps.steps(), steps.step_name());
+    out += stage_table(prof);
+  }
+  problems(steps, asked, out);
+  return out;
+}
+
+}  // namespace simprof::run

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: MIT
+#include "range_session.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "range_report.hpp"
+
+namespace simprof::run {
+
+namespace {
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+ProfilingOptions options() {
+  ProfilingOptions o;
+  o.stats_window = std::size_t{1} << 16;  // p50/p95/p99 over the last 65,536 steps
+  return ProfilingOptions::from_env(o);
+}
+
+// Each thread's number in the report (1, 2, ... in the order they first pushed).
+std::uint64_t thread_number() {
+  static std::atomic<std::uint64_t> next{1};
+  thread_local const std::uint64_t mine = next.fetch_add(1);
+  return mine;
+}
+thread_local int depth = 0;  // ranges open on this thread, as NVTX counts them
+
+int report_pipe[2] = {-1, -1};  // SIGUSR1 -> the reporting thread (a signal handler only writes)
+
+void on_usr1(int) {
+  const int saved = errno;
+  const char c = 1;
+  (void)!write(report_pipe[1], &c, 1);
+  errno = saved;
+}
+
+// SIGUSR1: the report so far, from a thread of its own (nothing is printed in the handler).
+void listen_for_usr1(RangeSession& session) {
+  if (pipe2(report_pipe, O_CLOEXEC) != 0) return;
+  std::thread([&session] {
+    char c = 0;
+    while (read(report_pipe[0], &c, 1) == 1) std::fputs(session.report().c_str(), stderr);
+  }).detach();
+  struct sigaction sa {};
+  sa.sa_handler = on_usr1;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGUSR1, &sa, nullptr);
+}
+
+}  // namespace
+
+RunConfig RunConfig::from_env() {
+  RunConfig c;
+  c.step = env("SIMPROF_RUN_STEP");
+  c.mark = env("SIMPROF_RUN_MARK");
+  const std::string n = env("SIMPROF_RUN_N_ENVS");
+  if (!n.empty()) {
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(n.c_str(), &end, 10);
+    if (errno != 0 || end == n.c_str() || *end != 0 || v < 0)
+      throw std::invalid_argument(
+          fmt::format("SIMPROF_RUN_N_ENVS = '{}' (expected a whole number >= 0)", n));
+    c.n_envs = v;
+  }
+  return c;
+}
+
+RangeSession& RangeSession::get() {
+  static RangeSession* const session = [] {
+    auto* s = new RangeSession();  // never destroyed: NVTX may call until the process is gone
+    std::atexit([] { RangeSession::get().finish(); });
+    listen_for_usr1(*s);
+    return s;
+  }();
+  return *session;
+}
+
+RangeSession::RangeSession()
+    : config_(RunConfig::from_env()),
+      prof_(options(), config_.n_envs),
+      steps_(prof_, RangeStepsOptions{config_.step}) {
+  if (!config_.mark.empty()) std::ofstream(config_.mark) << "started\n";
+}
+
+int RangeSession::push(std::string_view name) {
+  const std::uint64_t thread = thread_number();
+  const std::lock_guard<std::mutex> lock(mu_);
+  if (finished_) return depth++;
+  try {
+    steps_.push(thread, name);
+  } catch (const std::exception& e) {  // the profiler refused a step: said, the run goes on
+    std::fprintf(stderr, "simprof run: %s\n", e.what());
+  }
+  if (!said_step_ && steps_.step_chosen() && steps_.step_thread() != 0) {
+    said_step_ = true;
+    std::fprintf(
+        stderr, "simprof run: steps are the NVTX range \"%s\"%s\n", steps_.step_name().c_str(),
+        config_.step.empty() ? " (the outermost range that repeats; --step NAME to choose)" : "");
+  }
+  return depth++;
+}
+
+int RangeSession::pop() {
+  const std::uint64_t thread = thread_number();
+  const std::lock_guard<std::mutex> lock(mu_);
+  if (!finished_) {
+    try {
+      steps_.pop(thread);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "simprof run: %s\n", e.what());
+    }
+  }
+  if (depth == 0) return -1;
+  return --depth;
+}
+
+const char* RangeSession::intern(std::string_view s) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  auto it = interned_.find(s);
+  if (it == interned_.end()) it = interned_.emplace(s).first;
+  return it->c_str();
+}
+
+std::string RangeSession::report() {
+  const std::lock_guard<std::mutex> lock(mu_);
+  return range_report(prof_, steps_, config_.step);
+}
+
+void RangeSession::finish() {
+  {
+    const std::lock_guard<std::mutex> lock(mu_);
+    if (finished_) return;
+    finished_ = true;
+    steps_.finish();
+  }
+  std::fputs(report().c_str(), stderr);
+}
+
+}  // namespace simprof::run

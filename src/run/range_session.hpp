@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+// The process's `simprof run` session inside the program: one StepProfiler fed by the program's
+// NVTX ranges (RangeSteps), its FPS line as the library prints it, and the report at exit and on
+// SIGUSR1. Made at NVTX's first call into the tool, never destroyed (NVTX may call until exit);
+// its report is written once, at exit. Private to src/run.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "range_steps.hpp"
+#include "simprof/profiler/step_profiler.hpp"
+
+namespace simprof::run {
+
+// What the session reads from the environment `simprof run` sets (each validated).
+struct RunConfig {
+  std::string step;         // SIMPROF_RUN_STEP: the step's range name ("": the outermost repeating)
+  std::int64_t n_envs = 0;  // SIMPROF_RUN_N_ENVS: for the per-env rate
+  std::string mark;         // SIMPROF_RUN_MARK: a file written when the session starts
+  static RunConfig from_env();
+};
+
+class RangeSession {
+ public:
+  static RangeSession& get();  // made at the first call
+
+  int push(std::string_view name);  // the range's depth on its thread before it, as NVTX returns
+  int pop();
+  // A stable copy of `s` (registered strings, domains).
+  const char* intern(std::string_view s);
+  // The report: the step range, the stage table, what was seen and what went wrong.
+  std::string report();
+  void finish();  // at exit: the step in progress dropped, the report written to stderr
+
+ private:
+  RangeSession();
+  std::mutex mu_;
+  RunConfig config_;
+  StepProfiler prof_;
+  RangeSteps steps_;
+  std::set<std::string, std::less<>> interned_;
+  bool said_step_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace simprof::run

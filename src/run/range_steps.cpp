@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: MIT
+#include "range_steps.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+namespace simprof::run {
+
+RangeSteps::RangeSteps(StepProfiler& prof, RangeStepsOptions options)
+    : prof_(prof), options_(std::move(options)), step_(options_.step) {}
+
+void RangeSteps::choose(std::uint64_t thread, std::string_view name) {
+  if (step_chosen()) {
+    ++counts_.step_changes;
+    prof_.reset_stats();  // the steps so far were another range's
+    steps_ = 0;
+  }
+  step_.assign(name);
+  step_thread_ = thread;
+  have_step_thread_ = true;
+}
+
+// Choosing the step: a name pushed again at the depth it closed at (under the same frame below)
+// repeats. The first repeat chooses it; a shallower one takes over while the choice is young.
+void RangeSteps::learn(Thread& t, std::uint64_t thread, std::string_view name) {
+  const std::size_t depth = t.stack.size();
+  if (depth >= t.closed.size()) return;
+  const auto& closed = t.closed[depth];
+  if (std::find(closed.begin(), closed.end(), name) == closed.end()) return;
+  if (!step_chosen() || (thread == step_thread_ && depth < step_depth_ && name != step_ &&
+                         steps_ < kLearningSteps && !prof_.in_step())) {
+    choose(thread, name);
+    step_depth_ = depth;
+  }
+}
+
+StageId RangeSteps::stage_for(const Thread& t, std::string_view name) {
+  path_.clear();
+  bool inside = false;
+  for (const Frame& f : t.stack) {
+    if (inside) {
+      path_ += f.name;
+      path_ += '/';
+    }
+    inside = inside || f.step;
+  }
+  path_ += name;
+  return prof_.stage_id(path_);
+}
+
+void RangeSteps::push(std::uint64_t thread, std::string_view name) {
+  ++counts_.pushes;
+  auto it = seen_.find(name);
+  if (it == seen_.end()) it = seen_.emplace(std::string(name), 0).first;
+  ++it->second;
+  name = it->first;  // the session's copy
+  Thread& t = threads_[thread];
+  if (options_.step.empty() && (!step_chosen() || steps_ < kLearningSteps)) learn(t, thread, name);
+  if (!have_step_thread_ && step_chosen() && name == step_) {
+    step_thread_ = thread;  // --step NAME: the first thread that pushes it
+    have_step_thread_ = true;
+  }
+  Frame f;
+  f.name = name;
+  if (have_step_thread_ && thread == step_thread_) {
+    if (!prof_.in_step() && name == step_) {
+      f.step = true;
+      prof_.begin_step();
+    } else if (prof_.in_step()) {
+      try {
+        f.stage = stage_for(t, name);
+        prof_.begin_stage(f.stage);
+      } catch (const std::exception& e) {  // past kMaxDepth, or a name it refuses
+        f.stage = kNoStage;
+        if (counts_.left_out++ == 0) first_refusal_ = e.what();
+      }
+    }
+  } else if (have_step_thread_) {
+    ++counts_.other_threads;
+  }
+  const std::size_t depth = t.stack.size();
+  if (t.closed.size() < depth + 2) t.closed.resize(depth + 2);
+  t.closed[depth + 1].clear();  // its children start afresh
+  t.stack.push_back(std::move(f));
+}
+
+void RangeSteps::pop(std::uint64_t thread) {
+  ++counts_.pops;
+  Thread& t = threads_[thread];
+  if (t.stack.empty()) {
+    ++counts_.unmatched_pops;
+    return;
+  }
+  Frame& f = t.stack.back();
+  if (f.stage != kNoStage && prof_.in_step()) prof_.end_stage(f.stage);
+  if (f.step && prof_.in_step() && prof_.end_step()) ++steps_;
+  auto& closed = t.closed[t.stack.size() - 1];
+  if (std::find(closed.begin(), closed.end(), f.name) == closed.end()) closed.push_back(f.name);
+  t.stack.pop_back();
+}
+
+std::uint64_t RangeSteps::open_at_end() const {
+  std::uint64_t n = 0;
+  for (const auto& [id, t] : threads_) n += t.stack.size();
+  return n;
+}
+
+void RangeSteps::finish() {
+  if (!prof_.in_step()) return;
+  // The step in progress did not end: its open stages closed, the step dropped like a vetoed one.
+  auto it = threads_.find(step_thread_);
+  if (it != threads_.end())
+    for (auto f = it->second.stack.rbegin(); f != it->second.stack.rend(); ++f)
+      if (f->stage != kNoStage) {
+        prof_.end_stage(f->stage);
+        f->stage = kNoStage;
+      }
+  prof_.veto_step();
+  prof_.end_step();
+}
+
+}  // namespace simprof::run

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+// A program's own ranges as steps and stages (`simprof run`): each thread's pushes and pops, in the
+// order it made them, turned into a StepProfiler's steps (the step range) and stages (the ranges
+// nested in it, named by their path: "physics", "physics/contacts"). Not thread-safe: the caller
+// serialises the calls. Private to src/run.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "simprof/profiler/step_profiler.hpp"
+
+namespace simprof::run {
+
+struct RangeStepsOptions {
+  // The step's range name; empty: the outermost range that repeats (chosen while the first steps
+  // run: a shallower range that repeats later, within kLearningSteps steps, takes over).
+  std::string step;
+};
+
+// What was seen, for the summary at exit and the run record.
+struct RangeCounts {
+  std::uint64_t pushes = 0, pops = 0;
+  std::uint64_t unmatched_pops = 0;  // a pop with no range open on its thread
+  std::uint64_t other_threads = 0;   // ranges pushed on a thread other than the steps'
+  std::uint64_t left_out = 0;      // stages the profiler refused (past kMaxDepth, a reserved name)
+  std::uint64_t step_changes = 0;  // the chosen step range gave way to a shallower one
+};
+
+class RangeSteps {
+ public:
+  static constexpr std::uint64_t kLearningSteps = 8;
+
+  RangeSteps(StepProfiler& prof, RangeStepsOptions options);
+
+  // A range named `name` opened on `thread` / the innermost one closed there.
+  void push(std::uint64_t thread, std::string_view name);
+  void pop(std::uint64_t thread);
+
+  // The step range: the one asked for, or the one chosen (empty until one is).
+  const std::string& step_name() const noexcept { return step_; }
+  bool step_chosen() const noexcept { return !step_.empty(); }
+  // Steps of that range counted (since it was chosen).
+  std::uint64_t steps() const noexcept { return steps_; }
+  const RangeCounts& counts() const noexcept { return counts_; }
+  // Why the first stage left out was refused.
+  const std::string& first_refusal() const noexcept { return first_refusal_; }
+  // Ranges seen, by name, with how many times each was pushed (for "what was seen").
+  const std::map<std::string, std::uint64_t, std::less<>>& seen() const noexcept { return seen_; }
+  // Threads that pushed ranges, and the one the steps are on (0 before a step is chosen).
+  std::size_t threads() const noexcept { return threads_.size(); }
+  std::uint64_t step_thread() const noexcept { return step_thread_; }
+  // Ranges still open at the end (a step in progress is ended without its stages' time lost).
+  std::uint64_t open_at_end() const;
+  // Ends a step in progress (at exit): counted like any step.
+  void finish();
+
+ private:
+  struct Frame {
+    std::string_view name;     // a key of seen_ (kept for the session: no allocation per push)
+    StageId stage = kNoStage;  // the stage it opened, kNoStage outside a step
+    bool step = false;         // it is the step range
+  };
+  struct Thread {
+    std::vector<Frame> stack;
+    // Names closed at each depth since the frame below was pushed: a push of one of them again
+    // is a repeat at that depth.
+    std::vector<std::vector<std::string_view>> closed;
+  };
+
+  void learn(Thread& t, std::uint64_t thread, std::string_view name);
+  void choose(std::uint64_t thread, std::string_view name);
+  StageId stage_for(const Thread& t, std::string_view name);
+
+  StepProfiler& prof_;
+  RangeStepsOptions options_;
+  std::string step_;
+  std::size_t step_depth_ = 0;  // the depth the step range was chosen at (learning only)
+  std::uint64_t step_thread_ = 0;
+  std::uint64_t steps_ = 0;
+  bool have_step_thread_ = false;
+  std::unordered_map<std::uint64_t, Thread> threads_;
+  std::map<std::string, std::uint64_t, std::less<>> seen_;
+  std::string path_;  // scratch: a stage's path
+  RangeCounts counts_;
+  std::string first_refusal_;
+};
+
+}  // namespace simprof::run

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+#include "run_args.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace simprof::run {
+
+const char* const kRunUsage =
+    "usage: simprof run [--step NAME] [--n-envs N] [--no-fps] -- COMMAND [ARGS...]\n"
+    "  Runs COMMAND with simprof's NVTX tool: its NVTX ranges become steps and stages.\n"
+    "  --step NAME  the range that is one step (default: the outermost range that repeats)\n"
+    "  --n-envs N   environments per step, for the FPS line's per-env rate\n"
+    "  --no-fps     no FPS line while it runs (the stage table is still printed at exit)\n"
+    "  The stage table is printed at exit, and on SIGUSR1 (kill -USR1 <simprof's pid>).";
+
+bool parse_run_args(int argc, const char* const* argv, RunArgs& a, std::string& error) {
+  if (argc < 2 || std::string(argv[1]) != "run") {
+    a.help = argc >= 2 && (std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help");
+    error = std::string(a.help ? "" : "simprof: expected a command (run)\n") + kRunUsage;
+    return false;
+  }
+  int i = 2;
+  for (; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg == "-h" || arg == "--help") {
+      a.help = true;
+      error = kRunUsage;
+      return false;
+    }
+    if (arg == "--no-fps") {
+      a.fps = false;
+      continue;
+    }
+    if (arg != "--step" && arg != "--n-envs") {
+      error = "simprof run: unknown option '" + arg + "' (the command goes after --)\n" + kRunUsage;
+      return false;
+    }
+    if (i + 1 >= argc) {
+      error = "simprof run: " + arg + " needs a value";
+      return false;
+    }
+    const std::string v = argv[++i];
+    if (arg == "--step") {
+      if (v.empty()) {
+        error = "simprof run: --step '' (expected a range name)";
+        return false;
+      }
+      a.step = v;
+    } else {
+      char* end = nullptr;
+      errno = 0;
+      const long long n = std::strtoll(v.c_str(), &end, 10);
+      if (errno != 0 || end == v.c_str() || *end != 0 || n < 0) {
+        error = "simprof run: --n-envs '" + v + "' (expected a whole number >= 0)";
+        return false;
+      }
+      a.n_envs = n;
+    }
+  }
+  for (; i < argc; ++i) a.command.emplace_back(argv[i]);
+  if (a.command.empty()) {
+    error = std::string("simprof run: no command to run (put it after --)\n") + kRunUsage;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace simprof::run

@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: MIT
+// `simprof run`'s command line, parsed and validated (every refusal names the value and what was
+// expected). Private to src/run.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace simprof::run {
+
+struct RunArgs {
+  std::string step;         // --step NAME
+  std::int64_t n_envs = 0;  // --n-envs N
+  bool fps = true;          // --no-fps: no FPS line
+  bool help = false;        // -h / --help: `error` holds the usage
+  std::vector<std::string> command;
+};
+
+extern const char* const kRunUsage;
+
+// False with `error` set (the usage for --help, with a.help) when the line is not a run.
+bool parse_run_args(int argc, const char* const* argv, RunArgs& a, std::string& error);
+
+}  // namespace simprof::run

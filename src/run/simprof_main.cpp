@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: MIT
+// The `simprof` command. `simprof run [options] -- COMMAND [ARGS...]` runs COMMAND with simprof's
+// NVTX tool injected (NVTX_INJECTION64_PATH): its own NVTX ranges become steps and stages, with the
+// FPS line while it runs and the stage table when it exits. Nothing in the program changes.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "run_args.hpp"
+
+namespace {
+
+pid_t child = -1;
+
+void forward_usr1(int) {
+  if (child > 0) kill(child, SIGUSR1);
+}
+
+bool exists(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
+
+// libsimprof_nvtx.so: SIMPROF_NVTX_LIB, else beside this executable (the build tree), else in the
+// install's library directory (SIMPROF_TOOL_DIR, relative to the executable's).
+std::string find_tool(std::string& looked) {
+  if (const char* v = std::getenv("SIMPROF_NVTX_LIB"); v && *v) {
+    looked = v;
+    return exists(v) ? v : "";
+  }
+  std::vector<char> self(4096);
+  const ssize_t n = readlink("/proc/self/exe", self.data(), self.size() - 1);
+  std::string dir = n > 0 ? std::string(self.data(), static_cast<std::size_t>(n)) : "";
+  dir = dir.substr(0, dir.rfind('/') + 1);
+  for (const char* rel : {"", SIMPROF_TOOL_DIR "/"}) {
+    const std::string p = dir + rel + "libsimprof_nvtx.so";
+    looked += (looked.empty() ? "" : ", ") + p;
+    if (exists(p)) return p;
+  }
+  return "";
+}
+
+int run(const simprof::run::RunArgs& a) {
+  std::string looked;
+  const std::string tool = find_tool(looked);
+  if (tool.empty()) {
+    std::fprintf(stderr,
+                 "simprof run: cannot find libsimprof_nvtx.so (looked at %s; set "
+                 "SIMPROF_NVTX_LIB to its path)\n",
+                 looked.c_str());
+    return 2;
+  }
+  char mark[] = "/tmp/simprof-run-XXXXXX";
+  const int fd = mkstemp(mark);
+  if (fd < 0) {
+    std::perror("simprof run: mkstemp");
+    return 2;
+  }
+  close(fd);
+  unlink(mark);  // the tool writes it again when it starts
+  if (const char* old = std::getenv("NVTX_INJECTION64_PATH"); old && *old && tool != old)
+    std::fprintf(stderr,
+                 "simprof run: NVTX_INJECTION64_PATH was %s; simprof's tool takes its "
+                 "place for this run\n",
+                 old);
+  setenv("NVTX_INJECTION64_PATH", tool.c_str(), 1);
+  setenv("SIMPROF_RUN_MARK", mark, 1);
+  setenv("SIMPROF_RUN_STEP", a.step.c_str(), 1);
+  setenv("SIMPROF_RUN_N_ENVS", std::to_string(a.n_envs).c_str(), 1);
+  if (!a.fps) setenv("SIMPROF_SHOW_FPS", "0", 1);
+  child = fork();
+  if (child < 0) {
+    std::perror("simprof run: fork");
+    return 2;
+  }
+  if (child == 0) {
+    std::vector<char*> argv;
+    for (const std::string& s : a.command) argv.push_back(const_cast<char*>(s.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "simprof run: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  std::signal(SIGINT, SIG_IGN);  // Ctrl-C reaches the program; we wait for it to end
+  std::signal(SIGUSR1, forward_usr1);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  const bool started = exists(mark);
+  unlink(mark);
+  int rc = 0;
+  if (WIFSIGNALED(status)) {
+    std::fprintf(stderr, "simprof run: %s was killed by signal %d (%s)\n", a.command[0].c_str(),
+                 WTERMSIG(status), strsignal(WTERMSIG(status)));
+    rc = 128 + WTERMSIG(status);
+  } else {
+    rc = WEXITSTATUS(status);
+  }
+  if (!started && rc != 127)
+    std::fprintf(stderr,
+                 "simprof run: %s made no NVTX call, so nothing was profiled (is it built with "
+                 "NVTX ranges? A program that links an NVTX tool of its own ignores "
+                 "NVTX_INJECTION64_PATH)\n",
+                 a.command[0].c_str());
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  simprof::run::RunArgs a;
+  std::string error;
+  if (!simprof::run::parse_run_args(argc, argv, a, error)) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    return a.help ? 0 : 2;
+  }
+  return run(a);
+}

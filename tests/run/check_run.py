@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""`simprof run` on a program nobody changed (nvtx_program): what it prints and returns.
+
+  check_run.py SIMPROF NVTX_PROGRAM
+"""
+import os
+import subprocess
+import sys
+
+SIMPROF, PROGRAM = sys.argv[1], sys.argv[2]
+failures = []
+
+
+def run(*args, env=None):
+    p = subprocess.run([SIMPROF, *args], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, **(env or {})))
+    return p.returncode, p.stderr + p.stdout
+
+
+def expect(what, cond, out):
+    if not cond:
+        failures.append("%s\n--- output ---\n%s" % (what, out))
+
+
+# The step chosen by itself; stages by path, the domain's registered name included.
+rc, out = run("run", "--no-fps", "--", PROGRAM, "40")
+expect("the program's exit status (3) is passed on", rc == 3, out)
+expect("the step range is chosen", 'steps are the NVTX range "step" (the outermost' in out, out)
+expect("39 steps: the first run is before it repeats", '39 steps of the NVTX range "step"' in out, out)
+for stage in ("physics", "  physics/contacts", "sensors"):
+    expect("stage %s in the table" % stage.strip(), "\n%s " % stage in out, out)
+expect("the loader thread's range is not a stage",
+       "1 ranges on 1 other threads are not stages" in out, out)
+
+# --step, --n-envs and the FPS line (every >= 50 ms: 400 steps of ~350 us).
+rc, out = run("run", "--step", "step", "--n-envs", "1024", "--", PROGRAM, "400")
+expect("--step: every run of it is a step", '400 steps of the NVTX range "step"' in out, out)
+expect("the FPS line with the per-env rate", "FPS per env, 1024 envs)" in out, out)
+
+# Bad input.
+rc, out = run("run", "--step", "frame", "--no-fps", "--", PROGRAM, "5")
+expect("a --step never pushed is said with what was seen",
+       '--step frame: no range of that name was pushed. Ranges seen: "contacts" (5)' in out, out)
+rc, out = run("run", "--n-envs", "-3", "--", PROGRAM)
+expect("a bad --n-envs is refused (exit 2)", rc == 2 and "--n-envs '-3'" in out, out)
+rc, out = run("run", "--no-fps", "--", "true")
+expect("a program without NVTX calls is said", rc == 0 and "made no NVTX call" in out, out)
+rc, out = run("run", "--no-fps", "--", PROGRAM, "10", "crash")
+expect("a crash is said with its signal", rc == 128 + 6 and "killed by signal 6" in out, out)
+rc, out = run("run", "--", "/nonexistent/program")
+expect("a command that cannot run: 127 and why", rc == 127 and "cannot run" in out, out)
+
+if failures:
+    print("\n\n".join(failures))
+    sys.exit(1)
+print("simprof run: all checks passed")

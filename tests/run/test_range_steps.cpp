@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: MIT
+// `simprof run`'s ranges to steps and stages, on an injected clock: the step range (asked for or
+// chosen), stages by path, other threads, unbalanced pops, and what the report says.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "range_report.hpp"
+#include "range_steps.hpp"
+#include "run_args.hpp"
+#include "simprof/base/manual_clock.hpp"
+#include "simprof/profiler/step_profiler.hpp"
+
+using simprof::ManualClock;
+using simprof::StepProfiler;
+using simprof::run::RangeSteps;
+
+namespace {
+
+simprof::ProfilingOptions quiet() {
+  simprof::ProfilingOptions o;
+  o.show_fps = false;
+  o.stats_window = 64;
+  return o;
+}
+
+struct Fixture {
+  ManualClock clock;
+  StepProfiler prof{quiet(), 0, clock.clock()};
+};
+
+// One step of `name` on thread 1: physics 3 us (contacts 1 us inside it), sensors/Imu 2 us.
+void step(RangeSteps& r, ManualClock& c, const char* name = "step") {
+  r.push(1, name);
+  r.push(1, "physics");
+  c.advance_ns(1000);
+  r.push(1, "contacts");
+  c.advance_ns(1000);
+  r.pop(1);
+  c.advance_ns(1000);
+  r.pop(1);
+  r.push(1, "sensors");
+  r.push(1, "Imu");
+  c.advance_ns(2000);
+  r.pop(1);
+  r.pop(1);
+  c.advance_ns(500);
+  r.pop(1);
+}
+
+}  // namespace
+
+TEST(RangeSteps, TheNamedRangeIsAStepAndItsNestedRangesAreStagesByPath) {
+  Fixture f;
+  RangeSteps r(f.prof, {"step"});
+  for (int i = 0; i < 5; ++i) step(r, f.clock);
+  EXPECT_EQ(f.prof.steps(), 5u);
+  EXPECT_EQ(r.step_name(), "step");
+  EXPECT_EQ(f.prof.stats("physics").count, 5u);
+  EXPECT_DOUBLE_EQ(f.prof.stats("physics").mean, 3e-6);
+  EXPECT_DOUBLE_EQ(f.prof.stats("physics/contacts").mean, 1e-6);
+  EXPECT_DOUBLE_EQ(f.prof.stats("sensors/Imu").mean, 2e-6);
+  EXPECT_DOUBLE_EQ(f.prof.stats("step").mean, 5.5e-6);
+  EXPECT_EQ(r.counts().unmatched_pops, 0u);
+  EXPECT_EQ(r.open_at_end(), 0u);
+}
+
+TEST(RangeSteps, TheOutermostRangeThatRepeatsIsChosenAndItsFirstRunIsLeftOut) {
+  Fixture f;
+  RangeSteps r(f.prof, {});
+  r.push(1, "setup");  // once: never a step
+  r.pop(1);
+  r.push(1, "train");  // open around every step: does not repeat
+  for (int i = 0; i < 4; ++i) step(r, f.clock);
+  r.pop(1);
+  EXPECT_EQ(r.step_name(), "step");
+  EXPECT_EQ(f.prof.steps(), 3u) << "the first run of a range is before it repeats";
+  EXPECT_EQ(r.counts().step_changes, 0u);
+}
+
+TEST(RangeSteps, ASubstepThatRepeatsFirstGivesWayToTheShallowerStep) {
+  Fixture f;
+  RangeSteps r(f.prof, {});
+  for (int i = 0; i < 4; ++i) {
+    r.push(1, "step");
+    for (int k = 0; k < 2; ++k) {  // physics repeats inside the first step, before step does
+      r.push(1, "substep");
+      f.clock.advance_ns(1000);
+      r.pop(1);
+    }
+    r.pop(1);
+  }
+  EXPECT_EQ(r.step_name(), "step");
+  EXPECT_EQ(r.counts().step_changes, 1u);
+  EXPECT_EQ(r.steps(), 3u) << "counted from the change: the substep's step is not one";
+  EXPECT_EQ(f.prof.stats("substep").count, 3u) << "counted once per step, both runs summed";
+  EXPECT_DOUBLE_EQ(f.prof.stats("substep").mean, 2e-6);
+}
+
+TEST(RangeSteps, RangesOnOtherThreadsAreCountedNotStages) {
+  Fixture f;
+  RangeSteps r(f.prof, {"step"});
+  step(r, f.clock);
+  r.push(2, "loader");
+  r.pop(2);
+  step(r, f.clock);
+  EXPECT_EQ(f.prof.steps(), 2u);
+  EXPECT_EQ(r.counts().other_threads, 1u);
+  EXPECT_EQ(f.prof.find_stage("loader"), simprof::kNoStage);
+  EXPECT_EQ(r.threads(), 2u);
+  const std::string report = simprof::run::range_report(f.prof, r, "step");
+  EXPECT_NE(report.find("1 ranges on 1 other threads are not stages"), std::string::npos) << report;
+}
+
+TEST(RangeSteps, UnbalancedPopsAndRangesOpenAtTheEndAreSaid) {
+  Fixture f;
+  RangeSteps r(f.prof, {"step"});
+  r.pop(1);
+  step(r, f.clock);
+  r.push(1, "step");
+  r.push(1, "physics");
+  r.finish();  // the program ended inside a step: not counted
+  EXPECT_EQ(f.prof.steps(), 1u);
+  EXPECT_EQ(r.counts().unmatched_pops, 1u);
+  EXPECT_EQ(r.open_at_end(), 2u);
+  const std::string report = simprof::run::range_report(f.prof, r, "step");
+  EXPECT_NE(report.find("1 pops had no range open"), std::string::npos) << report;
+  EXPECT_NE(report.find("2 ranges were still open at the end"), std::string::npos) << report;
+  EXPECT_NE(report.find("1 steps of the NVTX range \"step\""), std::string::npos) << report;
+}
+
+TEST(RangeSteps, AStepNameNeverPushedIsSaidWithTheRangesSeen) {
+  Fixture f;
+  RangeSteps r(f.prof, {"frame"});
+  for (int i = 0; i < 3; ++i) step(r, f.clock);
+  EXPECT_EQ(f.prof.steps(), 0u);
+  const std::string report = simprof::run::range_report(f.prof, r, "frame");
+  EXPECT_NE(report.find("--step frame: no range of that name was pushed. Ranges seen: "
+                        "\"Imu\" (3), \"contacts\" (3)"),
+            std::string::npos)
+      << report;
+}
+
+TEST(RangeSteps, NoRangesAndNoRepeatsAreSaid) {
+  Fixture f;
+  RangeSteps r(f.prof, {});
+  EXPECT_NE(simprof::run::range_report(f.prof, r, "").find("pushed no NVTX ranges"),
+            std::string::npos);
+  r.push(1, "main");
+  r.pop(1);
+  EXPECT_NE(simprof::run::range_report(f.prof, r, "").find("no range repeated"), std::string::npos);
+}
+
+TEST(RangeSteps, AStageNameTheProfilerRefusesIsLeftOutAndSaid) {
+  Fixture f;
+  RangeSteps r(f.prof, {"step"});
+  for (int i = 0; i < 2; ++i) {
+    r.push(1, "step");
+    r.push(1, "period");  // reserved by the profiler
+    r.pop(1);
+    r.pop(1);
+  }
+  EXPECT_EQ(f.prof.steps(), 2u);
+  EXPECT_EQ(r.counts().left_out, 2u);
+  EXPECT_NE(simprof::run::range_report(f.prof, r, "step").find("is reserved"), std::string::npos);
+}
+
+TEST(RunArgs, OptionsAreParsedAndBadValuesNamed) {
+  simprof::run::RunArgs a;
+  std::string error;
+  const char* ok[] = {"simprof", "run",      "--step", "step", "--n-envs",
+                      "4096",    "--no-fps", "--",     "prog", "--x"};
+  ASSERT_TRUE(simprof::run::parse_run_args(10, ok, a, error)) << error;
+  EXPECT_EQ(a.step, "step");
+  EXPECT_EQ(a.n_envs, 4096);
+  EXPECT_FALSE(a.fps);
+  EXPECT_EQ(a.command, (std::vector<std::string>{"prog", "--x"}));
+  const char* bad[] = {"simprof", "run", "--n-envs", "lots", "--", "prog"};
+  simprof::run::RunArgs b;
+  EXPECT_FALSE(simprof::run::parse_run_args(6, bad, b, error));
+  EXPECT_NE(error.find("--n-envs 'lots' (expected a whole number >= 0)"), std::string::npos);
+  const char* none[] = {"simprof", "run", "--step", "s"};
+  simprof::run::RunArgs c;
+  EXPECT_FALSE(simprof::run::parse_run_args(4, none, c, error));
+  EXPECT_NE(error.find("no command to run"), std::string::npos);
+  const char* unknown[] = {"simprof", "run", "--stpe", "s", "--", "p"};
+  simprof::run::RunArgs d;
+  EXPECT_FALSE(simprof::run::parse_run_args(6, unknown, d, error));
+  EXPECT_NE(error.find("unknown option '--stpe'"), std::string::npos);
+}
