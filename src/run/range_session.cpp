@@ -7,14 +7,17 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <stdexcept>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "range_record.hpp"
 #include "range_report.hpp"
 
 namespace simprof::run {
@@ -65,21 +68,38 @@ void listen_for_usr1(RangeSession& session) {
 
 }  // namespace
 
+// The variable as a whole number in [least, most]; `fallback` when it is not set.
+long long whole(const char* name, long long fallback, long long least, long long most) {
+  const std::string n = env(name);
+  if (n.empty()) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(n.c_str(), &end, 10);
+  if (errno != 0 || end == n.c_str() || *end != 0 || v < least || v > most)
+    throw std::invalid_argument(
+        fmt::format("{} = '{}' (expected a whole number from {} to {})", name, n, least, most));
+  return v;
+}
+
 RunConfig RunConfig::from_env() {
   RunConfig c;
   c.step = env("SIMPROF_RUN_STEP");
   c.mark = env("SIMPROF_RUN_MARK");
-  const std::string n = env("SIMPROF_RUN_N_ENVS");
-  if (!n.empty()) {
-    char* end = nullptr;
-    errno = 0;
-    const long long v = std::strtoll(n.c_str(), &end, 10);
-    if (errno != 0 || end == n.c_str() || *end != 0 || v < 0)
-      throw std::invalid_argument(
-          fmt::format("SIMPROF_RUN_N_ENVS = '{}' (expected a whole number >= 0)", n));
-    c.n_envs = v;
-  }
+  c.json = env("SIMPROF_RUN_JSON");
+  c.command = env("SIMPROF_RUN_COMMAND");
+  c.n_envs = whole("SIMPROF_RUN_N_ENVS", 0, 0, std::numeric_limits<std::int64_t>::max());
+  c.json_every_ms = static_cast<int>(whole("SIMPROF_RUN_JSON_EVERY_MS", 1000, 1, 3'600'000));
   return c;
+}
+
+// The record's snapshots while the program runs: a crash leaves the latest one.
+void snapshot_every(RangeSession& session, int ms) {
+  std::thread([&session, ms] {
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      session.write_record(false);
+    }
+  }).detach();
 }
 
 RangeSession& RangeSession::get() {
@@ -87,6 +107,7 @@ RangeSession& RangeSession::get() {
     auto* s = new RangeSession();  // never destroyed: NVTX may call until the process is gone
     std::atexit([] { RangeSession::get().finish(); });
     listen_for_usr1(*s);
+    if (!s->config_.json.empty()) snapshot_every(*s, s->config_.json_every_ms);
     return s;
   }();
   return *session;
@@ -143,6 +164,30 @@ std::string RangeSession::report() {
   return range_report(prof_, steps_, config_.step);
 }
 
+void RangeSession::write_record(bool final) {
+  if (config_.json.empty()) return;
+  const std::lock_guard<std::mutex> writing(write_mu_);
+  record::Json doc;
+  {
+    const std::lock_guard<std::mutex> lock(mu_);
+    if (!final && (finished_ || steps_.steps() == written_steps_)) return;  // nothing new
+    written_steps_ = steps_.steps();
+    try {
+      doc = range_record(prof_, steps_, config_.step, config_.command, final);
+    } catch (const std::exception& e) {
+      if (!said_write_error_) std::fprintf(stderr, "simprof run: the run record: %s\n", e.what());
+      said_write_error_ = true;
+      return;
+    }
+  }
+  try {
+    write_atomically(config_.json, doc);
+  } catch (const std::exception& e) {
+    if (!said_write_error_) std::fprintf(stderr, "simprof run: %s\n", e.what());
+    said_write_error_ = true;
+  }
+}
+
 void RangeSession::finish() {
   {
     const std::lock_guard<std::mutex> lock(mu_);
@@ -151,6 +196,7 @@ void RangeSession::finish() {
     steps_.finish();
   }
   std::fputs(report().c_str(), stderr);
+  write_record(true);
 }
 
 }  // namespace simprof::run

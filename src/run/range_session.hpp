@@ -22,6 +22,9 @@ struct RunConfig {
   std::string step;         // SIMPROF_RUN_STEP: the step's range name ("": the outermost repeating)
   std::int64_t n_envs = 0;  // SIMPROF_RUN_N_ENVS: for the per-env rate
   std::string mark;         // SIMPROF_RUN_MARK: a file written when the session starts
+  std::string json;         // SIMPROF_RUN_JSON: the run record's path ("": none)
+  std::string command;      // SIMPROF_RUN_COMMAND: the command line, for the record
+  int json_every_ms = 1000;  // SIMPROF_RUN_JSON_EVERY_MS: snapshots of the record while it runs
   static RunConfig from_env();
 };
 
@@ -35,7 +38,9 @@ class RangeSession {
   const char* intern(std::string_view s);
   // The report: the step range, the stage table, what was seen and what went wrong.
   std::string report();
-  void finish();  // at exit: the step in progress dropped, the report written to stderr
+  void finish();  // at exit: the step in progress dropped, the report and the record written
+  // The record now (under the lock), written atomically outside it; errors said once.
+  void write_record(bool final);
 
  private:
   RangeSession();
@@ -46,6 +51,9 @@ class RangeSession {
   std::set<std::string, std::less<>> interned_;
   bool said_step_ = false;
   bool finished_ = false;
+  std::mutex write_mu_;  // one record write at a time (snapshots and the final one)
+  bool said_write_error_ = false;
+  std::uint64_t written_steps_ = ~std::uint64_t{0};
 };
 
 }  // namespace simprof::run

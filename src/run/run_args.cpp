@@ -7,10 +7,12 @@
 namespace simprof::run {
 
 const char* const kRunUsage =
-    "usage: simprof run [--step NAME] [--n-envs N] [--no-fps] -- COMMAND [ARGS...]\n"
+    "usage: simprof run [--step NAME] [--n-envs N] [--json FILE] [--no-fps] -- COMMAND "
+    "[ARGS...]\n"
     "  Runs COMMAND with simprof's NVTX tool: its NVTX ranges become steps and stages.\n"
     "  --step NAME  the range that is one step (default: the outermost range that repeats)\n"
     "  --n-envs N   environments per step, for the FPS line's per-env rate\n"
+    "  --json FILE  the run record (schema simprof.run/1), written at exit and every second\n"
     "  --no-fps     no FPS line while it runs (the stage table is still printed at exit)\n"
     "  The stage table is printed at exit, and on SIGUSR1 (kill -USR1 <simprof's pid>).";
 
@@ -36,7 +38,7 @@ bool parse_run_args(int argc, const char* const* argv, RunArgs& a, std::string& 
       a.fps = false;
       continue;
     }
-    if (arg != "--step" && arg != "--n-envs") {
+    if (arg != "--step" && arg != "--n-envs" && arg != "--json") {
       error = "simprof run: unknown option '" + arg + "' (the command goes after --)\n" + kRunUsage;
       return false;
     }
@@ -45,12 +47,13 @@ bool parse_run_args(int argc, const char* const* argv, RunArgs& a, std::string& 
       return false;
     }
     const std::string v = argv[++i];
-    if (arg == "--step") {
+    if (arg == "--step" || arg == "--json") {
       if (v.empty()) {
-        error = "simprof run: --step '' (expected a range name)";
+        error = "simprof run: " + arg + " '' (expected " +
+                (arg == "--step" ? "a range name)" : "a file to write)");
         return false;
       }
-      a.step = v;
+      (arg == "--step" ? a.step : a.json) = v;
     } else {
       char* end = nullptr;
       errno = 0;

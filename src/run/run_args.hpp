@@ -12,6 +12,7 @@ namespace simprof::run {
 struct RunArgs {
   std::string step;         // --step NAME
   std::int64_t n_envs = 0;  // --n-envs N
+  std::string json;         // --json FILE: the run record
   bool fps = true;          // --no-fps: no FPS line
   bool help = false;        // -h / --help: `error` holds the usage
   std::vector<std::string> command;

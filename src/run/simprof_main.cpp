@@ -43,6 +43,47 @@ std::string find_tool(std::string& looked) {
   return "";
 }
 
+// --json FILE as an absolute path (the program may change directory), checked writable before the
+// run: "" with a message when it is not.
+std::string record_path(const std::string& file) {
+  std::string path = file;
+  if (path.front() != '/') {
+    std::vector<char> cwd(4096);
+    if (getcwd(cwd.data(), cwd.size()) == nullptr) return "";
+    path = std::string(cwd.data()) + "/" + path;
+  }
+  const std::string probe = path + ".tmp";
+  FILE* f = std::fopen(probe.c_str(), "w");
+  if (f == nullptr) {
+    std::fprintf(stderr, "simprof run: --json %s: cannot write there (%s)\n", file.c_str(),
+                 std::strerror(errno));
+    return "";
+  }
+  std::fclose(f);
+  std::remove(probe.c_str());
+  std::remove(path.c_str());  // a record from an earlier run is not this run's
+  return path;
+}
+
+// What became of the run record.
+void say_record(const std::string& path, bool crashed) {
+  if (path.empty()) return;
+  if (access(path.c_str(), R_OK) != 0)
+    std::fprintf(stderr, "simprof run: no run record was written to %s (no step ended%s)\n",
+                 path.c_str(), crashed ? " before the crash" : "");
+  else if (crashed)
+    std::fprintf(stderr, "simprof run: %s holds the record's last snapshot before the crash\n",
+                 path.c_str());
+  else
+    std::fprintf(stderr, "simprof run: the run record: %s\n", path.c_str());
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : " ") + s;
+  return out;
+}
+
 int run(const simprof::run::RunArgs& a) {
   std::string looked;
   const std::string tool = find_tool(looked);
@@ -53,6 +94,8 @@ int run(const simprof::run::RunArgs& a) {
                  looked.c_str());
     return 2;
   }
+  const std::string json = a.json.empty() ? "" : record_path(a.json);
+  if (!a.json.empty() && json.empty()) return 2;
   char mark[] = "/tmp/simprof-run-XXXXXX";
   const int fd = mkstemp(mark);
   if (fd < 0) {
@@ -70,6 +113,8 @@ int run(const simprof::run::RunArgs& a) {
   setenv("SIMPROF_RUN_MARK", mark, 1);
   setenv("SIMPROF_RUN_STEP", a.step.c_str(), 1);
   setenv("SIMPROF_RUN_N_ENVS", std::to_string(a.n_envs).c_str(), 1);
+  setenv("SIMPROF_RUN_JSON", json.c_str(), 1);
+  setenv("SIMPROF_RUN_COMMAND", joined(a.command).c_str(), 1);
   if (!a.fps) setenv("SIMPROF_SHOW_FPS", "0", 1);
   child = fork();
   if (child < 0) {
@@ -99,6 +144,7 @@ int run(const simprof::run::RunArgs& a) {
   } else {
     rc = WEXITSTATUS(status);
   }
+  if (started) say_record(json, WIFSIGNALED(status));
   if (!started && rc != 127)
     std::fprintf(stderr,
                  "simprof run: %s made no NVTX call, so nothing was profiled (is it built with "

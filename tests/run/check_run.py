@@ -38,6 +38,35 @@ rc, out = run("run", "--step", "step", "--n-envs", "1024", "--", PROGRAM, "400")
 expect("--step: every run of it is a step", '400 steps of the NVTX range "step"' in out, out)
 expect("the FPS line with the per-env rate", "FPS per env, 1024 envs)" in out, out)
 
+# --json: the run record at exit, and its last snapshot after a crash.
+import json  # noqa: E402
+import tempfile  # noqa: E402
+
+with tempfile.TemporaryDirectory() as d:
+    path = os.path.join(d, "run.json")
+    rc, out = run("run", "--no-fps", "--json", path, "--", PROGRAM, "40")
+    rec = json.load(open(path))
+    expect("the record's schema, steps and stages",
+           rec["schema"] == "simprof.run/1" and rec["final"] is True and rec["steps"] == 39
+           and rec["step_range"] == "step"
+           and [s["stage"] for s in rec["stages"]] ==
+           ["physics", "physics/contacts", "sensors", "step", "period"], out + json.dumps(rec))
+    expect("the record's provenance names the tool and the command",
+           rec["provenance"]["tool"] == "simprof run"
+           and rec["provenance"]["command"].endswith("nvtx_program 40"), json.dumps(rec))
+    expect("the record's counts", rec["counts"]["other_threads"] == 1
+           and rec["counts"]["unmatched_pops"] == 0, json.dumps(rec))
+    expect("no temporary file is left", os.listdir(d) == ["run.json"], str(os.listdir(d)))
+    rc, out = run("run", "--no-fps", "--json", path, "--", PROGRAM, "2000", "crash",
+                  env={"SIMPROF_RUN_JSON_EVERY_MS": "20"})
+    rec = json.load(open(path))
+    expect("a crash leaves the last snapshot (final: false, some steps)",
+           "last snapshot before the crash" in out and rec["final"] is False
+           and 0 < rec["steps"] <= 1000, out + json.dumps(rec))
+    rc, out = run("run", "--json", os.path.join(d, "no", "such", "dir.json"), "--", PROGRAM)
+    expect("an unwritable --json is refused before the run (exit 2)",
+           rc == 2 and "cannot write there" in out, out)
+
 # Bad input.
 rc, out = run("run", "--step", "frame", "--no-fps", "--", PROGRAM, "5")
 expect("a --step never pushed is said with what was seen",

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "range_record.hpp"
 #include "range_report.hpp"
 #include "range_steps.hpp"
 #include "run_args.hpp"
@@ -187,4 +188,24 @@ TEST(RunArgs, OptionsAreParsedAndBadValuesNamed) {
   simprof::run::RunArgs d;
   EXPECT_FALSE(simprof::run::parse_run_args(6, unknown, d, error));
   EXPECT_NE(error.find("unknown option '--stpe'"), std::string::npos);
+}
+
+TEST(RangeRecord, TheRecordHoldsTheStepsStagesAndCounts) {
+  Fixture f;
+  RangeSteps r(f.prof, {});
+  for (int i = 0; i < 4; ++i) step(r, f.clock);
+  r.pop(1);  // unbalanced
+  const auto doc = simprof::run::range_record(f.prof, r, "", "prog 4", true);
+  EXPECT_EQ(doc["schema"], "simprof.run/1");
+  EXPECT_EQ(doc["steps"], 3);
+  EXPECT_EQ(doc["step_range"], "step");
+  EXPECT_EQ(doc["step_chosen_by"], "the outermost range that repeats");
+  EXPECT_EQ(doc["counts"]["unmatched_pops"], 1);
+  EXPECT_EQ(doc["provenance"]["command"], "prog 4");
+  ASSERT_EQ(doc["stages"].size(),
+            6u);  // physics, physics/contacts, sensors, sensors/Imu, step, period
+  EXPECT_EQ(doc["stages"][3]["stage"], "sensors/Imu");
+  EXPECT_EQ(doc["stages"][0]["stage"], "physics");
+  EXPECT_DOUBLE_EQ(doc["stages"][0]["p50_s"].get<double>(), 3e-6);
+  EXPECT_EQ(doc["ranges_seen"]["contacts"], 4);
 }

@@ -22,7 +22,7 @@
 #define SIMPROF_BUILD_TYPE "unknown"
 #endif
 
-namespace simprof::examples {
+namespace simprof::record {
 
 namespace {
 
@@ -122,4 +122,4 @@ Json stage_rows_json(const std::vector<StageRow>& rows, const StepProfiler* prof
   return out;
 }
 
-}  // namespace simprof::examples
+}  // namespace simprof::record
