@@ -35,6 +35,7 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 BUILD_BASE = "build-python"
 CMAKE_MIN = (3, 24)  # cmake_minimum_required in CMakeLists.txt
 LIBRARY = "libsimprof_c.so"
+RUN_FILES = ["simprof", "libsimprof_nvtx.so"]  # python -m simprof run (src/run)
 
 
 def fail(message):
@@ -96,14 +97,25 @@ class BuildPyWithLibrary(build_py):
             if rc != 0:
                 fail("%s failed (exit status %d); CMake's output is above (pip install -v shows "
                      "it)" % (" ".join(command[:2]), rc))
-        built = os.path.join(build_dir, "python", "simprof", LIBRARY)  # src/c/CMakeLists.txt
-        if not os.path.exists(built):
-            fail("CMake built simprof_c, but %s is not there" % built)
-        self.copy_file(built, os.path.join(self.build_lib, "simprof", LIBRARY))
+        # The simprof command and its NVTX tool (src/run), where this build has them.
+        self.extras = []
+        if os.path.exists(os.path.join(build_dir, "simprof_run_targets.txt")):
+            command = [cmake, "--build", build_dir, "--target", "simprof", "simprof_nvtx", "-j",
+                       jobs]
+            print(" ".join(shlex.quote(c) for c in command), flush=True)
+            if subprocess.run(command).returncode != 0:
+                fail("building the simprof command failed; CMake's output is above")
+            self.extras = RUN_FILES
+        for name in [LIBRARY] + self.extras:
+            built = os.path.join(build_dir, "python", "simprof", name)  # src/c, src/run
+            if not os.path.exists(built):
+                fail("CMake built %s, but %s is not there" % (name, built))
+            self.copy_file(built, os.path.join(self.build_lib, "simprof", name))
 
     def get_outputs(self, include_bytecode=1):
         return super().get_outputs(include_bytecode) + [
-            os.path.join(self.build_lib, "simprof", LIBRARY)]
+            os.path.join(self.build_lib, "simprof", name)
+            for name in [LIBRARY] + getattr(self, "extras", [])]
 
 
 class BinaryDistribution(Distribution):

@@ -21,7 +21,8 @@ def test_every_public_name_resolves_and_every_module_imports():
         assert obj.__module__.startswith("simprof."), (name, obj.__module__)
         assert obj.__module__[len("simprof."):] in MODULES, (name, obj.__module__)
     here = os.path.dirname(simprof.__file__)
-    found = {os.path.basename(p)[:-3] for p in glob.glob(os.path.join(here, "*.py"))} - {"__init__"}
+    found = {os.path.basename(p)[:-3] for p in glob.glob(os.path.join(here, "*.py"))} - {
+        "__init__", "__main__"}  # __main__: python -m simprof (test_run_command.py)
     assert found == MODULES, "modules next to %s: %s" % (simprof.__file__, sorted(found))
     for name in sorted(MODULES):
         module = importlib.import_module("simprof." + name)

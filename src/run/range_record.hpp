@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "range_steps.hpp"
 #include "../record/run_json.hpp"
+#include "range_steps.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 
 namespace simprof::run {

@@ -7,7 +7,9 @@
    SCRATCH_DIR/src, and PYTHON -m pip wheel --no-build-isolation builds the wheel from there (no
    package index: PYTHON's own setuptools and wheel build it; setup.py runs CMake).
 2. The wheel is platform-specific (py3-none-<platform>) and holds exactly the package's modules
-   (python/simprof/*.py), py.typed and libsimprof_c.so, and its metadata.
+   (python/simprof/*.py), py.typed and libsimprof_c.so, and its metadata; with SIMPROF_EXPECT_RUN
+   set (ctest sets it where the build has `simprof run`), also the simprof command and its NVTX
+   tool, and the venv gets a working `simprof` command.
 3. It is installed into a fresh venv (--system-site-packages: the system's pytest and, if there,
    numpy; nothing from an index); from a directory where the source's python/ is not importable,
    `import simprof` must load the venv's copy, whose library's dependencies all resolve (ldd), and
@@ -95,6 +97,9 @@ def main():
     modules = {"simprof/" + os.path.basename(p)
                for p in glob.glob(os.path.join(src, "python", "simprof", "*.py"))}
     expected = modules | {"simprof/py.typed", "simprof/libsimprof_c.so"}
+    run_command = bool(os.environ.get("SIMPROF_EXPECT_RUN"))
+    if run_command:
+        expected |= {"simprof/simprof", "simprof/libsimprof_nvtx.so"}
     names = zipfile.ZipFile(wheel).namelist()
     package = {n for n in names if not n.split("/")[0].endswith(".dist-info")}
     if package != expected:
@@ -112,12 +117,20 @@ def main():
     if not where[0].startswith(os.path.realpath(venv) + os.sep):
         sys.exit("wheel check: import simprof loaded %s (expected the copy under %s)" %
                  (where[0], venv))
-    library = os.path.join(os.path.dirname(where[0]), "libsimprof_c.so")
-    if shutil.which("ldd"):
+    here = os.path.dirname(where[0])
+    binaries = ["libsimprof_c.so"] + (["simprof", "libsimprof_nvtx.so"] if run_command else [])
+    for library in (os.path.join(here, name) for name in binaries):
+        if not shutil.which("ldd"):
+            break
         deps = run(["ldd", library], capture_output=True, text=True).stdout
         missing = [line.strip() for line in deps.splitlines() if "not found" in line]
         if missing:
             sys.exit("wheel check: %s's dependencies do not all resolve: %s" % (library, missing))
+    if run_command:  # the console script pip made, in front of the bundled command
+        usage = run([os.path.join(venv, "bin", "simprof"), "run", "--help"], cwd=cwd, env=env,
+                    capture_output=True, text=True).stderr
+        if "usage: simprof run" not in usage:
+            sys.exit("wheel check: the venv's simprof command printed %r" % usage)
 
     run([vpython, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.join(src, "python",
                                                                             "tests")],
