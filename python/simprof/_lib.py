@@ -85,7 +85,7 @@ for _n, _a in [
     ("simprof_timer_stats_slowest", [vp, cint, cint, ctypes.POINTER(cint), ctypes.POINTER(cint)]),
     ("simprof_timer_plot", [vp, cint, cint, ctypes.c_char_p, size, ctypes.POINTER(size)]),
     ("simprof_timer_svg", [vp, cstr, ctypes.c_char_p, size, ctypes.POINTER(size)]),
-    ("simprof_trace_new", [vp, i64, i64, i64, i64, i64, cstr, cint, ctypes.POINTER(vp)]),
+    ("simprof_trace_new", [vp, vp, ctypes.POINTER(vp)]),
     ("simprof_trace_wait", [vp]),
     ("simprof_trace_files_count", [vp, ctypes.POINTER(size)]),
     ("simprof_trace_file", [vp, size, ctypes.POINTER(cstr)]),
@@ -94,7 +94,7 @@ for _n, _a in [
     ("simprof_collective_begin", [vp, cstr, i64, i64, cstr, cstr, cstr, ctypes.POINTER(cint), size,
                                   ctypes.POINTER(vp)]),
     ("simprof_stream_check", [vp, ctypes.POINTER(cint)]),
-    ("simprof_step_pacer_new", [vp, vp, cint, cint, cint, cint, ctypes.POINTER(vp)]),
+    ("simprof_step_pacer_new", [vp, vp, vp, ctypes.POINTER(vp)]),
     ("simprof_step_pacer_finish", [vp]),
     ("simprof_step_pacer_counters", [vp, vp]),
     ("simprof_step_pacer_device_steps", [vp, vp]),
@@ -147,6 +147,7 @@ for _n in ("simprof_options_free", "simprof_profiler_free", "simprof_manual_cloc
            "simprof_step_pacer_free", "simprof_stage_timer_free", "simprof_stamped_graph_free",
            "simprof_kernel_timer_free", "simprof_gpu_profile_free",
            "simprof_gpu_profile_options_init", "simprof_stage_timer_options_init",
+           "simprof_trace_options_init", "simprof_step_pacer_options_init",
            "simprof_kernel_timer_options_init",
            "simprof_stopwatch_free", "simprof_memory_tracker_free"):
     _sig(_n, None, vp)
@@ -172,6 +173,18 @@ _sig("simprof_memory_tracker_reason", cstr, vp)
 class PacerCounters(ctypes.Structure):
     """simprof_pacer_counters."""
     _fields_ = [("steps", u64), ("waits", u64), ("wait_s", dbl), ("most_in_flight", u64)]
+
+
+class TraceOptionsC(ctypes.Structure):
+    """simprof_trace_options."""
+    _fields_ = [("size", size), ("wait", i64), ("warmup", i64), ("active", i64), ("repeat", i64),
+                ("skip_first", i64), ("dir", cstr), ("flags", cint)]
+
+
+class StepPacerOptionsC(ctypes.Structure):
+    """simprof_step_pacer_options."""
+    _fields_ = [("size", size), ("max_in_flight", cint), ("mark_every", cint),
+                ("span_every", cint), ("fps_from_device", cint)]
 
 
 class GpuProfileOptionsC(ctypes.Structure):

@@ -19,8 +19,8 @@ import ctypes
 import sys
 from typing import Any, Dict, Iterator, Optional
 
-from ._lib import (DeviceStepsC, Handle, PacerCounters, StageTimerOptionsC, check, cint, cstr, dbl,
-                   fields, lib, new, options, size, text)
+from ._lib import (DeviceStepsC, Handle, PacerCounters, StageTimerOptionsC, StepPacerOptionsC,
+                   check, cint, cstr, dbl, fields, lib, new, options, size, text)
 from .core import StepProfiler
 from .errors import InvalidArgument
 
@@ -115,8 +115,10 @@ class StepPacer(Handle):
     def __init__(self, prof: StepProfiler, stream: Any = None, max_in_flight: int = 2,
                  mark_every: int = 8, span_every: int = 8, fps_from_device: bool = True):
         handle = stream_handle(stream)
-        super().__init__(new(lib.simprof_step_pacer_new, prof._h, handle, int(max_in_flight),
-                             int(mark_every), int(span_every), int(bool(fps_from_device))), prof)
+        o = options(StepPacerOptionsC, lib.simprof_step_pacer_options_init,
+                    max_in_flight=max_in_flight, mark_every=mark_every, span_every=span_every,
+                    fps_from_device=bool(fps_from_device))
+        super().__init__(new(lib.simprof_step_pacer_new, prof._h, handle, ctypes.byref(o)), prof)
         self.stream, self._stream_obj = handle, stream
 
     def finish(self) -> None:

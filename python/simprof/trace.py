@@ -7,7 +7,7 @@ from __future__ import annotations
 import ctypes
 from typing import List
 
-from ._lib import Handle, check, cstr, lib, new, size
+from ._lib import Handle, TraceOptionsC, check, cstr, lib, new, options, size
 from .core import StepProfiler
 
 __all__ = ["TraceSession", "KernelTracer"]
@@ -29,9 +29,11 @@ class TraceSession(Handle):
 
     def __init__(self, prof: StepProfiler, wait: int = 0, warmup: int = 0, active: int = 1,
                  repeat: int = 1, skip_first: int = 0, dir: str = ".", background: bool = False):
-        super().__init__(new(lib.simprof_trace_new, prof._h, int(wait), int(warmup),
-                              int(active), int(repeat), int(skip_first), dir.encode(),
-                              1 if background else 0), prof)
+        o = options(TraceOptionsC, lib.simprof_trace_options_init, wait=wait, warmup=warmup,
+                    active=active, repeat=repeat, skip_first=skip_first,
+                    flags=1 if background else 0)
+        o.dir = dir.encode()
+        super().__init__(new(lib.simprof_trace_new, prof._h, ctypes.byref(o)), prof)
 
     def wait(self) -> None:
         """Returns once every window ended so far is written."""

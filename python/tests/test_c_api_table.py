@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: MIT
 """One C API table: every function simprof.h (and simprof_cuda.h) declares has a ctypes prototype
-in simprof._lib with as many arguments and a matching result type, and the C API's CUDA functions
+in simprof._lib whose every argument type and result type is the C one's (ctype_of), and the C API's CUDA functions
 (cuda.cpp, cuda_timers.cpp, gpu_profile.cpp) have a stub each in cuda_unavailable.cpp, which
 defines nothing else. A drift between the three copies fails here, naming the function."""
+import ctypes
 import os
 import re
 
 import pytest
 
-from simprof._lib import lib
+from simprof._lib import FPS_CALLBACK, lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HEADER = os.path.join(ROOT, "include", "simprof", "c", "simprof.h")
@@ -27,18 +28,54 @@ def source(path):
     return re.sub(r"//[^\n]*", " ", text)
 
 
+SCALARS = {"int": ctypes.c_int, "int64_t": ctypes.c_int64, "uint64_t": ctypes.c_uint64,
+           "double": ctypes.c_double, "size_t": ctypes.c_size_t}
+
+
+# Parameters _lib.py passes as an address on purpose: a device or host buffer's pointer as numpy,
+# torch and CuPy give it (an int), not a ctypes array.
+ADDRESSES = {("simprof_timer_stats_update", 1)}  # const uint64_t* ticks: (rows, n_envs) counters
+
+
+def ctype_of(param):
+    """The ctypes type a C parameter (or result) type must have in _lib.py, or None when the table
+    has no rule for it (a new kind of type: add its rule here)."""
+    text = re.sub(r"\bconst\b", " ", param)
+    stars = text.count("*")
+    words = text.replace("*", " ").split()
+    if len(words) > 1:  # "int n", "const char* name": the last word is the parameter's name
+        words = words[:-1]
+    base = " ".join(words)
+    if base == "char":
+        return {1: ctypes.c_char_p, 2: ctypes.POINTER(ctypes.c_char_p)}.get(stars)
+    if base in SCALARS:
+        return {0: SCALARS[base], 1: ctypes.POINTER(SCALARS[base])}.get(stars)
+    if base == "simprof_fps_callback" and stars == 0:
+        return FPS_CALLBACK
+    if base == "void" or base.startswith("simprof_") or base == "cudaStream_t":
+        # handles, options structs, streams and untyped memory: pointers to the C side
+        if base == "cudaStream_t":
+            stars += 1
+        return {1: ctypes.c_void_p, 2: ctypes.POINTER(ctypes.c_void_p)}.get(stars)
+    return None
+
+
+def parameters(text):
+    text = re.sub(r"\([^)]*\)", "", text).strip()  # a function pointer's own list
+    return [] if text in ("", "void") else [p.strip() for p in text.split(",")]
+
+
 def declared():
-    """name -> (result type, number of parameters) of every function simprof.h and simprof_cuda.h
-    declare."""
+    """name -> (result type, parameter declarations) of every function simprof.h and
+    simprof_cuda.h declare."""
     out = {}
     for statement in " ".join(source(h) for h in HEADERS).split(";"):
         statement = re.split(r"[{}]|#[^\n]*\n", statement)[-1].strip()
         m = DECL.match(statement)
         if not m or statement.startswith("typedef"):
             continue
-        params = re.sub(r"\([^)]*\)", "", m.group(3)).strip()  # a function pointer's own list
-        n = 0 if params in ("", "void") else params.count(",") + 1
-        out[m.group(2)] = (" ".join(m.group(1).replace("*", " * ").split()), n)
+        out[m.group(2)] = (" ".join(m.group(1).replace("*", " * ").split()),
+                           parameters(m.group(3)))
     return out
 
 
@@ -57,24 +94,32 @@ def table():
 
 def test_every_declared_function_has_its_python_prototype(table):
     missing, wrong = [], []
-    for name, (result, n) in sorted(table.items()):
+    for name, (result, params) in sorted(table.items()):
         if name == "simprof_fps_callback":
             continue
         f = getattr(lib, name)  # AttributeError: the library does not export it
         if f.argtypes is None:
             missing.append(name)
             continue
-        if len(f.argtypes) != n:
-            wrong.append("%s: %d parameters in simprof.h, %d in _lib.py" % (name, n,
-                                                                              len(f.argtypes)))
-        want = {"void": type(None), "simprof_status": int, "int": int, "uint64_t": int,
-                "double": float}.get(result)
-        got = f.restype
-        if want is type(None) and got is not None:
-            wrong.append("%s: returns void in simprof.h, %s in _lib.py" % (name, got))
-        if want in (int, float) and (got is None or got._type_ not in
-                                     ({int: "ilqLQ", float: "d"}[want])):
-            wrong.append("%s: returns %s in simprof.h, %s in _lib.py" % (name, result, got))
+        if len(f.argtypes) != len(params):
+            wrong.append("%s: %d parameters in simprof.h, %d in _lib.py" %
+                         (name, len(params), len(f.argtypes)))
+            continue
+        for i, (param, got) in enumerate(zip(params, f.argtypes)):
+            want = ctypes.c_void_p if (name, i) in ADDRESSES else ctype_of(param)
+            if want is None:
+                wrong.append("%s: parameter %d '%s' has no rule in ctype_of()" % (name, i, param))
+            elif got is not want:
+                wrong.append("%s: parameter %d is '%s' in simprof.h, %s in _lib.py" %
+                             (name, i, param, got.__name__))
+        want = None if result == "void" else ctype_of(result + " r")
+        if result == "simprof_status":
+            want = ctypes.c_int
+        if result != "void" and want is None:
+            wrong.append("%s: result '%s' has no rule in ctype_of()" % (name, result))
+        elif f.restype is not want:
+            wrong.append("%s: returns '%s' in simprof.h, %s in _lib.py" %
+                         (name, result, getattr(f.restype, "__name__", f.restype)))
     assert not missing, "declared in simprof.h, no prototype in _lib.py: %s" % missing
     assert not wrong, "\n".join(wrong)
 

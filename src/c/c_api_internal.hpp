@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "simprof/base/manual_clock.hpp"
 #include "simprof/profiler/collective.hpp"
 #include "simprof/profiler/step_profiler.hpp"
@@ -27,6 +29,20 @@
 namespace simprof::c_api {
 // A timings map as name/value pairs for C, whose names stay valid until the next copy.
 using TimingPairs = std::vector<std::pair<std::string, double>>;
+
+// An options struct from C: the defaults where `options` is null, else a copy of it once its
+// `size` says it is the struct this library knows (its _init was called).
+template <class Options>
+Options checked_options(const Options* options, void (*init)(Options*), const char* name) {
+  Options o;
+  init(&o);
+  if (options == nullptr) return o;
+  if (options->size != sizeof(o))
+    throw std::invalid_argument(
+        fmt::format("simprof: {}.size = {} (expected {}: call {}_init first)", name, options->size,
+                    sizeof(o), name));
+  return *options;
+}
 }  // namespace simprof::c_api
 
 struct simprof_options {

@@ -136,18 +136,27 @@ simprof_status simprof_stream_check(void* stream, int* device) {
 
 // --- the step pacer ------------------------------------------------------------------------------
 
-simprof_status simprof_step_pacer_new(simprof_profiler* p, void* stream, int max_in_flight,
-                                      int mark_every, int span_every, int fps_from_device,
+void simprof_step_pacer_options_init(simprof_step_pacer_options* o) {
+  if (o == nullptr) return;
+  const simprof::cuda::StepPacerOptions d;
+  *o = simprof_step_pacer_options{sizeof(*o), d.max_in_flight, d.mark_every, d.span_every,
+                                  d.fps_from_device ? 1 : 0};
+}
+
+simprof_status simprof_step_pacer_new(simprof_profiler* p, void* stream,
+                                      const simprof_step_pacer_options* options,
                                       simprof_step_pacer** out) {
   SIMPROF_C_REQUIRE(p, "profiler");
   SIMPROF_C_REQUIRE(out, "out");
   *out = nullptr;
   return guarded([&] {
+    const simprof_step_pacer_options c =
+        checked_options(options, simprof_step_pacer_options_init, "simprof_step_pacer_options");
     simprof::cuda::StepPacerOptions o;
-    o.max_in_flight = max_in_flight;
-    o.mark_every = mark_every;
-    o.span_every = span_every;
-    o.fps_from_device = fps_from_device != 0;
+    o.max_in_flight = c.max_in_flight;
+    o.mark_every = c.mark_every;
+    o.span_every = c.span_every;
+    o.fps_from_device = c.fps_from_device != 0;
     *out = new simprof_step_pacer{
         simprof::cuda::StepPacer(p->prof, checked_stream(stream, "StepPacer"), o)};
   });

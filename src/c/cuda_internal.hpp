@@ -43,18 +43,4 @@ inline cudaStream_t checked_stream(void* handle, const char* who, int* device = 
   return stream;
 }
 
-// An options struct from C: the defaults where `options` is null, else a copy of it once its
-// `size` says it is the struct this library knows (its _init was called).
-template <class Options>
-Options checked_options(const Options* options, void (*init)(Options*), const char* name) {
-  Options o;
-  init(&o);
-  if (options == nullptr) return o;
-  if (options->size != sizeof(o))
-    throw std::invalid_argument(
-        fmt::format("simprof: {}.size = {} (expected {}: call {}_init first)", name, options->size,
-                    sizeof(o), name));
-  return *options;
-}
-
 }  // namespace simprof::c_api

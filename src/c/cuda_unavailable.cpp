@@ -67,7 +67,12 @@ void simprof_nvtx_free(simprof_nvtx* nvtx) { delete nvtx; }
 
 simprof_status simprof_stream_check(void*, int*) { return no_cuda(); }
 
-simprof_status simprof_step_pacer_new(simprof_profiler*, void*, int, int, int, int,
+void simprof_step_pacer_options_init(simprof_step_pacer_options* o) {
+  if (o == nullptr) return;
+  *o = simprof_step_pacer_options{sizeof(*o), 2, 8, 8, 1};
+}
+
+simprof_status simprof_step_pacer_new(simprof_profiler*, void*, const simprof_step_pacer_options*,
                                       simprof_step_pacer** out) {
   if (out) *out = nullptr;
   return no_cuda();

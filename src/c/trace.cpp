@@ -11,20 +11,29 @@ using simprof::c_api::guarded;
 
 extern "C" {
 
-simprof_status simprof_trace_new(simprof_profiler* p, int64_t wait, int64_t warmup, int64_t active,
-                                 int64_t repeat, int64_t skip_first, const char* dir, int flags,
+void simprof_trace_options_init(simprof_trace_options* o) {
+  if (o == nullptr) return;
+  const simprof::Schedule d;
+  *o = simprof_trace_options{sizeof(*o), d.wait,       d.warmup, d.active,
+                             d.repeat,   d.skip_first, nullptr,  0};
+}
+
+simprof_status simprof_trace_new(simprof_profiler* p, const simprof_trace_options* options,
                                  simprof_trace** out) {
   SIMPROF_C_REQUIRE(p, "profiler");
   SIMPROF_C_REQUIRE(out, "out");
   *out = nullptr;
   return guarded([&] {
-    if (flags < 0 || flags > SIMPROF_SESSION_BACKGROUND)
-      throw std::invalid_argument("simprof: trace session flags = " + std::to_string(flags) +
-                                  " (expected 0 or SIMPROF_SESSION_BACKGROUND = 1)");
+    const simprof_trace_options c = simprof::c_api::checked_options(
+        options, simprof_trace_options_init, "simprof_trace_options");
+    if (c.flags < 0 || c.flags > SIMPROF_SESSION_BACKGROUND)
+      throw std::invalid_argument(
+          "simprof: simprof_trace_options.flags = " + std::to_string(c.flags) +
+          " (expected 0 or SIMPROF_SESSION_BACKGROUND = 1)");
     simprof::TraceOptions o;
-    o.schedule = simprof::Schedule{wait, warmup, active, repeat, skip_first};
-    if (dir) o.dir = dir;
-    o.background = (flags & SIMPROF_SESSION_BACKGROUND) != 0;
+    o.schedule = simprof::Schedule{c.wait, c.warmup, c.active, c.repeat, c.skip_first};
+    if (c.dir) o.dir = c.dir;
+    o.background = (c.flags & SIMPROF_SESSION_BACKGROUND) != 0;
     *out = new simprof_trace(p->prof, o);
   });
 }

@@ -9,6 +9,23 @@
 
 namespace simprof {
 
+namespace {
+// What a detached listener's place holds until the list is compacted: callbacks that do nothing.
+StepListener& no_listener() noexcept {
+  struct None final : StepListener {
+    bool wants_worker_zones() const noexcept override { return false; }
+  };
+  static None none;
+  return none;
+}
+}  // namespace
+
+void StepProfiler::compact_listeners() noexcept {
+  listeners_.erase(std::remove(listeners_.begin(), listeners_.end(), &no_listener()),
+                   listeners_.end());
+  stale_listeners_ = false;
+}
+
 ListenerAttachment StepProfiler::attach(StepListener& listener) {
   if (in_step_) throw std::logic_error("simprof: a listener attached inside a step");
   listeners_.reserve(listeners_.size() + 1);  // both reserved first: nothing below throws
@@ -23,7 +40,14 @@ ListenerAttachment StepProfiler::attach(StepListener& listener) {
 void StepProfiler::detach(ListenerAttachment* a) noexcept {
   attachments_.erase(std::remove(attachments_.begin(), attachments_.end(), a), attachments_.end());
   const auto at = std::find(listeners_.begin(), listeners_.end(), a->listener_);
-  if (at != listeners_.end()) listeners_.erase(at);
+  if (at != listeners_.end()) {
+    if (notifying_ > 0) {  // a callback is walking the list: replaced, erased when the walk ends
+      *at = &no_listener();
+      stale_listeners_ = true;
+    } else {
+      listeners_.erase(at);
+    }
+  }
   for (auto* z : zones_) z->listeners_changed();
 }
 

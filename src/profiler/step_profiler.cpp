@@ -172,7 +172,7 @@ bool StepProfiler::begin_step() {
   cursor_[0] = t;
   if (SIMPROF_UNLIKELY(tools_ != nullptr)) enter_step_tools();
   if (SIMPROF_UNLIKELY(!listeners_.empty()))
-    for (auto* l : listeners_) l->on_step_begin(serial_ - 1, t);
+    notify([this, t](StepListener* l) { l->on_step_begin(serial_ - 1, t); });
   for (auto& cb : pre_step_) {
     bool ok = false;
     try {
@@ -208,7 +208,7 @@ void StepProfiler::drop_step(std::int64_t t, StepOutcome outcome) noexcept {
   have_prev_ = false;
   if (fps_.clock_kind() == FpsClock::kHost) fps_.restart();  // a device feed sees the veto itself
   if (SIMPROF_UNLIKELY(!listeners_.empty()))
-    for (auto* l : listeners_) l->on_step_end(serial_ - 1, t, outcome);
+    notify([this, t, outcome](StepListener* l) { l->on_step_end(serial_ - 1, t, outcome); });
 }
 
 void StepProfiler::end_zones(std::int64_t t) noexcept {
@@ -245,7 +245,7 @@ bool StepProfiler::end_step() {
   have_prev_ = true;
   if (SIMPROF_LIKELY(fps_.clock_kind() == FpsClock::kHost)) fps_.tick(step_start_);
   if (SIMPROF_UNLIKELY(!listeners_.empty()))
-    for (auto* l : listeners_) l->on_step_end(serial_ - 1, t, StepOutcome::kCompleted);
+    notify([this, t](StepListener* l) { l->on_step_end(serial_ - 1, t, StepOutcome::kCompleted); });
   return true;
 }
 
@@ -304,7 +304,7 @@ void StepProfiler::record(StageId id, double seconds) {
     const std::int64_t begin = std::min(cursor_[depth_], now);
     const std::int64_t end = d > now - begin ? now : begin + d;
     cursor_[depth_] = end;
-    for (auto* l : listeners_) l->on_stage_recorded(id, begin, end);
+    notify([id, begin, end](StepListener* l) { l->on_stage_recorded(id, begin, end); });
   }
 }
 

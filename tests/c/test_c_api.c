@@ -111,9 +111,13 @@ static void cuda_timers(int gpu) {
   simprof_kernel_timer_options_init(&ko);
   CHECK(ko.size == sizeof ko && ko.sample_every == 128 && ko.sample_offset == -1 && ko.ring == 8);
   CHECK(ko.max_stamps == 16384);
+  simprof_step_pacer_options po;
+  simprof_step_pacer_options_init(&po);
+  CHECK(po.size == sizeof po && po.max_in_flight == 2 && po.mark_every == 8);
+  CHECK(po.span_every == 8 && po.fps_from_device == 1);
   if (!simprof_has_cuda()) {
     CHECK(simprof_stream_check(NULL, &device) == SIMPROF_UNAVAILABLE);
-    CHECK(simprof_step_pacer_new(p, NULL, 2, 1, 8, 1, &pacer) == SIMPROF_UNAVAILABLE);
+    CHECK(simprof_step_pacer_new(p, NULL, &po, &pacer) == SIMPROF_UNAVAILABLE);
     CHECK(pacer == NULL);
     CHECK(simprof_stage_timer_new(p, NULL, NULL, &timer) == SIMPROF_UNAVAILABLE);
     CHECK(simprof_stopwatch_new(NULL, SIMPROF_CLOCK_DEVICE, 4, &watch) == SIMPROF_UNAVAILABLE);
@@ -127,7 +131,11 @@ static void cuda_timers(int gpu) {
   if (!gpu) { /* CUDA built, no GPU: the call that failed is named */
     CHECK(simprof_stream_check(NULL, &device) == SIMPROF_CUDA_ERROR);
     CHECK(strstr(simprof_last_error(), "cudaStreamGetDevice") != NULL);
-    CHECK(simprof_step_pacer_new(p, NULL, 2, 1, 8, 1, &pacer) == SIMPROF_CUDA_ERROR);
+    CHECK(simprof_step_pacer_new(p, NULL, NULL, &pacer) == SIMPROF_CUDA_ERROR);
+    po.size = 4; /* a struct this library does not know: said before anything is made */
+    CHECK(simprof_step_pacer_new(p, NULL, &po, &pacer) == SIMPROF_INVALID_ARGUMENT);
+    CHECK(strstr(simprof_last_error(), "simprof_step_pacer_options.size = 4") != NULL);
+    po.size = sizeof po;
     CHECK(simprof_stage_timer_new(p, NULL, NULL, &timer) == SIMPROF_CUDA_ERROR);
     so.size = 8; /* a struct this library does not know: said before anything is made */
     CHECK(simprof_stage_timer_new(p, NULL, &so, &timer) == SIMPROF_INVALID_ARGUMENT);
@@ -143,7 +151,9 @@ static void cuda_timers(int gpu) {
   }
 #if SIMPROF_TEST_CUDA
   CHECK(simprof_stream_check(NULL, &device) == SIMPROF_OK && device == 0);
-  CHECK(simprof_step_pacer_new(p, NULL, 0, 1, 8, 1, &pacer) == SIMPROF_INVALID_ARGUMENT);
+  po.max_in_flight = 0;
+  CHECK(simprof_step_pacer_new(p, NULL, &po, &pacer) == SIMPROF_INVALID_ARGUMENT);
+  po.max_in_flight = 2;
   so.sample_every = 0;
   CHECK(simprof_stage_timer_new(p, NULL, &so, &timer) == SIMPROF_INVALID_ARGUMENT);
   CHECK(strstr(simprof_last_error(), "sample_every = 0") != NULL);
@@ -239,7 +249,9 @@ static void cuda_timers(int gpu) {
   simprof_profiler* q = NULL;
   CHECK(simprof_profiler_new(NULL, 8, &q) == SIMPROF_OK);
   CHECK(simprof_set_show_fps(q, 0) == SIMPROF_OK);
-  CHECK(simprof_step_pacer_new(q, s, 2, 1, 1, 1, &pacer) == SIMPROF_OK);
+  po.mark_every = 1;
+  po.span_every = 1;
+  CHECK(simprof_step_pacer_new(q, s, &po, &pacer) == SIMPROF_OK);
   for (int i = 0; i < 6; ++i) {
     CHECK(simprof_step_begin(q) == SIMPROF_OK);
     CHECK(cudaMemsetAsync(bytes, i, 1 << 20, s) == cudaSuccess);
@@ -312,10 +324,21 @@ int main(void) {
   CHECK(simprof_set_fps_callback(p, on_fps, NULL) == SIMPROF_OK);
 
   simprof_trace* t = NULL;
-  CHECK(simprof_trace_new(p, 0, 0, 2, 1, 0, "c_api_trace", 2, &t) == SIMPROF_INVALID_ARGUMENT);
+  simprof_trace_options to;
+  simprof_trace_options_init(&to);
+  CHECK(to.size == sizeof to && to.wait == 0 && to.warmup == 0 && to.active == 1);
+  CHECK(to.repeat == 1 && to.skip_first == 0 && to.dir == NULL && to.flags == 0);
+  to.active = 2;
+  to.dir = "c_api_trace";
+  to.flags = 2;
+  CHECK(simprof_trace_new(p, &to, &t) == SIMPROF_INVALID_ARGUMENT);
   CHECK(strstr(simprof_last_error(), "flags = 2") != NULL);
-  CHECK(simprof_trace_new(p, 0, 0, 2, 1, 0, "c_api_trace", SIMPROF_SESSION_BACKGROUND, &t) ==
-        SIMPROF_OK);
+  to.size = 3;
+  to.flags = SIMPROF_SESSION_BACKGROUND;
+  CHECK(simprof_trace_new(p, &to, &t) == SIMPROF_INVALID_ARGUMENT && t == NULL);
+  CHECK(strstr(simprof_last_error(), "simprof_trace_options.size = 3") != NULL);
+  to.size = sizeof to;
+  CHECK(simprof_trace_new(p, &to, &t) == SIMPROF_OK);
   simprof_kernel_tracer* k = NULL;
   simprof_nvtx* nv = NULL;
   if (simprof_has_cuda()) {

@@ -3,6 +3,8 @@
 // options it follows. What its stages measure: test_step_profiler_stages.cpp.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "step_loop.hpp"
 #include "test_util.hpp"
 
@@ -247,6 +249,44 @@ TEST(StepProfiler, AttachmentsDetachWhicheverSideGoesFirst) {
   outlives.detach();
 }
 
+TEST(StepProfiler, AListenerDetachedByACallbackIsNotCalledAgainAndTheWalkGoesOn) {
+  struct Counter : simprof::StepListener {
+    int begins = 0, ends = 0;
+    std::function<void()> on_end;
+    void on_stage_begin(simprof::StageId, std::int64_t) override { ++begins; }
+    void on_step_end(std::uint64_t, std::int64_t, simprof::StepOutcome) override {
+      ++ends;
+      if (on_end) on_end();
+    }
+  };
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  Counter first, second, third;
+  auto a1 = prof.attach(first);
+  auto a2 = prof.attach(second);
+  auto a3 = prof.attach(third);
+  // The first listener's step end detaches the second (an owner destroying its tool) and itself.
+  first.on_end = [&] {
+    a2.detach();
+    a1.detach();
+  };
+  {
+    auto s = prof.step();
+    auto st = prof.stage("physics");
+  }
+  EXPECT_EQ(first.ends, 1);
+  EXPECT_EQ(second.ends, 0) << "detached before its turn in the same walk";
+  EXPECT_EQ(third.ends, 1) << "the walk went on past the detached ones";
+  EXPECT_EQ(prof.listeners().size(), 1u) << "the detached ones are gone once the walk ended";
+  {
+    auto s = prof.step();
+    auto st = prof.stage("physics");
+  }
+  EXPECT_EQ(first.begins, 1);
+  EXPECT_EQ(second.begins, 1);
+  EXPECT_EQ(third.begins, 2);
+  EXPECT_EQ(third.ends, 2);
+}
 TEST(StepProfiler, ListenersSeeEveryEvent) {
   struct Recorder : simprof::StepListener {
     std::vector<std::string> events;

@@ -160,9 +160,22 @@ void simprof_collective_end(simprof_collective* collective);
  * simprof_trace_wait waits for it (freeing the session, or a tracer of it, waits too). */
 enum { SIMPROF_SESSION_BACKGROUND = 1 };
 typedef struct simprof_trace simprof_trace;
-simprof_status simprof_trace_new(simprof_profiler* prof, int64_t wait, int64_t warmup,
-                                 int64_t active, int64_t repeat, int64_t skip_first,
-                                 const char* dir, int flags, simprof_trace** out);
+/** A trace session's schedule and output (simprof_trace_options_init sets the defaults). */
+typedef struct simprof_trace_options {
+  size_t size;        /**< sizeof(simprof_trace_options): set by _init; lets it grow */
+  int64_t wait;       /**< steps skipped at the start of each cycle (0) */
+  int64_t warmup;     /**< steps traced and discarded before recording (0) */
+  int64_t active;     /**< steps recorded per cycle, >= 1 (1) */
+  int64_t repeat;     /**< cycles; 0 repeats forever (1) */
+  int64_t skip_first; /**< steps skipped once, before the first cycle (0) */
+  const char* dir;    /**< where rank<R>.json files go; NULL: "." (NULL) */
+  int flags;          /**< 0 or SIMPROF_SESSION_BACKGROUND (0) */
+} simprof_trace_options;
+/* The defaults, and `size`. */
+void simprof_trace_options_init(simprof_trace_options* options);
+/* `options` NULL: the defaults. */
+simprof_status simprof_trace_new(simprof_profiler* prof, const simprof_trace_options* options,
+                                 simprof_trace** out);
 void simprof_trace_free(simprof_trace* trace);
 /* Returns once every window ended so far is written (at once without SIMPROF_SESSION_BACKGROUND).
  */

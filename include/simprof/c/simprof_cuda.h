@@ -57,8 +57,18 @@ typedef struct simprof_step_pacer simprof_step_pacer;
  * an untimed one after the others: the steps between two timed ones share their period); span_every
  * >= 0 (a start event every span_every steps, 0: none); fps_from_device: the FPS line reads the
  * GPU's step-end times. Free before the profiler. */
-simprof_status simprof_step_pacer_new(simprof_profiler* prof, void* stream, int max_in_flight,
-                                      int mark_every, int span_every, int fps_from_device,
+/** How a step pacer paces and times (simprof_step_pacer_options_init sets the defaults). */
+typedef struct simprof_step_pacer_options {
+  size_t size;         /**< sizeof(simprof_step_pacer_options): set by _init; lets it grow */
+  int max_in_flight;   /**< steps on the GPU at most, >= 1 (2) */
+  int mark_every;      /**< a timed end event every this many steps, >= 1 (8) */
+  int span_every;      /**< a start event every this many steps; 0: none (8) */
+  int fps_from_device; /**< the FPS line from the GPU's step ends (1) */
+} simprof_step_pacer_options;
+/* The defaults, and `size`. */
+void simprof_step_pacer_options_init(simprof_step_pacer_options* options);
+simprof_status simprof_step_pacer_new(simprof_profiler* prof, void* stream,
+                                      const simprof_step_pacer_options* options,
                                       simprof_step_pacer** out);
 void simprof_step_pacer_free(simprof_step_pacer* pacer);
 /* Waits for every step recorded, takes in their device times, completes the FPS sample. */

@@ -84,7 +84,7 @@ class CollectiveScope {
       : prof_(prof), c_(c), begin_(prof.clock().now()) {}
   ~CollectiveScope() {
     const std::int64_t end = prof_.clock().now();
-    for (StepListener* l : prof_.listeners()) l->on_collective(c_, begin_, end);
+    prof_.notify([&](StepListener* l) { l->on_collective(c_, begin_, end); });
   }
   CollectiveScope(const CollectiveScope&) = delete;
   CollectiveScope& operator=(const CollectiveScope&) = delete;

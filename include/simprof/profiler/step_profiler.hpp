@@ -17,19 +17,12 @@
 // record(); an engine that calls zone hooks (Bullet's profile zones) uses EngineZones
 // (engine_zones.hpp). Both count like scopes.
 //
-// Semantics (those of Genesis's scene.timings):
-//   * "step" is the whole step scope, pre-step callbacks included; "period" runs from the previous
-//     step's start to this one's, so it includes the caller's code between steps.
-//   * A stage that did not run in a step is absent; the map is empty until the first step ends; the
-//     first step has no "period". A vetoed step (a pre-step callback returned false, or veto() was
-//     called) clears the map, is not counted by the FPS tracker, and the step after it has no
-//     "period". A step left by an exception is treated the same way.
-//   * A stage that runs several times in a step reports the sum. A stage "a/b" is also counted into
-//     "a" unless "a" is open around it, so "sensors" is the sum of its classes either way.
-//   * With timings_window = N each stage is the mean of the latest N steps that ran it.
-//   * On a GPU backend these are host times: the time to enqueue the kernels. cuda::StepPacer makes
-//     the loop's rate the GPU's; cuda::DeviceStageTimer adds device stage times
-//     (docs/gpu-truth.md).
+// Semantics are Genesis's scene.timings (docs/profiling.md in full): "step" is the whole step
+// scope, "period" runs start to start; a stage absent from a step is absent, the first step has no
+// "period", a vetoed step (or one left by an exception) clears the map and is not counted; a stage
+// run twice reports the sum; "a/b" is also counted into "a" unless "a" is open around it; with
+// timings_window = N a stage is the mean of its latest N steps. On a GPU backend these are host
+// (enqueue) times: cuda::StepPacer and cuda::DeviceStageTimer give the GPU's (docs/gpu-truth.md).
 //
 // A StepProfiler belongs to the thread that runs the loop; set_show_fps() alone may be called from
 // another thread. The hot paths (stage enter/exit, step end) allocate nothing, take no lock and
@@ -135,7 +128,7 @@ class StepProfiler {
     s.start = t;
     cursor_[depth_] = t;  // a span recorded inside starts here
     if (SIMPROF_UNLIKELY(!listeners_.empty()))
-      for (auto* l : listeners_) l->on_stage_begin(id, t);
+      notify([id, t](StepListener* l) { l->on_stage_begin(id, t); });
   }
   /// Ends the innermost open stage, which must be `id` (std::logic_error otherwise).
   SIMPROF_FORCE_INLINE void end_stage(StageId id) {
@@ -215,6 +208,12 @@ class StepProfiler {
   [[nodiscard]] ListenerAttachment attach(StepListener& listener);
   /// The attached listeners, in the order they are called.
   const std::vector<StepListener*>& listeners() const noexcept { return listeners_; }
+  /// f(listener) for each listener in attach order (one a callback detached is not called).
+  template <class F>
+  void notify(F&& f) {
+    const Walk walk(*this);
+    for (std::size_t i = 0; i < listeners_.size(); ++i) f(listeners_[i]);
+  }
   /// Takes ownership of a backend's tools (step_tools.hpp): the profiler destroys them first when
   /// it goes. One owner of the profiler's tools: throws std::logic_error when it holds some
   /// already.
@@ -290,7 +289,7 @@ class StepProfiler {
     for (StageId p = s.parent; p != kNoStage && !slots_[p].open; p = slots_[p].parent)
       add_time(slots_[p], d);
     if (SIMPROF_UNLIKELY(!listeners_.empty()))
-      for (auto* l : listeners_) l->on_stage_end(id, t);
+      notify([id, t](StepListener* l) { l->on_stage_end(id, t); });
   }
   /// Seconds of stage `id` in the published step (window mean), or a negative value when absent.
   double published_seconds(StageId id) const noexcept;
@@ -315,10 +314,8 @@ class StepProfiler {
   std::vector<Slot> slots_;
   std::array<StageId, kMaxDepth> stack_{};
   std::size_t depth_ = 0;
-  // Where record()'s next span starts at each depth: the step's or the open stage's begin, then
-  // the end of the latest span that ended at that depth.
-  std::array<std::int64_t, kMaxDepth + 1> cursor_{};
-  std::vector<std::string> clocks_;   // set_stage_clock(), by id (grown on use)
+  std::array<std::int64_t, kMaxDepth + 1> cursor_{};  // where record()'s next span starts, by depth
+  std::vector<std::string> clocks_;                   // set_stage_clock(), by id (grown on use)
   std::vector<EngineZones*> zones_;   // attached EngineZones (they register themselves)
   std::uint64_t zones_ended_in_ = 0;  // serial of the step whose zones end_zones() ended
   bool in_step_ = false, vetoed_ = false, have_prev_ = false;
@@ -334,6 +331,17 @@ class StepProfiler {
   std::vector<std::function<bool()>> pre_step_;
   std::vector<StepListener*> listeners_;
   std::vector<ListenerAttachment*> attachments_;  // told when the profiler goes first
+  // Detached during a walk (notifying_ > 0): a no-op holds the place until the walk ends.
+  int notifying_ = 0;
+  bool stale_listeners_ = false;
+  void compact_listeners() noexcept;
+  struct Walk {  // notify()'s: counts the walks in progress, compacts after the last
+    StepProfiler& p;
+    explicit Walk(StepProfiler& prof) noexcept : p(prof) { ++p.notifying_; }
+    ~Walk() {
+      if (--p.notifying_ == 0 && p.stale_listeners_) p.compact_listeners();
+    }
+  };
   friend class ListenerAttachment;
   void detach(ListenerAttachment* a) noexcept;
   std::function<void(const std::string&)> error_handler_;

@@ -71,6 +71,7 @@ ClockPoint GraphKernelTimer::Impl::probe_clock() noexcept {
     const std::int64_t t0 = time_base.now_ns();
     box[0] = want;
     std::int64_t t1 = t0;
+    // A tight poll on purpose: the round trip it measures is the alignment's error bar (bounded).
     while (box[1] != want) {
       t1 = time_base.now_ns();
       if (t1 - t0 > limit) {
