@@ -440,7 +440,7 @@ int main(void) {
   CHECK(occurrences(path, "\"In msg nelems\": 1024") == 1);
   if (gpu) { /* the window's two memsets reached the trace, which the session found possible */
     CHECK(occurrences(path, "\"cat\": \"gpu_memset\"") == 2);
-    CHECK(occurrences(path, "\"physics\": \"ok: 2 device spans on 1 track\"") == 1);
+    CHECK(occurrences(path, "\"causality\": \"ok: 2 device spans on 1 track\"") == 1);
   }
 
   const char* labels[2] = {"solve", "forces"};
