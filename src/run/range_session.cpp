@@ -89,6 +89,15 @@ RunConfig RunConfig::from_env() {
   c.command = env("SIMPROF_RUN_COMMAND");
   c.n_envs = whole("SIMPROF_RUN_N_ENVS", 0, 0, std::numeric_limits<std::int64_t>::max());
   c.json_every_ms = static_cast<int>(whole("SIMPROF_RUN_JSON_EVERY_MS", 1000, 1, 3'600'000));
+  constexpr long long kMost = std::numeric_limits<std::int64_t>::max();
+  c.trace_from = whole("SIMPROF_RUN_TRACE_FROM", 0, 0, kMost);
+  c.trace_to = whole("SIMPROF_RUN_TRACE_TO", 0, 0, kMost);
+  if (c.trace_to != 0 && c.trace_to <= c.trace_from)
+    throw std::invalid_argument(
+        fmt::format("SIMPROF_RUN_TRACE_FROM = {}, _TO = {} (expected from "
+                    "< to)",
+                    c.trace_from, c.trace_to));
+  if (const std::string d = env("SIMPROF_RUN_TRACE_DIR"); !d.empty()) c.trace_dir = d;
   return c;
 }
 
@@ -117,6 +126,13 @@ RangeSession::RangeSession()
     : config_(RunConfig::from_env()),
       prof_(options(), config_.n_envs),
       steps_(prof_, RangeStepsOptions{config_.step}) {
+  if (config_.trace_to > 0) {
+    TraceOptions o;
+    o.schedule.skip_first = config_.trace_from;
+    o.schedule.active = config_.trace_to - config_.trace_from;
+    o.dir = config_.trace_dir;
+    trace_ = std::make_unique<TraceSession>(prof_, o);
+  }
   if (!config_.mark.empty()) std::ofstream(config_.mark) << "started\n";
 }
 
@@ -161,7 +177,15 @@ const char* RangeSession::intern(std::string_view s) {
 
 std::string RangeSession::report() {
   const std::lock_guard<std::mutex> lock(mu_);
-  return range_report(prof_, steps_, config_.step);
+  std::string out = range_report(prof_, steps_, config_.step);
+  if (trace_) {
+    const auto files = trace_->files();
+    if (files.empty())
+      out += fmt::format("simprof run: --trace-steps {}:{}: no trace window ended ({} steps ran)\n",
+                         config_.trace_from, config_.trace_to, prof_.steps());
+    for (const std::string& f : files) out += fmt::format("simprof run: the trace: {}\n", f);
+  }
+  return out;
 }
 
 void RangeSession::write_record(bool final) {

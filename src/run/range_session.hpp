@@ -14,6 +14,7 @@
 
 #include "range_steps.hpp"
 #include "simprof/profiler/step_profiler.hpp"
+#include "simprof/trace/session.hpp"
 
 namespace simprof::run {
 
@@ -25,6 +26,9 @@ struct RunConfig {
   std::string json;         // SIMPROF_RUN_JSON: the run record's path ("": none)
   std::string command;      // SIMPROF_RUN_COMMAND: the command line, for the record
   int json_every_ms = 1000;  // SIMPROF_RUN_JSON_EVERY_MS: snapshots of the record while it runs
+  // SIMPROF_RUN_TRACE_FROM / _TO / _DIR: a trace of steps [from, to) (to 0: none), under dir.
+  std::int64_t trace_from = 0, trace_to = 0;
+  std::string trace_dir = ".";
   static RunConfig from_env();
 };
 
@@ -48,6 +52,7 @@ class RangeSession {
   RunConfig config_;
   StepProfiler prof_;
   RangeSteps steps_;
+  std::unique_ptr<TraceSession> trace_;  // --trace-steps: the window's CPU spans (the ranges)
   std::set<std::string, std::less<>> interned_;
   bool said_step_ = false;
   bool finished_ = false;

@@ -7,14 +7,39 @@
 namespace simprof::run {
 
 const char* const kRunUsage =
-    "usage: simprof run [--step NAME] [--n-envs N] [--json FILE] [--no-fps] -- COMMAND "
-    "[ARGS...]\n"
+    "usage: simprof run [--step NAME] [--n-envs N] [--json FILE] [--trace-steps A:B] "
+    "[--trace-dir DIR] [--no-fps] -- COMMAND [ARGS...]\n"
     "  Runs COMMAND with simprof's NVTX tool: its NVTX ranges become steps and stages.\n"
     "  --step NAME  the range that is one step (default: the outermost range that repeats)\n"
     "  --n-envs N   environments per step, for the FPS line's per-env rate\n"
     "  --json FILE  the run record (schema simprof.run/1), written at exit and every second\n"
+    "  --trace-steps A:B  a Kineto/Perfetto trace of steps A to B-1 (counted from 0), the ranges\n"
+    "               as CPU spans, in DIR/simprof_trace_0/rank0.json (--trace-dir DIR, default .)\n"
     "  --no-fps     no FPS line while it runs (the stage table is still printed at exit)\n"
     "  The stage table is printed at exit, and on SIGUSR1 (kill -USR1 <simprof's pid>).";
+
+namespace {
+// "A:B" with 0 <= A < B.
+bool parse_steps(const std::string& v, RunArgs& a, std::string& error) {
+  const auto colon = v.find(':');
+  char* end = nullptr;
+  long long from = -1, to = -1;
+  if (colon != std::string::npos) {
+    errno = 0;
+    from = std::strtoll(v.c_str(), &end, 10);
+    const bool from_ok = errno == 0 && end == v.c_str() + colon && colon > 0;
+    to = std::strtoll(v.c_str() + colon + 1, &end, 10);
+    if (!from_ok || errno != 0 || *end != 0 || end == v.c_str() + colon + 1) from = -1;
+  }
+  if (from < 0 || to <= from) {
+    error = "simprof run: --trace-steps '" + v + "' (expected A:B, whole numbers, 0 <= A < B)";
+    return false;
+  }
+  a.trace_from = from;
+  a.trace_to = to;
+  return true;
+}
+}  // namespace
 
 bool parse_run_args(int argc, const char* const* argv, RunArgs& a, std::string& error) {
   if (argc < 2 || std::string(argv[1]) != "run") {
@@ -38,7 +63,8 @@ bool parse_run_args(int argc, const char* const* argv, RunArgs& a, std::string& 
       a.fps = false;
       continue;
     }
-    if (arg != "--step" && arg != "--n-envs" && arg != "--json") {
+    if (arg != "--step" && arg != "--n-envs" && arg != "--json" && arg != "--trace-steps" &&
+        arg != "--trace-dir") {
       error = "simprof run: unknown option '" + arg + "' (the command goes after --)\n" + kRunUsage;
       return false;
     }
@@ -47,6 +73,18 @@ bool parse_run_args(int argc, const char* const* argv, RunArgs& a, std::string& 
       return false;
     }
     const std::string v = argv[++i];
+    if (arg == "--trace-steps") {
+      if (!parse_steps(v, a, error)) return false;
+      continue;
+    }
+    if (arg == "--trace-dir") {
+      if (v.empty()) {
+        error = "simprof run: --trace-dir '' (expected a directory)";
+        return false;
+      }
+      a.trace_dir = v;
+      continue;
+    }
     if (arg == "--step" || arg == "--json") {
       if (v.empty()) {
         error = "simprof run: " + arg + " '' (expected " +

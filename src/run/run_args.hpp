@@ -10,11 +10,13 @@
 namespace simprof::run {
 
 struct RunArgs {
-  std::string step;         // --step NAME
-  std::int64_t n_envs = 0;  // --n-envs N
-  std::string json;         // --json FILE: the run record
-  bool fps = true;          // --no-fps: no FPS line
-  bool help = false;        // -h / --help: `error` holds the usage
+  std::string step;                             // --step NAME
+  std::int64_t n_envs = 0;                      // --n-envs N
+  std::string json;                             // --json FILE: the run record
+  std::int64_t trace_from = -1, trace_to = -1;  // --trace-steps A:B: steps A .. B-1 traced
+  std::string trace_dir = ".";                  // --trace-dir DIR
+  bool fps = true;                              // --no-fps: no FPS line
+  bool help = false;                            // -h / --help: `error` holds the usage
   std::vector<std::string> command;
 };
 

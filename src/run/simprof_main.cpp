@@ -43,15 +43,18 @@ std::string find_tool(std::string& looked) {
   return "";
 }
 
-// --json FILE as an absolute path (the program may change directory), checked writable before the
-// run: "" with a message when it is not.
+// `path` from the working directory (the program may change its own).
+std::string absolute(const std::string& path) {
+  if (path.front() == '/') return path;
+  std::vector<char> cwd(4096);
+  if (getcwd(cwd.data(), cwd.size()) == nullptr) return path;
+  return std::string(cwd.data()) + "/" + path;
+}
+
+// --json FILE as an absolute path, checked writable before the run: "" with a message when it is
+// not.
 std::string record_path(const std::string& file) {
-  std::string path = file;
-  if (path.front() != '/') {
-    std::vector<char> cwd(4096);
-    if (getcwd(cwd.data(), cwd.size()) == nullptr) return "";
-    path = std::string(cwd.data()) + "/" + path;
-  }
+  const std::string path = absolute(file);
   const std::string probe = path + ".tmp";
   FILE* f = std::fopen(probe.c_str(), "w");
   if (f == nullptr) {
@@ -116,6 +119,11 @@ int run(const simprof::run::RunArgs& a) {
   setenv("SIMPROF_RUN_JSON", json.c_str(), 1);
   setenv("SIMPROF_RUN_COMMAND", joined(a.command).c_str(), 1);
   if (!a.fps) setenv("SIMPROF_SHOW_FPS", "0", 1);
+  if (a.trace_to > 0) {
+    setenv("SIMPROF_RUN_TRACE_FROM", std::to_string(a.trace_from).c_str(), 1);
+    setenv("SIMPROF_RUN_TRACE_TO", std::to_string(a.trace_to).c_str(), 1);
+    setenv("SIMPROF_RUN_TRACE_DIR", absolute(a.trace_dir).c_str(), 1);
+  }
   child = fork();
   if (child < 0) {
     std::perror("simprof run: fork");

@@ -67,6 +67,28 @@ with tempfile.TemporaryDirectory() as d:
     expect("an unwritable --json is refused before the run (exit 2)",
            rc == 2 and "cannot write there" in out, out)
 
+# --trace-steps: a Kineto trace of steps 5..14, the ranges as CPU spans, checked by the session.
+with tempfile.TemporaryDirectory() as d:
+    rc, out = run("run", "--no-fps", "--trace-steps", "5:15", "--trace-dir", d, "--", PROGRAM, "40")
+    path = os.path.join(d, "simprof_trace_0", "rank0.json")
+    expect("the trace is written and said", os.path.exists(path) and path in out, out)
+    if os.path.exists(path):
+        trace = json.load(open(path))
+        spans = [e["name"] for e in trace["traceEvents"] if e.get("ph") == "X"]
+        expect("steps 5 to 14, each a ProfilerStep span",
+               sorted(n for n in spans if n.startswith("ProfilerStep#")) ==
+               sorted("ProfilerStep#%d" % i for i in range(5, 15)), str(spans))
+        expect("each traced step's stages are spans",
+               spans.count("physics") == 10 and spans.count("physics/contacts") == 10
+               and spans.count("sensors") == 10, str(spans))
+        expect("the trace was checked (causality)",
+               trace["otherData"].get("causality", "").startswith("ok"), str(trace["otherData"]))
+    rc, out = run("run", "--no-fps", "--trace-steps", "100:200", "--trace-dir", d, "--", PROGRAM,
+                  "10")
+    expect("a window the program never reached is said", "no trace window ended" in out, out)
+rc, out = run("run", "--trace-steps", "7:3", "--", PROGRAM)
+expect("a bad --trace-steps is refused (exit 2)", rc == 2 and "--trace-steps '7:3'" in out, out)
+
 # Bad input.
 rc, out = run("run", "--step", "frame", "--no-fps", "--", PROGRAM, "5")
 expect("a --step never pushed is said with what was seen",

@@ -184,6 +184,17 @@ TEST(RunArgs, OptionsAreParsedAndBadValuesNamed) {
   simprof::run::RunArgs c;
   EXPECT_FALSE(simprof::run::parse_run_args(4, none, c, error));
   EXPECT_NE(error.find("no command to run"), std::string::npos);
+  const char* trace[] = {"simprof", "run", "--trace-steps", "5:15", "--", "p"};
+  simprof::run::RunArgs t;
+  ASSERT_TRUE(simprof::run::parse_run_args(6, trace, t, error)) << error;
+  EXPECT_EQ(t.trace_from, 5);
+  EXPECT_EQ(t.trace_to, 15);
+  for (const char* v : {"5", "5:5", ":3", "3:", "a:b", "-1:4", "2:3x"}) {
+    const char* bad_trace[] = {"simprof", "run", "--trace-steps", v, "--", "p"};
+    simprof::run::RunArgs b2;
+    EXPECT_FALSE(simprof::run::parse_run_args(6, bad_trace, b2, error)) << v;
+    EXPECT_NE(error.find("(expected A:B, whole numbers, 0 <= A < B)"), std::string::npos) << v;
+  }
   const char* unknown[] = {"simprof", "run", "--stpe", "s", "--", "p"};
   simprof::run::RunArgs d;
   EXPECT_FALSE(simprof::run::parse_run_args(6, unknown, d, error));

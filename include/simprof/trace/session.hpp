@@ -152,7 +152,7 @@ struct TraceOptions {
   /// that thread.
   bool background = false;
   /// Check each window against the rules of trace/causality.hpp before it is handed on: the result
-  /// goes in otherData ("physics"), and a window that breaks them is said (one warning naming the
+  /// goes in otherData ("causality"), and a window that breaks them is said (one warning naming the
   /// first violations). Nothing is dropped or changed.
   bool check_causality = true;
 };
