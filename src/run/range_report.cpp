@@ -27,7 +27,7 @@ std::string seen_list(const RangeSteps& steps) {
   return out;
 }
 
-void problems(const RangeSteps& steps, const std::string& asked, std::string& out) {
+void problems(const RangeSteps& steps, const std::string& asked, bool final, std::string& out) {
   const RangeCounts& c = steps.counts();
   if (c.pushes == 0) {
     out +=
@@ -49,7 +49,7 @@ void problems(const RangeSteps& steps, const std::string& asked, std::string& ou
         "simprof run: {} pops had no range open on their thread (unbalanced "
         "push/pop).\n",
         c.unmatched_pops);
-  if (const auto open = steps.open_at_end())
+  if (const auto open = final ? steps.open_at_end() : 0)
     out += fmt::format(
         "simprof run: {} ranges were still open at the end (a step in progress "
         "is not counted).\n",
@@ -64,22 +64,24 @@ void problems(const RangeSteps& steps, const std::string& asked, std::string& ou
                        steps.first_refusal());
   if (c.step_changes)
     out += fmt::format(
-        "simprof run: the step range changed {} times while the first steps ran "
-        "(a shallower range repeated); the statistics are the last one's.\n",
-        c.step_changes);
+        "simprof run: the steps were \"{}\" until \"{}\", a shallower range, "
+        "repeated ({} change{}); the statistics are \"{}\"'s (--step NAME to "
+        "choose).\n",
+        steps.previous_step(), steps.step_name(), c.step_changes, c.step_changes == 1 ? "" : "s",
+        steps.step_name());
 }
 
 }  // namespace
 
 std::string range_report(const StepProfiler& prof, const RangeSteps& steps,
-                         const std::string& asked) {
+                         const std::string& asked, bool final) {
   std::string out;
   if (steps.step_chosen() && steps.steps() > 0) {
     out += fmt::format("simprof run: {} steps of the NVTX range \"{}\" (host clock)\n",
                        steps.steps(), steps.step_name());
     out += stage_table(prof);
   }
-  problems(steps, asked, out);
+  problems(steps, asked, final, out);
   return out;
 }
 

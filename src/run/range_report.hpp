@@ -10,8 +10,8 @@
 
 namespace simprof::run {
 
-// `asked`: the --step name ("" when the step was chosen).
+// `asked`: the --step name ("" when the step was chosen); `final`: at exit (false: SIGUSR1).
 std::string range_report(const StepProfiler& prof, const RangeSteps& steps,
-                         const std::string& asked);
+                         const std::string& asked, bool final = true);
 
 }  // namespace simprof::run

@@ -126,13 +126,11 @@ RangeSession::RangeSession()
     : config_(RunConfig::from_env()),
       prof_(options(), config_.n_envs),
       steps_(prof_, RangeStepsOptions{config_.step}) {
-  if (config_.trace_to > 0) {
-    TraceOptions o;
-    o.schedule.skip_first = config_.trace_from;
-    o.schedule.active = config_.trace_to - config_.trace_from;
-    o.dir = config_.trace_dir;
-    trace_ = std::make_unique<TraceSession>(prof_, o);
-  }
+  if (config_.trace_to > 0) start_trace();
+  steps_.on_change([this] {  // the steps so far were another range's: said again, traced afresh
+    said_step_ = false;
+    if (trace_) start_trace();
+  });
   if (!config_.mark.empty()) std::ofstream(config_.mark) << "started\n";
 }
 
@@ -175,9 +173,18 @@ const char* RangeSession::intern(std::string_view s) {
   return it->c_str();
 }
 
-std::string RangeSession::report() {
+void RangeSession::start_trace() {
+  trace_.reset();  // first: one session attached at a time
+  TraceOptions o;
+  o.schedule.skip_first = config_.trace_from;
+  o.schedule.active = config_.trace_to - config_.trace_from;
+  o.dir = config_.trace_dir;
+  trace_ = std::make_unique<TraceSession>(prof_, o);
+}
+
+std::string RangeSession::report(bool final) {
   const std::lock_guard<std::mutex> lock(mu_);
-  std::string out = range_report(prof_, steps_, config_.step);
+  std::string out = range_report(prof_, steps_, config_.step, final);
   if (trace_) {
     const auto files = trace_->files();
     if (files.empty())
@@ -219,7 +226,7 @@ void RangeSession::finish() {
     finished_ = true;
     steps_.finish();
   }
-  std::fputs(report().c_str(), stderr);
+  std::fputs(report(true).c_str(), stderr);
   write_record(true);
 }
 

@@ -41,7 +41,7 @@ class RangeSession {
   // A stable copy of `s` (registered strings, domains).
   const char* intern(std::string_view s);
   // The report: the step range, the stage table, what was seen and what went wrong.
-  std::string report();
+  std::string report(bool final = false);
   void finish();  // at exit: the step in progress dropped, the report and the record written
   // The record now (under the lock), written atomically outside it; errors said once.
   void write_record(bool final);
@@ -55,6 +55,7 @@ class RangeSession {
   std::unique_ptr<TraceSession> trace_;  // --trace-steps: the window's CPU spans (the ranges)
   std::set<std::string, std::less<>> interned_;
   bool said_step_ = false;
+  void start_trace();  // --trace-steps: a session counting from now
   bool finished_ = false;
   std::mutex write_mu_;  // one record write at a time (snapshots and the final one)
   bool said_write_error_ = false;

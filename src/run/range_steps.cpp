@@ -13,8 +13,10 @@ RangeSteps::RangeSteps(StepProfiler& prof, RangeStepsOptions options)
 void RangeSteps::choose(std::uint64_t thread, std::string_view name) {
   if (step_chosen()) {
     ++counts_.step_changes;
+    previous_ = step_;
     prof_.reset_stats();  // the steps so far were another range's
     steps_ = 0;
+    if (on_change_) on_change_();
   }
   step_.assign(name);
   step_thread_ = thread;

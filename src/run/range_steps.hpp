@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -34,7 +35,9 @@ struct RangeCounts {
 
 class RangeSteps {
  public:
-  static constexpr std::uint64_t kLearningSteps = 8;
+  // Steps of a chosen range within which a shallower repeating range still takes over (substeps
+  // repeat fewer times in a step than steps do in an epoch).
+  static constexpr std::uint64_t kLearningSteps = 64;
 
   RangeSteps(StepProfiler& prof, RangeStepsOptions options);
 
@@ -48,6 +51,8 @@ class RangeSteps {
   // Steps of that range counted (since it was chosen).
   std::uint64_t steps() const noexcept { return steps_; }
   const RangeCounts& counts() const noexcept { return counts_; }
+  // The range the steps were of before the latest change ("" when none).
+  const std::string& previous_step() const noexcept { return previous_; }
   // Why the first stage left out was refused.
   const std::string& first_refusal() const noexcept { return first_refusal_; }
   // Ranges seen, by name, with how many times each was pushed (for "what was seen").
@@ -57,7 +62,9 @@ class RangeSteps {
   std::uint64_t step_thread() const noexcept { return step_thread_; }
   // Ranges still open at the end (a step in progress is ended without its stages' time lost).
   std::uint64_t open_at_end() const;
-  // Ends a step in progress (at exit): counted like any step.
+  // Called when a shallower range takes over, before its first step begins.
+  void on_change(std::function<void()> f) { on_change_ = std::move(f); }
+  // At exit: a step in progress is dropped like a vetoed one, its open stages closed.
   void finish();
 
  private:
@@ -89,6 +96,8 @@ class RangeSteps {
   std::string path_;  // scratch: a stage's path
   RangeCounts counts_;
   std::string first_refusal_;
+  std::string previous_;
+  std::function<void()> on_change_;
 };
 
 }  // namespace simprof::run

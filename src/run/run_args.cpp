@@ -44,7 +44,11 @@ bool parse_steps(const std::string& v, RunArgs& a, std::string& error) {
 bool parse_run_args(int argc, const char* const* argv, RunArgs& a, std::string& error) {
   if (argc < 2 || std::string(argv[1]) != "run") {
     a.help = argc >= 2 && (std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help");
-    error = std::string(a.help ? "" : "simprof: expected a command (run)\n") + kRunUsage;
+    error = std::string(a.help     ? ""
+                        : argc < 2 ? "simprof: expected a command (run)\n"
+                                   : "simprof: unknown command '" + std::string(argv[1]) +
+                                         "' (expected run)\n") +
+            kRunUsage;
     return false;
   }
   int i = 2;
@@ -65,7 +69,9 @@ bool parse_run_args(int argc, const char* const* argv, RunArgs& a, std::string& 
     }
     if (arg != "--step" && arg != "--n-envs" && arg != "--json" && arg != "--trace-steps" &&
         arg != "--trace-dir") {
-      error = "simprof run: unknown option '" + arg + "' (the command goes after --)\n" + kRunUsage;
+      error = arg[0] == '-' ? "simprof run: unknown option '" + arg + "'\n" + kRunUsage
+                            : "simprof run: '" + arg +
+                                  "' is not an option: put the command after --\n" + kRunUsage;
       return false;
     }
     if (i + 1 >= argc) {
@@ -104,6 +110,10 @@ bool parse_run_args(int argc, const char* const* argv, RunArgs& a, std::string& 
     }
   }
   for (; i < argc; ++i) a.command.emplace_back(argv[i]);
+  if (a.trace_dir != "." && a.trace_to < 0) {
+    error = "simprof run: --trace-dir " + a.trace_dir + " needs --trace-steps A:B";
+    return false;
+  }
   if (a.command.empty()) {
     error = std::string("simprof run: no command to run (put it after --)\n") + kRunUsage;
     return false;

@@ -2,6 +2,7 @@
 // The `simprof` command. `simprof run [options] -- COMMAND [ARGS...]` runs COMMAND with simprof's
 // NVTX tool injected (NVTX_INJECTION64_PATH): its own NVTX ranges become steps and stages, with the
 // FPS line while it runs and the stage table when it exits. Nothing in the program changes.
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -17,12 +19,27 @@
 namespace {
 
 pid_t child = -1;
+char mark_path[64] = "/tmp/simprof-run-XXXXXX";
 
+// The program's own SIGUSR1 would end it: forwarded only once the tool (its handler) started.
 void forward_usr1(int) {
-  if (child > 0) kill(child, SIGUSR1);
+  if (child > 0 && access(mark_path, F_OK) == 0) kill(child, SIGUSR1);
 }
 
 bool exists(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
+
+bool is_directory(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// What the tool wrote in the mark file: "started", "refused", or "" (it never ran).
+std::string mark_says(const char* path) {
+  std::ifstream in(path);
+  std::string word;
+  in >> word;
+  return word;
+}
 
 // libsimprof_nvtx.so: SIMPROF_NVTX_LIB, else beside this executable (the build tree), else in the
 // install's library directory (SIMPROF_TOOL_DIR, relative to the executable's).
@@ -55,6 +72,11 @@ std::string absolute(const std::string& path) {
 // not.
 std::string record_path(const std::string& file) {
   const std::string path = absolute(file);
+  if (is_directory(path)) {
+    std::fprintf(stderr, "simprof run: --json %s: is a directory (expected a file to write)\n",
+                 file.c_str());
+    return "";
+  }
   const std::string probe = path + ".tmp";
   FILE* f = std::fopen(probe.c_str(), "w");
   if (f == nullptr) {
@@ -72,8 +94,10 @@ std::string record_path(const std::string& file) {
 void say_record(const std::string& path, bool crashed) {
   if (path.empty()) return;
   if (access(path.c_str(), R_OK) != 0)
-    std::fprintf(stderr, "simprof run: no run record was written to %s (no step ended%s)\n",
-                 path.c_str(), crashed ? " before the crash" : "");
+    std::fprintf(stderr, "simprof run: no run record was written to %s (%s)\n", path.c_str(),
+                 crashed ? "no snapshot was taken before the crash: one every "
+                           "SIMPROF_RUN_JSON_EVERY_MS, 1000 by default"
+                         : "see above");
   else if (crashed)
     std::fprintf(stderr, "simprof run: %s holds the record's last snapshot before the crash\n",
                  path.c_str());
@@ -81,9 +105,17 @@ void say_record(const std::string& path, bool crashed) {
     std::fprintf(stderr, "simprof run: the run record: %s\n", path.c_str());
 }
 
+// The command as a shell would take it back: each argument quoted where it needs to be.
 std::string joined(const std::vector<std::string>& v) {
   std::string out;
-  for (const std::string& s : v) out += (out.empty() ? "" : " ") + s;
+  for (const std::string& s : v) {
+    const bool plain = !s.empty() && s.find_first_not_of(
+                                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
+                                         "OPQRSTUVWXYZ0123456789_-./=:,+@%") == std::string::npos;
+    std::string q = "'";
+    for (const char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += (out.empty() ? "" : " ") + (plain ? s : q + "'");
+  }
   return out;
 }
 
@@ -99,7 +131,7 @@ int run(const simprof::run::RunArgs& a) {
   }
   const std::string json = a.json.empty() ? "" : record_path(a.json);
   if (!a.json.empty() && json.empty()) return 2;
-  char mark[] = "/tmp/simprof-run-XXXXXX";
+  char* mark = mark_path;
   const int fd = mkstemp(mark);
   if (fd < 0) {
     std::perror("simprof run: mkstemp");
@@ -142,7 +174,8 @@ int run(const simprof::run::RunArgs& a) {
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  const bool started = exists(mark);
+  const std::string said = mark_says(mark);
+  const bool started = said == "started";
   unlink(mark);
   int rc = 0;
   if (WIFSIGNALED(status)) {
@@ -153,7 +186,7 @@ int run(const simprof::run::RunArgs& a) {
     rc = WEXITSTATUS(status);
   }
   if (started) say_record(json, WIFSIGNALED(status));
-  if (!started && rc != 127)
+  if (said.empty() && rc != 127)
     std::fprintf(stderr,
                  "simprof run: %s made no NVTX call, so nothing was profiled (is it built with "
                  "NVTX ranges? A program that links an NVTX tool of its own ignores "

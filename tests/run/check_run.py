@@ -102,6 +102,21 @@ expect("a crash is said with its signal", rc == 128 + 6 and "killed by signal 6"
 rc, out = run("run", "--", "/nonexistent/program")
 expect("a command that cannot run: 127 and why", rc == 127 and "cannot run" in out, out)
 
+with tempfile.TemporaryDirectory() as d:
+    rc, out = run("run", "--json", d, "--", PROGRAM)
+    expect("a --json that is a directory is refused and left alone",
+           rc == 2 and "is a directory" in out and os.path.isdir(d), out)
+rc, out = run("frun", "--", PROGRAM)
+expect("an unknown command is named", rc == 2 and "unknown command 'frun'" in out, out)
+rc, out = run("run", PROGRAM, "5")
+expect("a command without -- is said so", rc == 2 and "put the command after --" in out, out)
+rc, out = run("run", "--trace-dir", "t", "--", PROGRAM)
+expect("--trace-dir alone is refused", rc == 2 and "needs --trace-steps" in out, out)
+rc, out = run("run", "--no-fps", "--", PROGRAM, "5", env={"SIMPROF_RUN_JSON_EVERY_MS": "0"})
+expect("a tool that refused to start says why, and nothing false after",
+       "could not start" in out and "SIMPROF_RUN_JSON_EVERY_MS = '0'" in out
+       and "made no NVTX call" not in out, out)
+
 if failures:
     print("\n\n".join(failures))
     sys.exit(1)
