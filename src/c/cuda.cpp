@@ -34,23 +34,6 @@ using simprof::c_api::copy_out;
 using simprof::c_api::fail;
 using simprof::c_api::guarded;
 
-namespace {
-
-// One DeviceAllocations per process (it holds CUPTI's callbacks), shared by the trackers alive.
-std::shared_ptr<simprof::cuda::DeviceAllocations> shared_device_allocations() {
-  static std::mutex m;
-  static std::weak_ptr<simprof::cuda::DeviceAllocations> alive;
-  const std::lock_guard<std::mutex> lock(m);
-  auto p = alive.lock();
-  if (!p) {
-    p = std::make_shared<simprof::cuda::DeviceAllocations>();
-    alive = p;
-  }
-  return p;
-}
-
-}  // namespace
-
 struct simprof_kernel_tracer {
   simprof::cuda::KernelTracer tracer;
   simprof::SourceRegistration joined;  // after the tracer: leaves the session before it goes
@@ -250,7 +233,8 @@ simprof_status simprof_memory_tracker_new(simprof_profiler* p, simprof_trace* t,
   return guarded([&] {
     simprof::MemoryOptions o;
     o.warmup_steps = warmup_steps;
-    auto m = std::make_unique<simprof_memory_tracker>(p->prof, shared_device_allocations(), o);
+    auto m = std::make_unique<simprof_memory_tracker>(
+        p->prof, simprof::cuda::DeviceAllocations::shared(), o);
     if (t) m->joined = t->session.add_source(&m->tracker);
     *out = m.release();
   });

@@ -183,3 +183,14 @@ TEST_F(MemoryTest, SharesCuptiWithTheKernelTracer) {
   EXPECT_EQ(mem.last_step(MemorySide::kDevice).allocs, 1u);
   EXPECT_EQ(mem.last_step(MemorySide::kDevice).alloc_bytes, 2048u);
 }
+
+TEST_F(MemoryTest, SharedDeviceAllocationsIsOneObjectWhileHeld) {
+  auto a = DeviceAllocations::shared();
+  auto b = DeviceAllocations::shared();
+  SIMPROF_REQUIRE_CUPTI(*a);
+  EXPECT_EQ(a.get(), b.get()) << "every tracker that asks shares the one alive";
+  // CUPTI counts for one at a time: a second one beside the shared one is refused by name.
+  EXPECT_THROW({ DeviceAllocations second; }, std::logic_error);
+  a.reset();
+  EXPECT_EQ(b.use_count(), 1);
+}

@@ -32,6 +32,17 @@ CuptiProcess& CuptiProcess::get() noexcept {
   return *process;
 }
 
+std::shared_ptr<void> CuptiProcess::shared_allocations(
+    const std::function<std::shared_ptr<void>()>& make) {
+  const std::lock_guard<std::mutex> lock(shared_mutex_);
+  std::shared_ptr<void> alive = shared_.lock();
+  if (!alive) {
+    alive = make();
+    shared_ = alive;
+  }
+  return alive;
+}
+
 bool CuptiProcess::claim_tracer(void* tracer) noexcept {
   void* expected = nullptr;
   return tracer_.compare_exchange_strong(expected, tracer);

@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
@@ -27,7 +29,7 @@ using CuptiHandler = void (*)(void* context, CUpti_CallbackDomain domain, CUpti_
 ///     graph-node callbacks): a handler is replaced only once no callback is inside it (a lock
 ///     the callbacks share, never a spin), so its context may go right after;
 ///   * the one KernelTracer (claim_tracer), which CUPTI's buffer and clock callbacks reach, and the
-///     one DeviceAllocations (claim_allocations);
+///     one DeviceAllocations (claim_allocations), shared by whoever asks (shared_allocations);
 ///   * how many kernel tracer windows are open.
 class CuptiProcess {
  public:
@@ -42,6 +44,9 @@ class CuptiProcess {
   /// One DeviceAllocations at a time (false: one exists).
   bool claim_allocations() noexcept { return !allocations_.exchange(true); }
   void release_allocations() noexcept { allocations_.store(false); }
+  /// The DeviceAllocations alive, or make()'s (type-erased: this room does not know the memory
+  /// room's types); it goes when its last holder lets go.
+  std::shared_ptr<void> shared_allocations(const std::function<std::shared_ptr<void>()>& make);
   /// A kernel tracer's window opened (+1) or was collected (-1).
   void window(int change) noexcept { windows_open_.fetch_add(change); }
   bool window_open() const noexcept { return windows_open_.load() > 0; }
@@ -66,6 +71,8 @@ class CuptiProcess {
   Handler callbacks_, graph_nodes_;
   std::atomic<void*> tracer_{nullptr};
   std::atomic<bool> allocations_{false};
+  std::mutex shared_mutex_;  // guards shared_
+  std::weak_ptr<void> shared_;
   std::atomic<int> windows_open_{0};
 };
 

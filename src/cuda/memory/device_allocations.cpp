@@ -269,4 +269,9 @@ std::int64_t DeviceAllocations::peak_bytes() const noexcept {
   return impl_->enabled ? impl_->counts.peak.load(std::memory_order_relaxed) : -1;
 }
 
+std::shared_ptr<DeviceAllocations> DeviceAllocations::shared() {
+  return std::static_pointer_cast<DeviceAllocations>(detail::CuptiProcess::get().shared_allocations(
+      [] { return std::static_pointer_cast<void>(std::make_shared<DeviceAllocations>()); }));
+}
+
 }  // namespace simprof::cuda

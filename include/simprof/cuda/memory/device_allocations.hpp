@@ -34,6 +34,9 @@ class DeviceAllocations final : public AllocSource {
   ~DeviceAllocations() override;
   DeviceAllocations(const DeviceAllocations&) = delete;
   DeviceAllocations& operator=(const DeviceAllocations&) = delete;
+  /// The process's DeviceAllocations for every tracker that asks: the one alive, or a new one
+  /// (CUPTI counts for one at a time); it goes with its last holder.
+  static std::shared_ptr<DeviceAllocations> shared();
 
   /// Whether allocations are being counted (CUPTI could be subscribed to).
   bool enabled() const noexcept;
