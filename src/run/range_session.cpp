@@ -19,6 +19,7 @@
 
 #include "range_record.hpp"
 #include "range_report.hpp"
+#include "run_args.hpp"
 
 namespace simprof::run {
 
@@ -72,10 +73,8 @@ void listen_for_usr1(RangeSession& session) {
 long long whole(const char* name, long long fallback, long long least, long long most) {
   const std::string n = env(name);
   if (n.empty()) return fallback;
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(n.c_str(), &end, 10);
-  if (errno != 0 || end == n.c_str() || *end != 0 || v < least || v > most)
+  long long v = 0;
+  if (!parse_whole(n, least, most, v))
     throw std::invalid_argument(
         fmt::format("{} = '{}' (expected a whole number from {} to {})", name, n, least, most));
   return v;

@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <limits>
 
 namespace simprof::run {
 
@@ -18,20 +19,24 @@ const char* const kRunUsage =
     "  --no-fps     no FPS line while it runs (the stage table is still printed at exit)\n"
     "  The stage table is printed at exit, and on SIGUSR1 (kill -USR1 <simprof's pid>).";
 
+bool parse_whole(const std::string& text, long long least, long long most, long long& out) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str() || *end != 0 || v < least || v > most) return false;
+  out = v;
+  return true;
+}
+
 namespace {
+constexpr long long kMost = std::numeric_limits<long long>::max();
+
 // "A:B" with 0 <= A < B.
 bool parse_steps(const std::string& v, RunArgs& a, std::string& error) {
   const auto colon = v.find(':');
-  char* end = nullptr;
   long long from = -1, to = -1;
-  if (colon != std::string::npos) {
-    errno = 0;
-    from = std::strtoll(v.c_str(), &end, 10);
-    const bool from_ok = errno == 0 && end == v.c_str() + colon && colon > 0;
-    to = std::strtoll(v.c_str() + colon + 1, &end, 10);
-    if (!from_ok || errno != 0 || *end != 0 || end == v.c_str() + colon + 1) from = -1;
-  }
-  if (from < 0 || to <= from) {
+  if (colon == std::string::npos || !parse_whole(v.substr(0, colon), 0, kMost, from) ||
+      !parse_whole(v.substr(colon + 1), 0, kMost, to) || to <= from) {
     error = "simprof run: --trace-steps '" + v + "' (expected A:B, whole numbers, 0 <= A < B)";
     return false;
   }
@@ -83,31 +88,25 @@ bool parse_run_args(int argc, const char* const* argv, RunArgs& a, std::string& 
       if (!parse_steps(v, a, error)) return false;
       continue;
     }
-    if (arg == "--trace-dir") {
-      if (v.empty()) {
-        error = "simprof run: --trace-dir '' (expected a directory)";
-        return false;
-      }
-      a.trace_dir = v;
-      continue;
-    }
-    if (arg == "--step" || arg == "--json") {
-      if (v.empty()) {
-        error = "simprof run: " + arg + " '' (expected " +
-                (arg == "--step" ? "a range name)" : "a file to write)");
-        return false;
-      }
-      (arg == "--step" ? a.step : a.json) = v;
-    } else {
-      char* end = nullptr;
-      errno = 0;
-      const long long n = std::strtoll(v.c_str(), &end, 10);
-      if (errno != 0 || end == v.c_str() || *end != 0 || n < 0) {
+    if (arg == "--n-envs") {
+      long long n = 0;
+      if (!parse_whole(v, 0, kMost, n)) {
         error = "simprof run: --n-envs '" + v + "' (expected a whole number >= 0)";
         return false;
       }
       a.n_envs = n;
+      continue;
     }
+    // The options that take text: --step, --json, --trace-dir.
+    const bool step = arg == "--step", json = arg == "--json";
+    if (v.empty()) {
+      error = "simprof run: " + arg + " '' (expected " +
+              (step   ? "a range name)"
+               : json ? "a file to write)"
+                      : "a directory)");
+      return false;
+    }
+    (step ? a.step : json ? a.json : a.trace_dir) = v;
   }
   for (; i < argc; ++i) a.command.emplace_back(argv[i]);
   if (a.trace_dir != "." && a.trace_to < 0) {

@@ -22,6 +22,10 @@ struct RunArgs {
 
 extern const char* const kRunUsage;
 
+// `text` as a whole number in [least, most] (nothing after it); false, `out` untouched, otherwise.
+// The one reading of numbers for the command line and the environment the tool reads.
+bool parse_whole(const std::string& text, long long least, long long most, long long& out);
+
 // False with `error` set (the usage for --help, with a.help) when the line is not a run.
 bool parse_run_args(int argc, const char* const* argv, RunArgs& a, std::string& error);
 

@@ -4,9 +4,11 @@
 
   check_run.py SIMPROF NVTX_PROGRAM
 """
+import json
 import os
 import subprocess
 import sys
+import tempfile
 
 SIMPROF, PROGRAM = sys.argv[1], sys.argv[2]
 failures = []
@@ -39,9 +41,6 @@ expect("--step: every run of it is a step", '400 steps of the NVTX range "step"'
 expect("the FPS line with the per-env rate", "FPS per env, 1024 envs)" in out, out)
 
 # --json: the run record at exit, and its last snapshot after a crash.
-import json  # noqa: E402
-import tempfile  # noqa: E402
-
 with tempfile.TemporaryDirectory() as d:
     path = os.path.join(d, "run.json")
     rc, out = run("run", "--no-fps", "--json", path, "--", PROGRAM, "40")
