@@ -36,14 +36,21 @@ std::vector<StageRow> stage_rows(const StepProfiler& prof) {
   return rows;
 }
 
-std::string stage_table(const StepProfiler& prof) {
-  return detail::stage_table_with(prof, "", [](const StageRow&) { return std::string(); });
+std::string stage_table(const StepProfiler& prof) { return format_stage_rows(stage_rows(prof)); }
+
+std::string format_stage_rows(const std::vector<StageRow>& rows) {
+  return detail::format_stage_rows_with(rows, "", [](const StageRow&) { return std::string(); });
 }
 
 std::string detail::stage_table_with(const StepProfiler& prof, const std::string& extra_header,
                                      const std::function<std::string(const StageRow&)>& extra) {
-  const std::vector<StageRow> rows = stage_rows(prof);
-  std::size_t partial = 0;
+  return format_stage_rows_with(stage_rows(prof), extra_header, extra);
+}
+
+std::string detail::format_stage_rows_with(
+    const std::vector<StageRow>& rows, const std::string& extra_header,
+    const std::function<std::string(const StageRow&)>& extra) {
+  std::size_t partial = 0, steps = 0;
   fmt::memory_buffer out;
   fmt::format_to(std::back_inserter(out),
                  "{:<28} {:>10} {:>9} {:>10} {:>10} {:>10} {:>7} {:>7}{}\n", "stage", "mean us",
@@ -51,16 +58,17 @@ std::string detail::stage_table_with(const StepProfiler& prof, const std::string
   for (const StageRow& r : rows) {
     const LatencyStats& s = r.stats;
     partial += r.partial;
+    if (r.id == kStepStage) steps = s.count;
     fmt::format_to(std::back_inserter(out),
                    "{:<28} {:>10.1f} {:>9.1f} {:>10.1f} {:>10.1f} {:>10.1f} {:>6.1f}% {:>7}{}{}\n",
-                   stage_label(prof, r.id, r.depth), s.mean * 1e6, s.stddev * 1e6, s.p50 * 1e6,
-                   s.p95 * 1e6, s.p99 * 1e6, r.share, s.count,
+                   std::string(2 * static_cast<std::size_t>(r.depth), ' ') + r.name, s.mean * 1e6,
+                   s.stddev * 1e6, s.p50 * 1e6, s.p95 * 1e6, s.p99 * 1e6, r.share, s.count,
                    r.partial ? "*" : (extra_header.empty() ? "" : " "), extra(r));
   }
   if (partial)
     fmt::format_to(std::back_inserter(out),
                    "* ran in fewer steps than the {} in the window; share: of all their time\n",
-                   prof.stats(kStepStage).count);
+                   steps);
   return fmt::to_string(out);
 }
 

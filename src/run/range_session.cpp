@@ -97,6 +97,11 @@ RunConfig RunConfig::from_env() {
                     "< to)",
                     c.trace_from, c.trace_to));
   if (const std::string d = env("SIMPROF_RUN_TRACE_DIR"); !d.empty()) c.trace_dir = d;
+  if (const std::string g = env("SIMPROF_RUN_GPU"); g == "1" || g == "0")
+    c.gpu = g == "1" ? GpuMode::kOn : GpuMode::kOff;
+  else if (!g.empty() && g != "auto")
+    throw std::invalid_argument(fmt::format("SIMPROF_RUN_GPU = '{}' (expected 1, 0 or auto)", g));
+  c.gpu_every = whole("SIMPROF_RUN_GPU_EVERY", 64, 2, 1'000'000'000);
   return c;
 }
 
@@ -124,11 +129,13 @@ RangeSession& RangeSession::get() {
 RangeSession::RangeSession()
     : config_(RunConfig::from_env()),
       prof_(options(), config_.n_envs),
-      steps_(prof_, RangeStepsOptions{config_.step}) {
+      steps_(prof_, RangeStepsOptions{config_.step}),
+      device_(std::make_unique<RangeDevice>(prof_, config_.gpu, config_.gpu_every)) {
   if (config_.trace_to > 0) start_trace();
   steps_.on_change([this] {  // the steps so far were another range's: said again, traced afresh
     said_step_ = false;
     if (trace_) start_trace();
+    device_->restart();
   });
   if (!config_.mark.empty()) std::ofstream(config_.mark) << "started\n";
 }
@@ -137,6 +144,9 @@ int RangeSession::push(std::string_view name) {
   const std::uint64_t thread = thread_number();
   const std::lock_guard<std::mutex> lock(mu_);
   if (finished_) return depth++;
+  // Between steps on the step's thread: the device side starts, or changes session (a listener
+  // attaches only outside a step).
+  if (thread == steps_.step_thread() && !prof_.in_step()) device_->step(trace_.get());
   try {
     steps_.push(thread, name);
   } catch (const std::exception& e) {  // the profiler refused a step: said, the run goes on
@@ -183,7 +193,7 @@ void RangeSession::start_trace() {
 
 std::string RangeSession::report(bool final) {
   const std::lock_guard<std::mutex> lock(mu_);
-  std::string out = range_report(prof_, steps_, config_.step, final);
+  std::string out = range_report(prof_, steps_, config_.step, final) + device_->report();
   if (trace_) {
     const auto files = trace_->files();
     if (files.empty())
@@ -204,6 +214,7 @@ void RangeSession::write_record(bool final) {
     written_steps_ = steps_.steps();
     try {
       doc = range_record(prof_, steps_, config_.step, config_.command, final);
+      doc["device"] = device_->json();
     } catch (const std::exception& e) {
       if (!said_write_error_) std::fprintf(stderr, "simprof run: the run record: %s\n", e.what());
       said_write_error_ = true;
@@ -224,6 +235,7 @@ void RangeSession::finish() {
     if (finished_) return;
     finished_ = true;
     steps_.finish();
+    device_->finish();
   }
   std::fputs(report(true).c_str(), stderr);
   write_record(true);

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "range_device.hpp"
 #include "range_steps.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 #include "simprof/trace/session.hpp"
@@ -29,6 +30,8 @@ struct RunConfig {
   // SIMPROF_RUN_TRACE_FROM / _TO / _DIR: a trace of steps [from, to) (to 0: none), under dir.
   std::int64_t trace_from = 0, trace_to = 0;
   std::string trace_dir = ".";
+  GpuMode gpu = GpuMode::kAuto;  // SIMPROF_RUN_GPU: auto (unset), 1 or 0
+  std::int64_t gpu_every = 64;   // SIMPROF_RUN_GPU_EVERY: a window of 2 steps in every N
   static RunConfig from_env();
 };
 
@@ -53,6 +56,7 @@ class RangeSession {
   StepProfiler prof_;
   RangeSteps steps_;
   std::unique_ptr<TraceSession> trace_;  // --trace-steps: the window's CPU spans (the ranges)
+  std::unique_ptr<RangeDevice> device_;  // --gpu: the device clock's figures
   std::set<std::string, std::less<>> interned_;
   bool said_step_ = false;
   void start_trace();  // --trace-steps: a session counting from now

@@ -9,13 +9,17 @@ namespace simprof::run {
 
 const char* const kRunUsage =
     "usage: simprof run [--step NAME] [--n-envs N] [--json FILE] [--trace-steps A:B] "
-    "[--trace-dir DIR] [--no-fps] -- COMMAND [ARGS...]\n"
+    "[--trace-dir DIR] [--gpu | --no-gpu] [--gpu-every N] [--no-fps] -- COMMAND [ARGS...]\n"
     "  Runs COMMAND with simprof's NVTX tool: its NVTX ranges become steps and stages.\n"
     "  --step NAME  the range that is one step (default: the outermost range that repeats)\n"
     "  --n-envs N   environments per step, for the FPS line's per-env rate\n"
     "  --json FILE  the run record (schema simprof.run/1), written at exit and every second\n"
     "  --trace-steps A:B  a Kineto/Perfetto trace of steps A to B-1 (counted from 0), the ranges\n"
     "               as CPU spans, in DIR/simprof_trace_0/rank0.json (--trace-dir DIR, default .)\n"
+    "  --gpu        device times (default where the program starts CUDA): the kernels launched\n"
+    "               in each range on the GPU's clock, through CUPTI, and the FPS line from them\n"
+    "  --no-gpu     host times only\n"
+    "  --gpu-every N  the device times' sampling: 2 consecutive steps in every N (default 64)\n"
     "  --no-fps     no FPS line while it runs (the stage table is still printed at exit)\n"
     "  The stage table is printed at exit, and on SIGUSR1 (kill -USR1 <simprof's pid>).";
 
@@ -44,6 +48,33 @@ bool parse_steps(const std::string& v, RunArgs& a, std::string& error) {
   a.trace_to = to;
   return true;
 }
+// An option with its value: --trace-steps, the numbers, the texts (--step, --json, --trace-dir).
+bool parse_value(const std::string& arg, const std::string& v, RunArgs& a, std::string& error) {
+  if (arg == "--trace-steps") return parse_steps(v, a, error);
+  if (arg == "--n-envs" || arg == "--gpu-every") {
+    const bool envs = arg == "--n-envs";
+    long long n = 0;
+    if (!parse_whole(v, envs ? 0 : 2, envs ? kMost : 1'000'000'000, n)) {
+      error = "simprof run: " + arg + " '" + v +
+              (envs ? "' (expected a whole number >= 0)"
+                    : "' (expected a whole number from 2 to 1000000000)");
+      return false;
+    }
+    (envs ? a.n_envs : a.gpu_every) = n;
+    return true;
+  }
+  const bool step = arg == "--step", json = arg == "--json";
+  if (v.empty()) {
+    error = "simprof run: " + arg + " '' (expected " +
+            (step   ? "a range name)"
+             : json ? "a file to write)"
+                    : "a directory)");
+    return false;
+  }
+  (step ? a.step : json ? a.json : a.trace_dir) = v;
+  return true;
+}
+
 }  // namespace
 
 bool parse_run_args(int argc, const char* const* argv, RunArgs& a, std::string& error) {
@@ -68,12 +99,17 @@ bool parse_run_args(int argc, const char* const* argv, RunArgs& a, std::string& 
       error = kRunUsage;
       return false;
     }
-    if (arg == "--no-fps") {
-      a.fps = false;
+    if (arg == "--no-fps" || arg == "--gpu" || arg == "--no-gpu") {
+      if (arg == "--no-fps") a.fps = false;
+      if (arg != "--no-fps" && a.gpu == (arg == "--gpu" ? 0 : 1)) {
+        error = "simprof run: --gpu and --no-gpu together (expected one of them)";
+        return false;
+      }
+      if (arg != "--no-fps") a.gpu = arg == "--gpu" ? 1 : 0;
       continue;
     }
     if (arg != "--step" && arg != "--n-envs" && arg != "--json" && arg != "--trace-steps" &&
-        arg != "--trace-dir") {
+        arg != "--trace-dir" && arg != "--gpu-every") {
       error = arg[0] == '-' ? "simprof run: unknown option '" + arg + "'\n" + kRunUsage
                             : "simprof run: '" + arg +
                                   "' is not an option: put the command after --\n" + kRunUsage;
@@ -83,34 +119,15 @@ bool parse_run_args(int argc, const char* const* argv, RunArgs& a, std::string& 
       error = "simprof run: " + arg + " needs a value";
       return false;
     }
-    const std::string v = argv[++i];
-    if (arg == "--trace-steps") {
-      if (!parse_steps(v, a, error)) return false;
-      continue;
-    }
-    if (arg == "--n-envs") {
-      long long n = 0;
-      if (!parse_whole(v, 0, kMost, n)) {
-        error = "simprof run: --n-envs '" + v + "' (expected a whole number >= 0)";
-        return false;
-      }
-      a.n_envs = n;
-      continue;
-    }
-    // The options that take text: --step, --json, --trace-dir.
-    const bool step = arg == "--step", json = arg == "--json";
-    if (v.empty()) {
-      error = "simprof run: " + arg + " '' (expected " +
-              (step   ? "a range name)"
-               : json ? "a file to write)"
-                      : "a directory)");
-      return false;
-    }
-    (step ? a.step : json ? a.json : a.trace_dir) = v;
+    if (!parse_value(arg, argv[++i], a, error)) return false;
   }
   for (; i < argc; ++i) a.command.emplace_back(argv[i]);
   if (a.trace_dir != "." && a.trace_to < 0) {
     error = "simprof run: --trace-dir " + a.trace_dir + " needs --trace-steps A:B";
+    return false;
+  }
+  if (a.gpu == 0 && a.gpu_every != 0) {
+    error = "simprof run: --gpu-every " + std::to_string(a.gpu_every) + " with --no-gpu";
     return false;
   }
   if (a.command.empty()) {

@@ -16,6 +16,8 @@ struct RunArgs {
   std::int64_t trace_from = -1, trace_to = -1;  // --trace-steps A:B: steps A .. B-1 traced
   std::string trace_dir = ".";                  // --trace-dir DIR
   bool fps = true;                              // --no-fps: no FPS line
+  int gpu = -1;                                 // --gpu 1, --no-gpu 0, neither -1 (auto)
+  std::int64_t gpu_every = 0;                   // --gpu-every N: 2 sampled steps in every N (0: 64)
   bool help = false;                            // -h / --help: `error` holds the usage
   std::vector<std::string> command;
 };

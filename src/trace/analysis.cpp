@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <unordered_map>
 
@@ -82,10 +83,37 @@ void kernel_tables(const std::vector<const Span*>& kernels, TraceAnalysis& out) 
   if (staged) table(by_stage, out.stages);
 }
 
+using ByCorrelation = std::unordered_multimap<std::uint64_t, const Span*>;
+
+// Each stage span of the step: the device span of the kernels launched inside it on its thread,
+// summed per stage name (a stage that ran twice counts both runs, as on the host).
+void stage_spans(const Span& st, const std::vector<const Span*>& stages,
+                 const std::vector<const Span*>& launches, const ByCorrelation& by_corr,
+                 StepAnalysis& a) {
+  for (const auto* sp : stages) {
+    if (sp->step() != st.step() || sp->begin_ns < st.begin_ns || sp->end_ns > st.end_ns) continue;
+    auto it = std::find_if(a.stages.begin(), a.stages.end(),
+                           [sp](const StageGpu& g) { return g.name == sp->name; });
+    if (it == a.stages.end()) it = a.stages.insert(a.stages.end(), StageGpu{sp->name, 0, 0});
+    std::int64_t begin = std::numeric_limits<std::int64_t>::max();
+    std::int64_t end = std::numeric_limits<std::int64_t>::min();
+    for (const auto* launch : launches) {
+      if (launch->tid != sp->tid || launch->begin_ns < sp->begin_ns ||
+          launch->begin_ns > sp->end_ns || launch->correlation == 0)
+        continue;
+      auto [b, e] = by_corr.equal_range(launch->correlation);
+      for (auto k = b; k != e; ++k, ++it->kernels) {
+        begin = std::min(begin, k->second->begin_ns);
+        end = std::max(end, k->second->end_ns);
+      }
+    }
+    if (end > begin) it->gpu_span_us += static_cast<double>(end - begin) * 1e-3;
+  }
+}
+
 // One step: its kernels, through the correlation of the runtime call that launched them.
 StepAnalysis step_analysis(const Span& st, const std::vector<const Span*>& launches,
-                           const std::unordered_multimap<std::uint64_t, const Span*>& by_corr,
-                           double graph_node_us) {
+                           const ByCorrelation& by_corr, double graph_node_us) {
   StepAnalysis a;
   a.step = st.step();
   a.host_us = static_cast<double>(st.duration_ns()) * 1e-3;
@@ -113,6 +141,8 @@ StepAnalysis step_analysis(const Span& st, const std::vector<const Span*>& launc
   std::int64_t max_gap = 0;
   for (std::size_t i = 1; i < busy.size(); ++i)
     max_gap = std::max(max_gap, busy[i].first - busy[i - 1].second);
+  a.gpu_begin_ns = busy.front().first;
+  a.gpu_end_ns = busy.back().second;
   a.gpu_span_us = static_cast<double>(busy.back().second - busy.front().first) * 1e-3;
   a.gpu_busy_us = static_cast<double>(length(busy)) * 1e-3;
   a.idle_us = a.gpu_span_us - a.gpu_busy_us;
@@ -153,10 +183,12 @@ std::string verdict(const TraceAnalysis& out, std::size_t bound) {
 
 TraceAnalysis analyze(const Trace& trace, double graph_node_us) {
   TraceAnalysis out;
-  std::vector<const Span*> steps, launches, kernels;
+  std::vector<const Span*> steps, stages, launches, kernels;
   for (const Span& s : trace.spans) {
     if (s.is_step())
       steps.push_back(&s);
+    else if (s.kind == SpanKind::kCpuStage)
+      stages.push_back(&s);
     else if (s.kind == SpanKind::kLaunch)
       launches.push_back(&s);
     else if (s.kind == SpanKind::kKernel)
@@ -164,12 +196,13 @@ TraceAnalysis analyze(const Trace& trace, double graph_node_us) {
   }
   std::sort(steps.begin(), steps.end(), [](auto* a, auto* b) { return a->begin_ns < b->begin_ns; });
   kernel_tables(kernels, out);
-  std::unordered_multimap<std::uint64_t, const Span*> by_corr;
+  ByCorrelation by_corr;
   for (const auto* k : kernels)
     if (k->correlation != 0) by_corr.emplace(k->correlation, k);
   std::size_t bound = 0;
   for (const auto* st : steps) {
     out.steps.push_back(step_analysis(*st, launches, by_corr, graph_node_us));
+    stage_spans(*st, stages, launches, by_corr, out.steps.back());
     bound += out.steps.back().launch_bound;
   }
   if (out.steps.empty() || kernels.empty()) {

@@ -99,6 +99,14 @@ class FpsTracker {
     complete_sample(now);
     return true;
   }
+  /// Counts `steps` steps, the last of which ended at `now`: a clock that sees only some step ends
+  /// (sampled ones) gives the steps run since the last end it saw. The first call only starts the
+  /// clock. Returns true when a sample completed.
+  bool advance(std::int64_t now, std::uint64_t steps) {
+    if (!started_ || steps == 0) return started_ ? false : tick(now);
+    steps_ += steps - 1;
+    return tick(now);
+  }
   /// Drops the sample in progress (after a veto or a pause); the next tick restarts the clock.
   void restart() noexcept {
     started_ = false;

@@ -60,7 +60,15 @@ std::vector<StageRow> stage_rows(const StepProfiler& prof);
 /// stats_window > 0 (std::invalid_argument otherwise).
 std::string stage_table(const StepProfiler& prof);
 
+/// stage_table() of rows from anywhere (a device clock's, say): each name indented two spaces per
+/// depth, the footnote's step count from the "step" row (id kStepStage).
+std::string format_stage_rows(const std::vector<StageRow>& rows);
+
 namespace detail {
+/// format_stage_rows() with columns added to every row.
+std::string format_stage_rows_with(const std::vector<StageRow>& rows,
+                                   const std::string& extra_header,
+                                   const std::function<std::string(const StageRow&)>& extra);
 /// stage_table() with columns added to every row (the memory tracker's): `extra_header` after the
 /// header, extra(row) after each row.
 std::string stage_table_with(const StepProfiler& prof, const std::string& extra_header,

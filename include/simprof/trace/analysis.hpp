@@ -36,6 +36,15 @@ struct KernelStat {
   double share = 0;  ///< of all kernel time in the trace
 };
 
+/// A stage's device work in one step: the kernels launched inside its host span, on its thread.
+struct StageGpu {
+  std::string name;         ///< the stage's name
+  std::size_t kernels = 0;  ///< kernels launched inside it
+  /// Its runs' device spans (first kernel start to last kernel end), summed over its runs in the
+  /// step as the host sums their durations; 0 when it launched no kernel.
+  double gpu_span_us = 0;
+};
+
 /// One traced step: its host span against its kernels' GPU time, gaps and launch latency.
 struct StepAnalysis {
   /// The step's index in the trace session.
@@ -44,6 +53,12 @@ struct StepAnalysis {
   std::size_t kernels = 0;
   double host_us = 0;      ///< the step's host span
   double gpu_span_us = 0;  ///< first kernel start to last kernel end
+  ///@{
+  /// The first kernel start and the last kernel end, in the trace's nanoseconds (0: no kernel).
+  std::int64_t gpu_begin_ns = 0, gpu_end_ns = 0;
+  ///@}
+  /// The step's stages that ran (its CPU stage spans), each with the kernels launched inside it.
+  std::vector<StageGpu> stages;
   double gpu_busy_us = 0;  ///< union of kernel intervals
   double idle_us = 0;      ///< gaps between kernels inside the span
   /// The longest gap between two kernels inside the span.

@@ -19,11 +19,29 @@ constexpr CUpti_CallbackId kMarkCall = CUPTI_RUNTIME_TRACE_CBID_cudaRuntimeGetVe
 thread_local std::uint32_t t_mark = 0;
 thread_local bool t_own_nodes = false;
 
-bool graph_node_call(CUpti_CallbackId id) {
-  for (const CUpti_CallbackId g : kGraphNodeCalls)
-    if (id == g) return true;
+// The driver calls that launch a kernel or a graph (the per-thread-stream forms too).
+constexpr CUpti_CallbackId kDriverLaunches[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz};
+
+template <std::size_t N>
+bool one_of(CUpti_CallbackId id, const CUpti_CallbackId (&ids)[N]) {
+  for (const CUpti_CallbackId c : ids)
+    if (id == c) return true;
   return false;
 }
+
+bool launch_call(CUpti_CallbackDomain domain, CUpti_CallbackId id) {
+  return domain == CUPTI_CB_DOMAIN_DRIVER_API && one_of(id, kDriverLaunches);
+}
+
+bool graph_node_call(CUpti_CallbackId id) { return one_of(id, kGraphNodeCalls); }
 
 }  // namespace
 
@@ -61,8 +79,9 @@ void CUPTIAPI CuptiProcess::forward(void* self, CUpti_CallbackDomain domain, CUp
   }
   auto& p = *static_cast<CuptiProcess*>(self);
   const std::shared_lock<std::shared_mutex> inside(p.handlers_mutex_);
-  const Handler& h =
-      domain == CUPTI_CB_DOMAIN_RESOURCE && graph_node_call(id) ? p.graph_nodes_ : p.callbacks_;
+  const Handler& h = domain == CUPTI_CB_DOMAIN_RESOURCE && graph_node_call(id) ? p.graph_nodes_
+                     : launch_call(domain, id)                                 ? p.launches_
+                                                                               : p.callbacks_;
   if (h.fn) h.fn(h.context, domain, id, data);
 }
 
@@ -134,6 +153,25 @@ void set_cupti_handler(CuptiHandler handler, void* context) noexcept {
 void set_graph_node_handler(CuptiHandler handler, void* context) noexcept {
   CuptiProcess& p = CuptiProcess::get();
   p.set(p.graph_nodes_, handler, context);
+}
+
+void set_launch_handler(CuptiHandler handler, void* context) noexcept {
+  CuptiProcess& p = CuptiProcess::get();
+  p.set(p.launches_, handler, context);
+}
+
+CUptiResult enable_launches(CUpti_SubscriberHandle subscriber, bool on) noexcept {
+  if (subscriber == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  const auto enable = [&](CUpti_CallbackDomain domain, CUpti_CallbackId id) {
+    return cuptiEnableCallback(on ? 1 : 0, subscriber, domain, id);
+  };
+  // The driver's calls only: a runtime launch reaches its driver call, which CUPTI reports too.
+  for (const CUpti_CallbackId id : kDriverLaunches)
+    if (const CUptiResult r = enable(CUPTI_CB_DOMAIN_DRIVER_API, id); r != CUPTI_SUCCESS) {
+      if (on) enable_launches(subscriber, false);  // none left on after a failure
+      return r;
+    }
+  return CUPTI_SUCCESS;
 }
 
 OwnNodes::OwnNodes() noexcept : was_(t_own_nodes) { t_own_nodes = true; }

@@ -25,9 +25,10 @@ using CuptiHandler = void (*)(void* context, CUpti_CallbackDomain domain, CUpti_
 /// Everything of CUPTI's that is the process's, not one tool's. Made at first use and never
 /// destroyed (CUPTI may call back until the process exits); reached through get().
 ///   * the subscription: subscribed while any CuptiLease is held;
-///   * two handlers with their contexts (the allocation counter's callbacks, the kernel tracer's
-///     graph-node callbacks): a handler is replaced only once no callback is inside it (a lock
-///     the callbacks share, never a spin), so its context may go right after;
+///   * three handlers with their contexts (the allocation counter's callbacks, the kernel tracer's
+///     graph-node callbacks, LaunchScopes's launch callbacks): a handler is replaced only once no
+///     callback is inside it (a lock the callbacks share, never a spin), so its context may go
+///     right after;
 ///   * the one KernelTracer (claim_tracer), which CUPTI's buffer and clock callbacks reach, and the
 ///     one DeviceAllocations (claim_allocations), shared by whoever asks (shared_allocations);
 ///   * how many kernel tracer windows are open.
@@ -41,6 +42,9 @@ class CuptiProcess {
   bool claim_tracer(void* tracer) noexcept;
   void release_tracer(void* tracer) noexcept;
   void* tracer() const noexcept { return tracer_.load(std::memory_order_acquire); }
+  /// One LaunchScopes at a time (false: one exists).
+  bool claim_launches() noexcept { return !launch_scopes_.exchange(true); }
+  void release_launches() noexcept { launch_scopes_.store(false); }
   /// One DeviceAllocations at a time (false: one exists).
   bool claim_allocations() noexcept { return !allocations_.exchange(true); }
   void release_allocations() noexcept { allocations_.store(false); }
@@ -55,6 +59,7 @@ class CuptiProcess {
   friend class CuptiLease;
   friend void set_cupti_handler(CuptiHandler, void*) noexcept;
   friend void set_graph_node_handler(CuptiHandler, void*) noexcept;
+  friend void set_launch_handler(CuptiHandler, void*) noexcept;
   struct Handler {
     CuptiHandler fn = nullptr;
     void* context = nullptr;
@@ -68,9 +73,9 @@ class CuptiProcess {
   int leases_ = 0;
   CUpti_SubscriberHandle handle_ = nullptr;
   std::shared_mutex handlers_mutex_;  // shared by callbacks inside a handler; held to replace one
-  Handler callbacks_, graph_nodes_;
+  Handler callbacks_, graph_nodes_, launches_;
   std::atomic<void*> tracer_{nullptr};
-  std::atomic<bool> allocations_{false};
+  std::atomic<bool> allocations_{false}, launch_scopes_{false};
   std::mutex shared_mutex_;  // guards shared_
   std::weak_ptr<void> shared_;
   std::atomic<int> windows_open_{0};
@@ -112,6 +117,12 @@ void set_cupti_handler(CuptiHandler handler, void* context) noexcept;
 /// turns on for the subscriber. Null to clear; returns as set_cupti_handler() does.
 void set_graph_node_handler(CuptiHandler handler, void* context) noexcept;
 CUptiResult enable_graph_nodes(CUpti_SubscriberHandle subscriber, bool on) noexcept;
+
+/// The launch handler (LaunchScopes's): the driver calls that launch a kernel or a graph (a
+/// runtime launch reaches one), which enable_launches() turns on for the subscriber. Null to
+/// clear; returns as set_cupti_handler() does.
+void set_launch_handler(CuptiHandler handler, void* context) noexcept;
+CUptiResult enable_launches(CUpti_SubscriberHandle subscriber, bool on) noexcept;
 
 /// Whether a KernelTracer is tracing a window now (started, not yet collected): a GraphKernelTimer
 /// in the same window leaves its replays to CUPTI's records.

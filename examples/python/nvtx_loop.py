@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""A torch step loop that knows nothing of simprof: NVTX ranges around its step and stages, as
+simulators mark theirs, and CUDA events at every step's end to time itself. `simprof run` profiles
+it unchanged (run_bench.py compares the two).
+
+    python3 nvtx_loop.py [--n-envs 1024] [--kernels 100] [--graph] [--steps 2000]
+
+The step: K elementwise kernels (x.add_(0.5) over n_envs x 64 floats) in "physics" (60 %),
+"sensors" > "Cam" (25 %) and "rewards" (the rest), on the current stream, never synchronised
+inside the loop; with --graph the three stages are three captured torch.cuda.CUDAGraphs, each
+replayed inside its range. Prints one JSON line: the mean device period from step 63 on and the
+stage spans over the second half, from the events (one before physics, one after each stage),
+and the host's period over the second half.
+"""
+import argparse
+import json
+import time
+
+import torch
+
+
+def split(kernels):
+    a = max(1, round(kernels * 0.60))
+    b = max(1, round(kernels * 0.25))
+    return (a, b, max(1, kernels - a - b))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n-envs", type=int, default=1024)
+    ap.add_argument("--kernels", type=int, default=100)
+    ap.add_argument("--graph", action="store_true")
+    ap.add_argument("--steps", type=int, default=2000)
+    a = ap.parse_args()
+    x = torch.zeros(a.n_envs, 64, device="cuda")
+    counts = split(a.kernels)
+
+    def body(n):
+        for _ in range(n):
+            x.add_(0.5)
+
+    graphs = None
+    if a.graph:
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            body(3)  # warm-up outside the capture
+        torch.cuda.current_stream().wait_stream(s)
+        graphs = []
+        for n in counts:
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                body(n)
+            graphs.append(g)
+    run = [(lambda i=i: graphs[i].replay()) if graphs else (lambda n=n: body(n))
+           for i, n in enumerate(counts)]
+    # Events before physics and after each stage: the stages' device spans and the step ends.
+    marks = [[torch.cuda.Event(enable_timing=True) for _ in range(4)] for _ in range(a.steps)]
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    half = a.steps // 2
+    for i in range(a.steps):
+        if i == half:
+            t_half = time.perf_counter()
+        m = marks[i]
+        with torch.cuda.nvtx.range("step"):
+            m[0].record()
+            with torch.cuda.nvtx.range("physics"):
+                run[0]()
+            m[1].record()
+            with torch.cuda.nvtx.range("sensors"):
+                with torch.cuda.nvtx.range("Cam"):
+                    run[1]()
+            m[2].record()
+            with torch.cuda.nvtx.range("rewards"):
+                run[2]()
+            m[3].record()
+    t_end = time.perf_counter()
+    torch.cuda.synchronize()
+    # The period from step 63 (the end of simprof run --gpu's first sampled window, as it counts
+    # by default) to the last: the span its device rate (steps_per_s) is measured over.
+    first = min(63, a.steps // 4)
+    period_ms = marks[first][3].elapsed_time(marks[-1][3]) / (a.steps - 1 - first)
+    stage_us = {name: 1e3 * sum(marks[i][k].elapsed_time(marks[i][k + 1])
+                                for i in range(half, a.steps)) / (a.steps - half)
+                for k, name in enumerate(("physics", "sensors", "rewards"))}
+    print(json.dumps({"events_period_us": 1e3 * period_ms, "events_stage_us": stage_us,
+                      "host_period_us": 1e6 * (t_end - t_half) / (a.steps - half),
+                      "n_envs": a.n_envs, "kernels": a.kernels, "graph": a.graph,
+                      "steps": a.steps, "wall_s": t_end - t0}))
+
+
+if __name__ == "__main__":
+    main()

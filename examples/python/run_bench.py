@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""`simprof run --gpu` on a torch loop nobody changed (nvtx_loop.py): is its FPS line what the GPU
+did, are its stage times the device's, and what does it cost?
+
+    python3 run_bench.py --simprof <simprof command> [--n-envs 1024 30000] [--kernels 100]
+        [--steps 3000] [--repeats 3] [--gpu-every 64] [--json out.json]
+
+Per size and mode (eager, torch.cuda.CUDAGraph), `repeats` rounds, each the loop alone and then
+under `simprof run --gpu`, every run timing itself with CUDA events (nvtx_loop.py):
+
+  FPS     the device rate the FPS line samples (steps per device second between the first and
+          the last sampled step end, from the run record) over the events' throughput of the same
+          steps. Target: within 1 %. Beside it, the FPS line's last value (an EMA over the last
+          second or so) over the same throughput.
+  stages  each stage's device mean from the record against the same stage's event span in the same
+          run (an event before physics and after each stage: a stage's events also hold the idle
+          gap before its first kernel, which a launch-bound loop has). Target: within 5 % or 1 us
+          where the loop is GPU-bound (its host period under its device period); said otherwise.
+  cost    the events' device period under simprof run over the loop's alone, the median of the
+          rounds; "null" compares the loop alone with itself across rounds (the spread of separate
+          processes). Target: <= 2 %, met only where the null is within 1 %.
+
+Exit status 0 when every target is met.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def loop_args(n_envs, kernels, graph, steps):
+    return [sys.executable, os.path.join(HERE, "nvtx_loop.py"), "--n-envs", str(n_envs),
+            "--kernels", str(kernels), "--steps", str(steps)] + (["--graph"] if graph else [])
+
+
+def last_json(text):
+    for line in reversed(text.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise RuntimeError("no JSON line in the loop's output:\n" + text)
+
+
+def one_config(a, n_envs, graph):
+    plain, profiled, fps, stages = [], [], [], []
+    for _ in range(a.repeats):
+        p = subprocess.run(loop_args(n_envs, a.kernels, graph, a.steps), capture_output=True,
+                           text=True, check=True)
+        plain.append(last_json(p.stdout))
+        with tempfile.TemporaryDirectory() as d:
+            rec = os.path.join(d, "run.json")
+            gpu = ["--no-gpu"] if a.no_gpu else ["--gpu", "--gpu-every", str(a.gpu_every)]
+            q = subprocess.run([a.simprof, "run", *gpu,
+                                "--n-envs", str(n_envs), "--no-fps", "--json", rec, "--"] +
+                               loop_args(n_envs, a.kernels, graph, a.steps),
+                               capture_output=True, text=True)
+            if q.returncode != 0:
+                raise RuntimeError("simprof run failed:\n" + q.stdout + q.stderr)
+            loop = last_json(q.stdout)
+            with open(rec) as f:
+                record = json.load(f)
+        profiled.append(loop)
+        dev = record["device"] or {"steps_per_s": float("nan"), "fps_per_env": float("nan"),
+                                   "stages": [], "sampled_steps": 0}
+        fps.append((dev["steps_per_s"] / (1e6 / loop["events_period_us"]),
+                    dev["fps_per_env"] / (1e6 / loop["events_period_us"])))
+        rows = {r["stage"]: r for r in dev["stages"]}
+        stages.append({n: (rows[n]["mean_s"] * 1e6 if n in rows else float("nan"), us)
+                       for n, us in loop["events_stage_us"].items()})
+        stages[-1]["_sampled"] = dev["sampled_steps"]
+    med = lambda v: statistics.median(v)
+    base = med([r["events_period_us"] for r in plain])
+    cost = med([r["events_period_us"] for r in profiled]) / base - 1
+    null = max(r["events_period_us"] for r in plain) / min(r["events_period_us"] for r in plain) - 1
+    gpu_bound = med([r["host_period_us"] for r in plain]) < base
+    out = {"n_envs": n_envs, "mode": "graph" if graph else "eager", "kernels": a.kernels,
+           "period_us": base, "cost": cost, "null": null,
+           "fps_ratio": med([f[0] for f in fps]), "fps_line_ratio": med([f[1] for f in fps]),
+           "gpu_bound": gpu_bound, "stages": {}, "sampled_steps": stages[-1]["_sampled"]}
+    for name in ("physics", "sensors", "rewards"):
+        ours = med([s[name][0] for s in stages])
+        events = med([s[name][1] for s in stages])
+        out["stages"][name] = {"device_us": ours, "events_us": events}
+    out["met"] = {
+        "fps": abs(out["fps_ratio"] - 1) <= 0.01,
+        "cost": cost <= 0.02 and null <= 0.01,
+        "stages": (not gpu_bound) or all(
+            abs(v["device_us"] - v["events_us"]) <= max(1.0, 0.05 * v["events_us"])
+            for v in out["stages"].values()),
+    }
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--simprof", required=True)
+    ap.add_argument("--n-envs", type=int, nargs="+", default=[1024, 30000])
+    ap.add_argument("--kernels", type=int, default=100)
+    ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--gpu-every", type=int, default=64)
+    ap.add_argument("--modes", nargs="+", default=["eager", "graph"], choices=["eager", "graph"])
+    ap.add_argument("--no-gpu", action="store_true",
+                    help="simprof run --no-gpu: the host side's cost alone")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    results = []
+    for n in a.n_envs:
+        for graph in [m == "graph" for m in a.modes]:
+            r = one_config(a, n, graph)
+            results.append(r)
+            st = ", ".join("%s %.1f/%.1f us" % (k, v["device_us"], v["events_us"])
+                           for k, v in r["stages"].items())
+            print("%6d envs %-5s period %7.1f us  rate/events %.4f%s (line %.3f)  cost %+.2f %% (null %.2f %%)%s"
+                  "  stages device/events: %s%s" % (
+                      n, r["mode"], r["period_us"], r["fps_ratio"],
+                      "" if r["met"]["fps"] else " MISSED", r["fps_line_ratio"], 100 * r["cost"], 100 * r["null"],
+                      "" if r["met"]["cost"] else (" NOISY" if r["null"] > 0.01 else " MISSED"),
+                      st, "" if r["met"]["stages"] else " MISSED"), flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"bench": "run_bench", "steps": a.steps, "repeats": a.repeats,
+                       "gpu_every": a.gpu_every, "results": results}, f, indent=2)
+    sys.exit(0 if all(all(r["met"].values()) for r in results) else 1)
+
+
+if __name__ == "__main__":
+    main()

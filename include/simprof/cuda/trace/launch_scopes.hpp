@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+// LaunchScopes: the device time of the work a thread launches inside host scopes, on whatever
+// streams it goes to, without knowing those streams: for programs simprof did not write (simprof
+// run times a program's NVTX ranges with it).
+//
+/* clang-format off */
+//   simprof::cuda::LaunchScopes scopes;
+//   if (scopes.arm(/*tag=*/frames)) {        // a window: this thread's launches are watched
+//     scopes.open(0); engine.physics(); scopes.close();  // any library's kernels and graphs
+//     scopes.disarm();
+//   }
+//   std::vector<simprof::cuda::LaunchWindow> done;
+//   scopes.poll(done);                      // windows the GPU has passed; never waits
+/* clang-format on */
+//
+// While armed, CUPTI's callbacks on the driver's launch calls (no activity records: their cost is
+// per kernel, and CUPTI's first activity window costs a loop milliseconds) see every kernel and
+// graph launch made on the arming thread (a runtime launch reaches the driver's call). The first
+// launch into a stream inside a scope records an event on that stream just before it; a scope's
+// close records one on every stream it launched to. A scope's device time runs from the first of
+// its begin events to the last of its end events: from the end of the work queued before it on its
+// streams to the end of its own (the stamps' rule of DeviceStageTimer). Events come from a pool
+// made at construction (none is made while armed); windows are read in order once the GPU passed
+// them, and one whose events ran out, or whose CUDA call failed, is dropped and counted. A launch
+// into a stream being captured is not stamped (the event would join the capture): counted. Only
+// kernel and graph launches are stamped: a scope whose only work is a copy launched nothing. Every
+// call is the arming thread's.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace simprof::cuda {
+
+/// Sizes of a LaunchScopes's pools.
+struct LaunchScopesOptions {
+  std::size_t events = 256;  ///< events per window (>= 2)
+  std::size_t scopes = 64;   ///< scope runs per window (>= 1)
+  std::size_t windows = 8;   ///< windows armed or waiting on the GPU at most, plus one (>= 2)
+};
+
+/// One scope run of a window, on the device.
+struct ScopeTiming {
+  std::int32_t id = 0;     ///< the id open() was given
+  std::int32_t depth = 0;  ///< scopes open around it
+  /// It launched device work (begin_ns and end_ns hold); false: it launched none.
+  bool launched = false;
+  ///@{
+  /// Device nanoseconds from the window's first event.
+  std::int64_t begin_ns = 0, end_ns = 0;
+  ///@}
+};
+
+/// One window, read once the GPU passed it.
+struct LaunchWindow {
+  std::uint64_t tag = 0;               ///< arm()'s
+  std::vector<ScopeTiming> scopes;     ///< in the order they opened
+  bool anchored = false;               ///< a depth-0 scope launched work: anchor_ns holds
+  std::int64_t anchor_ns = 0;          ///< the last depth-0 scope's end (from the first event)
+  bool has_previous = false;           ///< an earlier window was anchored: since_previous_ns holds
+  std::int64_t since_previous_ns = 0;  ///< from that window's anchor to this one's
+};
+
+/// Device times of the work launched inside host scopes (see the header comment).
+class LaunchScopes {
+ public:
+  /// On the device current now. Never throws for CUPTI being unavailable (enabled() says);
+  /// std::invalid_argument for bad sizes, std::logic_error while another LaunchScopes exists (one
+  /// per process: CUPTI's callbacks reach one), CudaError when the events cannot be made.
+  explicit LaunchScopes(LaunchScopesOptions options = {});
+  ~LaunchScopes();
+  LaunchScopes(const LaunchScopes&) = delete;
+  LaunchScopes& operator=(const LaunchScopes&) = delete;
+
+  /// False when CUPTI could not be used (another tool holds it); disabled_reason() says why.
+  bool enabled() const noexcept;
+  /// Why CUPTI could not be used (empty while enabled()).
+  const std::string& disabled_reason() const noexcept;
+
+  /// Begins a window on the calling thread; false (counted in skipped()) when every window is
+  /// still waiting on the GPU, or when disabled.
+  bool arm(std::uint64_t tag);
+  /// Opens a scope inside the armed window (a no-op when none is armed).
+  void open(std::int32_t id);
+  /// Closes the innermost scope.
+  void close();
+  /// Ends the window: it waits on the GPU until poll() reads it.
+  void disarm();
+  /// Whether a window is armed.
+  bool armed() const noexcept;
+  /// Appends the windows the GPU has passed, in arm order; never waits.
+  void poll(std::vector<LaunchWindow>& out);
+
+  /// Windows not armed: every one was still waiting on the GPU.
+  std::uint64_t skipped() const noexcept;
+  /// Windows dropped: their events ran out, a scope overflowed, or a CUDA call failed.
+  std::uint64_t dropped() const noexcept;
+  /// Launches into a stream being captured (not stamped).
+  std::uint64_t capturing_launches() const noexcept;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace simprof::cuda

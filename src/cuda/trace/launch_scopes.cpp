@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: MIT
+#include "simprof/cuda/trace/launch_scopes.hpp"
+
+#include <cuda_runtime_api.h>
+#include <cupti.h>  // with the launch calls' parameter structs (generated_*_meta.h)
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "../cupti/cupti_hub.hpp"
+#include "simprof/cuda/runtime/error.hpp"
+
+namespace simprof::cuda {
+
+namespace {
+
+constexpr std::size_t kStreamsPerScope = 8;
+constexpr std::size_t kMaxDepth = 32;
+
+// A scope run: the streams it launched to, each with its begin and end event (-1: none yet).
+struct Run {
+  std::int32_t id = 0, depth = 0;
+  std::size_t streams = 0;
+  std::array<cudaStream_t, kStreamsPerScope> stream{};
+  std::array<int, kStreamsPerScope> begin{}, end{};
+};
+
+// A window's pool: free, armed, waiting on the GPU, or read and kept as the next one's anchor.
+enum class State { kFree, kArmed, kPending, kAnchor };
+
+struct Slot {
+  std::vector<cudaEvent_t> events;
+  std::size_t used = 0;
+  std::vector<Run> runs;
+  std::size_t n_runs = 0;
+  std::uint64_t tag = 0;
+  State state = State::kFree;
+  bool failed = false;
+  int anchor = -1;  // the event of the last depth-0 scope's latest end
+};
+
+// The stream a driver launch went to, from its parameters (0 with a per-thread call: that
+// thread's).
+cudaStream_t stream_of(CUpti_CallbackId id, const void* params) {
+  CUstream s = nullptr;
+  bool per_thread = false;
+  switch (id) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+      per_thread = true;
+      [[fallthrough]];
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+      s = static_cast<const cuLaunchKernel_params*>(params)->hStream;
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+      per_thread = true;
+      [[fallthrough]];
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx: {
+      const auto* c = static_cast<const cuLaunchKernelEx_params*>(params)->config;
+      s = c != nullptr ? c->hStream : nullptr;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+      per_thread = true;
+      [[fallthrough]];
+    default:  // cuGraphLaunch
+      s = static_cast<const cuGraphLaunch_params*>(params)->hStream;
+  }
+  return s == nullptr && per_thread ? cudaStreamPerThread : static_cast<cudaStream_t>(s);
+}
+
+std::int64_t elapsed_ns(cudaEvent_t from, cudaEvent_t to, bool& ok) {
+  float ms = 0;
+  if (cudaEventElapsedTime(&ms, from, to) != cudaSuccess) ok = false;
+  return std::llround(static_cast<double>(ms) * 1e6);
+}
+
+}  // namespace
+
+struct LaunchScopes::Impl {
+  LaunchScopesOptions options;
+  detail::CuptiLease lease;
+  std::string reason;
+  std::vector<Slot> slots;
+  std::atomic<std::thread::id> armed_thread{};
+  Slot* cur = nullptr;
+  std::array<int, kMaxDepth> stack{};  // open runs (-1: one not kept)
+  std::size_t depth = 0;
+  std::vector<Slot*> order;                   // the windows in arm order (a ring)
+  std::uint64_t next_arm = 0, next_read = 0;  // counted into it: read in arm order
+  Slot* anchor = nullptr;                     // the last anchored window read
+  std::atomic<std::uint64_t> skipped{0}, dropped{0}, capturing{0};
+  bool claimed = false;  // the process's one LaunchScopes
+
+  ~Impl() {
+    for (Slot& s : slots)
+      for (cudaEvent_t e : s.events)
+        if (e != nullptr) cudaEventDestroy(e);
+    if (claimed) detail::CuptiProcess::get().release_launches();
+  }
+
+  // The next event of the window, recorded on `s`; -1 (the window fails) when none is left or
+  // the record fails (a stream of another device).
+  int record(cudaStream_t s) {
+    if (cur->used == cur->events.size() ||
+        cudaEventRecord(cur->events[cur->used], s) != cudaSuccess) {
+      cur->failed = true;
+      return -1;
+    }
+    return static_cast<int>(cur->used++);
+  }
+
+  void launched(cudaStream_t s) {
+    if (cur == nullptr || depth == 0) return;
+    // Asked of the driver inside the launch's callback: an event recorded into a capture would
+    // join the program's graph.
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s, &status) != cudaSuccess || status != cudaStreamCaptureStatusNone) {
+      capturing.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    int mark = -1;
+    for (std::size_t i = 0; i < depth; ++i) {
+      if (stack[i] < 0) continue;
+      Run& r = cur->runs[static_cast<std::size_t>(stack[i])];
+      if (std::find(r.stream.begin(), r.stream.begin() + static_cast<std::ptrdiff_t>(r.streams),
+                    s) != r.stream.begin() + static_cast<std::ptrdiff_t>(r.streams))
+        continue;
+      if (r.streams == kStreamsPerScope) {
+        cur->failed = true;
+        continue;
+      }
+      if (mark < 0 && (mark = record(s)) < 0) return;
+      r.stream[r.streams] = s;
+      r.begin[r.streams] = mark;
+      r.end[r.streams++] = -1;
+    }
+  }
+
+  static void on_launch(void* context, CUpti_CallbackDomain, CUpti_CallbackId id,
+                        const void* data) {
+    auto* self = static_cast<Impl*>(context);
+    const auto* d = static_cast<const CUpti_CallbackData*>(data);
+    if (self == nullptr || d == nullptr) return;
+    if (d->callbackSite != CUPTI_API_ENTER ||
+        self->armed_thread.load(std::memory_order_acquire) != std::this_thread::get_id())
+      return;
+    self->launched(stream_of(id, d->functionParams));
+  }
+
+  // Whether the GPU passed every event of the window (its streams run in any order).
+  static bool passed(const Slot& slot) {
+    // The last event first: while the GPU has not reached it, one query says so.
+    if (slot.used > 0 && cudaEventQuery(slot.events[slot.used - 1]) == cudaErrorNotReady)
+      return false;
+    for (std::size_t i = 0; i + 1 < slot.used; ++i)
+      if (cudaEventQuery(slot.events[i]) == cudaErrorNotReady) return false;
+    return true;
+  }
+
+  // The window in `slot`, read: its scopes from its first event.
+  bool read(Slot& slot, LaunchWindow& w) {
+    w.tag = slot.tag;
+    bool ok = true;
+    const cudaEvent_t ref = slot.events[0];  // read only when a scope launched work
+    const auto at = [&](int e) {
+      return elapsed_ns(ref, slot.events[static_cast<std::size_t>(e)], ok);
+    };
+    int last_top = -1;  // the last depth-0 scope that launched work
+    for (std::size_t i = 0; i < slot.n_runs; ++i) {
+      const Run& r = slot.runs[i];
+      ScopeTiming t{r.id, r.depth, r.streams > 0, 0, 0};
+      for (std::size_t k = 0; k < r.streams; ++k) {
+        const std::int64_t b = at(r.begin[k]), e = r.end[k] >= 0 ? at(r.end[k]) : b;
+        t.begin_ns = k == 0 ? b : std::min(t.begin_ns, b);
+        t.end_ns = k == 0 ? e : std::max(t.end_ns, e);
+      }
+      if (r.depth == 0 && r.streams > 0) last_top = static_cast<int>(i);
+      w.scopes.push_back(t);
+    }
+    std::int64_t anchor_end = 0;  // that scope's latest end, over its streams
+    if (last_top >= 0) {
+      const Run& r = slot.runs[static_cast<std::size_t>(last_top)];
+      for (std::size_t k = 0; k < r.streams; ++k)
+        if (r.end[k] >= 0 && (slot.anchor < 0 || at(r.end[k]) > anchor_end)) {
+          slot.anchor = r.end[k];
+          anchor_end = at(r.end[k]);
+        }
+    }
+    if (slot.anchor >= 0) {
+      w.anchored = true;
+      w.anchor_ns = anchor_end;
+      if (anchor != nullptr) {
+        w.has_previous = true;
+        w.since_previous_ns = elapsed_ns(anchor->events[static_cast<std::size_t>(anchor->anchor)],
+                                         slot.events[static_cast<std::size_t>(slot.anchor)], ok);
+      }
+    }
+    return ok;
+  }
+};
+
+LaunchScopes::LaunchScopes(LaunchScopesOptions options) : impl_(std::make_unique<Impl>()) {
+  if (options.events < 2 || options.scopes < 1 || options.windows < 2)
+    throw std::invalid_argument(fmt::format(
+        "simprof: LaunchScopesOptions events = {}, scopes = {}, windows = {} (expected >= 2, >= 1, "
+        ">= 2)",
+        options.events, options.scopes, options.windows));
+  if (!detail::CuptiProcess::get().claim_launches())
+    throw std::logic_error("simprof: a LaunchScopes already exists (one per process)");
+  Impl& m = *impl_;
+  m.claimed = true;
+  m.options = options;
+  m.slots.resize(options.windows);
+  m.order.resize(options.windows);
+  for (Slot& s : m.slots) {
+    s.runs.resize(options.scopes);
+    s.events.resize(options.events);
+    for (cudaEvent_t& e : s.events) SIMPROF_CUDA_CHECK(cudaEventCreate(&e));
+  }
+  if (m.lease.result() != CUPTI_SUCCESS) {
+    m.reason = m.lease.failure();
+    return;
+  }
+  detail::set_launch_handler(&Impl::on_launch, &m);
+}
+
+LaunchScopes::~LaunchScopes() {
+  Impl& m = *impl_;
+  if (m.lease.result() == CUPTI_SUCCESS) {
+    detail::enable_launches(m.lease.handle(), false);
+    detail::set_launch_handler(nullptr, nullptr);  // returns once no callback is inside it
+  }
+}
+
+bool LaunchScopes::enabled() const noexcept { return impl_->reason.empty(); }
+const std::string& LaunchScopes::disabled_reason() const noexcept { return impl_->reason; }
+bool LaunchScopes::armed() const noexcept { return impl_->cur != nullptr; }
+std::uint64_t LaunchScopes::skipped() const noexcept { return impl_->skipped.load(); }
+std::uint64_t LaunchScopes::dropped() const noexcept { return impl_->dropped.load(); }
+std::uint64_t LaunchScopes::capturing_launches() const noexcept { return impl_->capturing.load(); }
+
+bool LaunchScopes::arm(std::uint64_t tag) {
+  Impl& m = *impl_;
+  if (!m.reason.empty() || m.cur != nullptr) return false;
+  // Any free slot (the anchor's stays taken until a later window is anchored); read in arm order.
+  const auto free = std::find_if(m.slots.begin(), m.slots.end(),
+                                 [](const Slot& x) { return x.state == State::kFree; });
+  if (free == m.slots.end()) {
+    m.skipped.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  Slot& s = *free;
+  if (const CUptiResult r = detail::enable_launches(m.lease.handle(), true); r != CUPTI_SUCCESS) {
+    m.reason = "cuptiEnableCallback failed: " + detail::cupti_error(r);
+    return false;
+  }
+  s.state = State::kArmed;
+  s.used = s.n_runs = 0;
+  s.failed = false;
+  s.anchor = -1;
+  s.tag = tag;
+  m.order[m.next_arm++ % m.order.size()] = &s;
+  m.cur = &s;
+  m.depth = 0;
+  m.armed_thread.store(std::this_thread::get_id(), std::memory_order_release);
+  return true;
+}
+
+void LaunchScopes::open(std::int32_t id) {
+  Impl& m = *impl_;
+  if (m.cur == nullptr) return;
+  int run = -1;
+  if (m.depth == kMaxDepth || m.cur->n_runs == m.cur->runs.size()) {
+    m.cur->failed = true;
+  } else {
+    run = static_cast<int>(m.cur->n_runs++);
+    Run& r = m.cur->runs[static_cast<std::size_t>(run)];
+    r.id = id;
+    r.depth = static_cast<std::int32_t>(m.depth);
+    r.streams = 0;
+  }
+  if (m.depth < kMaxDepth) m.stack[m.depth++] = run;
+}
+
+void LaunchScopes::close() {
+  Impl& m = *impl_;
+  if (m.cur == nullptr || m.depth == 0) return;
+  const int run = m.stack[--m.depth];
+  if (run < 0) return;
+  Run& r = m.cur->runs[static_cast<std::size_t>(run)];
+  for (std::size_t k = 0; k < r.streams; ++k) r.end[k] = m.record(r.stream[k]);
+}
+
+void LaunchScopes::disarm() {
+  Impl& m = *impl_;
+  if (m.cur == nullptr) return;
+  m.armed_thread.store(std::thread::id(), std::memory_order_release);
+  detail::enable_launches(m.lease.handle(), false);
+  if (m.depth != 0) m.cur->failed = true;  // a scope still open: its ends are missing
+  m.cur->state = State::kPending;
+  m.cur = nullptr;
+}
+
+void LaunchScopes::poll(std::vector<LaunchWindow>& out) {
+  Impl& m = *impl_;
+  while (m.next_read < m.next_arm) {
+    Slot& s = *m.order[m.next_read % m.order.size()];
+    if (s.state != State::kPending) return;  // still armed
+    if (!s.failed && !m.passed(s)) return;   // the GPU has not passed it: never wait
+    ++m.next_read;
+    LaunchWindow w;
+    if (s.failed || !m.read(s, w)) {
+      m.dropped.fetch_add(1, std::memory_order_relaxed);
+      s.state = State::kFree;
+      continue;
+    }
+    if (w.anchored) {  // the anchor moves on: the one before is free again
+      if (m.anchor != nullptr) m.anchor->state = State::kFree;
+      m.anchor = &s;
+      s.state = State::kAnchor;
+    } else {
+      s.state = State::kFree;
+    }
+    out.push_back(std::move(w));
+  }
+}
+
+}  // namespace simprof::cuda

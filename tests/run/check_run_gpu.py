@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""`simprof run --gpu` on a GPU program nobody changed (nvtx_cuda_program): the device table holds
+each range's kernels on the GPU's clock, the FPS line is the GPU's, and the trace has the kernels.
+Skips (77) where no GPU is visible.
+
+  check_run_gpu.py SIMPROF NVTX_CUDA_PROGRAM
+"""
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+SIMPROF, PROGRAM = sys.argv[1], sys.argv[2]
+failures = []
+
+probe = subprocess.run([PROGRAM, "1"], capture_output=True, text=True, timeout=120)
+if probe.returncode == 77:
+    print("skipped: " + probe.stdout.strip())
+    sys.exit(77)
+
+
+def run(*args):
+    p = subprocess.run([SIMPROF, *args], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, SIMPROF_SHOW_FPS="1"))
+    return p.returncode, p.stderr + p.stdout
+
+
+def expect(what, cond, out):
+    if not cond:
+        failures.append("%s\n--- output ---\n%s" % (what, out))
+
+
+def row(record, name):
+    return next((r for r in record["device"]["stages"] if r["stage"] == name), None)
+
+
+def within(record, name, low_us, high_us, out):
+    r = row(record, name)
+    expect("device row %s" % name, r is not None, out)
+    if r is not None:
+        p50 = r["p50_s"] * 1e6
+        expect("%s's device p50 %.1f us in [%g, %g]" % (name, p50, low_us, high_us),
+               low_us <= p50 <= high_us, out)
+
+
+with tempfile.TemporaryDirectory() as d:
+    for mode in ("eager", "graph"):
+        record_path = os.path.join(d, mode + ".json")
+        # 1,500 steps of ~190 us: several 50 ms samples of the FPS line.
+        program = [PROGRAM, "1500"] + (["graph"] if mode == "graph" else [])
+        rc, out = run("run", "--gpu", "--gpu-every", "4", "--n-envs", "1000", "--json",
+                      record_path, "--", *program)
+        expect("%s: exit status 0" % mode, rc == 0, out)
+        expect("%s: the device table is printed" % mode, "on the GPU's clock" in out, out)
+        expect("%s: the FPS line is the GPU's" % mode, "GPU clock" in out, out)
+        with open(record_path) as f:
+            record = json.load(f)
+        dev = record["device"]
+        expect("%s: device side on" % mode, dev["on"] and dev["fps_clock"] == "device", out)
+        # The host runs hundreds of steps ahead of the GPU: windows it arms while every one is
+        # still waiting are skipped (counted); the rest are read.
+        expect("%s: sampled steps (%d; %d windows skipped)" % (
+            mode, dev["sampled_steps"], dev["skipped_windows"]), dev["sampled_steps"] >= 20, out)
+        expect("%s: no window dropped" % mode, dev["dropped"] == 0, out)
+        expect("%s: no launch into a capture" % mode, dev["capturing_launches"] == 0, out)
+        # Spin kernels of 100 + 50 us back to back on one stream, 30 us after them: each range's
+        # device time is its kernels' lengths, plus what the events stamped around it cost the
+        # stream on a sampled step (1.5 to 3.5 us each on the H200).
+        within(record, "physics", 150, 162, out)
+        within(record, "sensors", 30, 36, out)
+        within(record, "step", 180, 200, out)
+        within(record, "period", 180, 200, out)
+        if mode == "eager":
+            within(record, "physics/contacts", 50, 56, out)
+        # The device rate the FPS line samples, against the program's own CUDA events over the
+        # same steps (from the first sampled window's end to the last step).
+        events = re.search(r"events period_us=([0-9.]+)", out)
+        expect("%s: events printed" % mode, events, out)
+        if events:
+            truth = 1e6 / float(events.group(1))
+            rate = dev["steps_per_s"]
+            expect("%s: device steps/s %.1f within 1%% of the events' %.1f" % (mode, rate, truth),
+                   abs(rate / truth - 1) < 0.01, out)
+        # The --trace-steps window: the ranges and the kernels launched in them (through CUPTI:
+        # its window stalls the loop, so the rates above are from a run without one).
+        rc, out = run("run", "--gpu", "--trace-steps", "20:23", "--trace-dir", os.path.join(d, mode),
+                      "--", *program)
+        expect("%s: exit status 0 with --trace-steps" % mode, rc == 0, out)
+        traces = glob.glob(os.path.join(d, mode, "simprof_trace_0", "rank0.json"))
+        expect("%s: the trace is written" % mode, len(traces) == 1, out)
+        if traces:
+            with open(traces[0]) as f:
+                trace = json.load(f)
+            events_ = trace["traceEvents"]
+            kernels = [e for e in events_ if e.get("cat") == "kernel"]
+            expect("%s: the trace's kernels (3 steps)" % mode,
+                   len(kernels) == 9, out)
+            expect("%s: the trace's causality holds" % mode,
+                   trace.get("otherData", {}).get("causality", "").startswith("ok"), out)
+
+if failures:
+    print("\n\n".join(failures))
+    sys.exit(1)
+print("simprof run --gpu: eager and graph checked")

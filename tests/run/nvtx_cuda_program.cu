@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+// A GPU program that knows nothing of simprof: NVTX3 ranges around steps that launch spin kernels
+// of known length (physics 100 us, physics/contacts 50 us, sensors 30 us) on a stream of its own,
+// never waiting for the GPU inside the loop. With `graph`, physics's two kernels are one captured
+// graph replayed inside "physics" (no contacts range) and sensors's another. It times itself with
+// CUDA events at every step's end and prints "events period_us=<mean device period>".
+// `nvtx_cuda_program STEPS [graph]`; exit status 0, or 2 when CUDA fails (named), 77 without a GPU.
+#include <cuda_runtime_api.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "../cuda/spin.cuh"
+
+namespace {
+
+void check(cudaError_t e, const char* call) {
+  if (e == cudaSuccess) return;
+  std::fprintf(stderr, "nvtx_cuda_program: %s failed: %s\n", call, cudaGetErrorString(e));
+  std::exit(2);
+}
+
+cudaGraphExec_t captured(cudaStream_t s, std::initializer_list<unsigned long long> lengths) {
+  cudaGraph_t g = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  for (const auto ns : lengths) spin<<<1, 1, 0, s>>>(ns);
+  check(cudaStreamEndCapture(s, &g), "cudaStreamEndCapture");
+  check(cudaGraphInstantiate(&exec, g, 0), "cudaGraphInstantiate");
+  check(cudaGraphDestroy(g), "cudaGraphDestroy");
+  return exec;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int steps = argc > 1 ? std::atoi(argv[1]) : 100;
+  const bool graph = argc > 2 && std::string(argv[2]) == "graph";
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::puts("nvtx_cuda_program: no GPU visible");
+    return 77;
+  }
+  cudaStream_t s = nullptr;
+  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  cudaGraphExec_t physics = graph ? captured(s, {100'000, 50'000}) : nullptr;
+  cudaGraphExec_t sensors = graph ? captured(s, {30'000}) : nullptr;
+  std::vector<cudaEvent_t> ends(static_cast<std::size_t>(steps));
+  for (auto& e : ends) check(cudaEventCreate(&e), "cudaEventCreate");
+  for (int i = 0; i < steps; ++i) {
+    nvtxRangePushA("step");
+    nvtxRangePushA("physics");
+    if (graph) {
+      check(cudaGraphLaunch(physics, s), "cudaGraphLaunch");
+    } else {
+      spin<<<1, 1, 0, s>>>(100'000);
+      nvtxRangePushA("contacts");
+      spin<<<1, 1, 0, s>>>(50'000);
+      nvtxRangePop();
+    }
+    nvtxRangePop();
+    nvtxRangePushA("sensors");
+    if (graph)
+      check(cudaGraphLaunch(sensors, s), "cudaGraphLaunch");
+    else
+      spin<<<1, 1, 0, s>>>(30'000);
+    nvtxRangePop();
+    check(cudaEventRecord(ends[static_cast<std::size_t>(i)], s), "cudaEventRecord");
+    nvtxRangePop();
+  }
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  // The mean device period from step 3 on (simprof run --gpu --gpu-every 4 samples steps 2 and 3
+  // first: its device rate is from there).
+  const int from = steps > 4 ? 3 : 0;
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, ends[static_cast<std::size_t>(from)], ends.back()),
+        "cudaEventElapsedTime");
+  std::printf("events period_us=%.3f\n", 1e3 * ms / (steps - 1 - from));
+  for (auto& e : ends) cudaEventDestroy(e);
+  if (graph) {
+    cudaGraphExecDestroy(physics);
+    cudaGraphExecDestroy(sensors);
+  }
+  cudaStreamDestroy(s);
+  return 0;
+}
