@@ -8,6 +8,7 @@
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -86,7 +87,9 @@ std::int64_t elapsed_ns(cudaEvent_t from, cudaEvent_t to, bool& ok) {
 
 struct LaunchScopes::Impl {
   LaunchScopesOptions options;
-  detail::CuptiLease lease;
+  // Held while a window is armed: a CUPTI subscription slows every driver call of a launch-bound
+  // loop, armed or not.
+  std::optional<detail::CuptiLease> lease;
   std::string reason;
   std::vector<Slot> slots;
   std::atomic<std::thread::id> armed_thread{};
@@ -225,17 +228,20 @@ LaunchScopes::LaunchScopes(LaunchScopesOptions options) : impl_(std::make_unique
     s.events.resize(options.events);
     for (cudaEvent_t& e : s.events) SIMPROF_CUDA_CHECK(cudaEventCreate(&e));
   }
-  if (m.lease.result() != CUPTI_SUCCESS) {
-    m.reason = m.lease.failure();
-    return;
+  {
+    const detail::CuptiLease probe;  // CUPTI is ours to use (no other tool holds it)
+    if (probe.result() != CUPTI_SUCCESS) {
+      m.reason = probe.failure();
+      return;
+    }
   }
   detail::set_launch_handler(&Impl::on_launch, &m);
 }
 
 LaunchScopes::~LaunchScopes() {
   Impl& m = *impl_;
-  if (m.lease.result() == CUPTI_SUCCESS) {
-    detail::enable_launches(m.lease.handle(), false);
+  if (m.reason.empty()) {
+    if (m.lease) detail::enable_launches(m.lease->handle(), false);
     detail::set_launch_handler(nullptr, nullptr);  // returns once no callback is inside it
   }
 }
@@ -258,8 +264,15 @@ bool LaunchScopes::arm(std::uint64_t tag) {
     return false;
   }
   Slot& s = *free;
-  if (const CUptiResult r = detail::enable_launches(m.lease.handle(), true); r != CUPTI_SUCCESS) {
+  m.lease.emplace();
+  if (m.lease->result() != CUPTI_SUCCESS) {
+    m.reason = m.lease->failure();
+    m.lease.reset();
+    return false;
+  }
+  if (const CUptiResult r = detail::enable_launches(m.lease->handle(), true); r != CUPTI_SUCCESS) {
     m.reason = "cuptiEnableCallback failed: " + detail::cupti_error(r);
+    m.lease.reset();
     return false;
   }
   s.state = State::kArmed;
@@ -303,7 +316,8 @@ void LaunchScopes::disarm() {
   Impl& m = *impl_;
   if (m.cur == nullptr) return;
   m.armed_thread.store(std::thread::id(), std::memory_order_release);
-  detail::enable_launches(m.lease.handle(), false);
+  if (m.lease) detail::enable_launches(m.lease->handle(), false);
+  m.lease.reset();
   if (m.depth != 0) m.cur->failed = true;  // a scope still open: its ends are missing
   m.cur->state = State::kPending;
   m.cur = nullptr;

@@ -15,7 +15,8 @@
 //
 // While armed, CUPTI's callbacks on the driver's launch calls (no activity records: their cost is
 // per kernel, and CUPTI's first activity window costs a loop milliseconds) see every kernel and
-// graph launch made on the arming thread (a runtime launch reaches the driver's call). The first
+// graph launch made on the arming thread (a runtime launch reaches the driver's call). CUPTI is
+// subscribed from arm() to disarm() only: a subscription slows every driver call. The first
 // launch into a stream inside a scope records an event on that stream just before it; a scope's
 // close records one on every stream it launched to. A scope's device time runs from the first of
 // its begin events to the last of its end events: from the end of the work queued before it on its
