@@ -210,8 +210,8 @@ int run_profile(const Args& a) {
   }
 
   if (json_out) {
-    Json j;
-    j["provenance"] = provenance("simprof examples/bullet", a.command);
+    Json j = record_head("simprof examples/bullet", a.command,
+                         {{"n_envs", a.n_envs}, {"threads", a.threads}, {"bodies", a.bodies}});
     j["example"] = "bullet";
     j["bullet_version"] = bullet_version();
     j["n_envs"] = a.n_envs;
@@ -222,9 +222,9 @@ int run_profile(const Args& a) {
     j["seconds"] = seconds;
     j["env_steps_per_s"] = a.n_envs * a.steps / seconds;
     j["step_mean_s"] = step_stats.mean;
-    j["fps"] = number(prof.fps().total_fps());
     j["stage_times"] = "wall time on the loop's thread";
-    j["stages"] = stage_rows_json(stage_rows(prof), &prof);
+    j["stages"] = stage_rows_json(stage_rows(prof));
+    j["fps"] = fps_json(prof.fps());
     j["comparison"]["zone_times"] = wall ? "wall time" : "summed across threads";
     j["comparison"]["reference"] = "CProfileManager-style tree on btClock, same callbacks";
     for (const auto& r : rows)

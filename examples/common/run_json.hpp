@@ -7,9 +7,11 @@
 
 namespace simprof::examples {
 using record::command_line;
+using record::fps_json;
 using record::Json;
 using record::JsonFile;
 using record::number;
 using record::provenance;
+using record::record_head;
 using record::stage_rows_json;
 }  // namespace simprof::examples

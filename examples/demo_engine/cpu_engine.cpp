@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "demo_engine/cpu_engine.hpp"
 
+#include <chrono>
 #include <stdexcept>
 #include <string>
 
@@ -33,6 +34,25 @@ Sensors CpuEngine::sensors() {
 
 void CpuEngine::attach(StepProfiler& prof) { prof_ = &prof; }
 
+namespace {
+
+// docs/comparing.md's CI example: a build whose contacts take `percent` longer, on purpose.
+#ifndef SIMPROF_DEMO_SLOW_CONTACTS_PERCENT
+#define SIMPROF_DEMO_SLOW_CONTACTS_PERCENT 0
+#endif
+constexpr int kSlowContactsPercent = SIMPROF_DEMO_SLOW_CONTACTS_PERCENT;
+
+// Waits until the time since `start` is (100 + percent) % of what it was when called.
+void slow_down(std::chrono::steady_clock::time_point start, int percent) {
+  if (percent <= 0) return;
+  const auto now = std::chrono::steady_clock::now();
+  const auto until = now + (now - start) * percent / 100;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+}  // namespace
+
 void CpuEngine::step() {
   const State s = state();
   {
@@ -44,7 +64,9 @@ void CpuEngine::step() {
       }
       {
         SIMPROF_STAGE(prof_, "physics/contacts");
+        const auto start = std::chrono::steady_clock::now();
         for (int e = 0; e < n_envs_; ++e) contacts_env(e, params_, s);
+        slow_down(start, kSlowContactsPercent);
       }
       {
         SIMPROF_STAGE(prof_, "physics/integrate");

@@ -293,6 +293,7 @@ struct RunResult {
   bool rate_ok = false;
   bool ok = false;
   simprof::examples::Json stages = simprof::examples::Json::array();
+  simprof::examples::Json fps_line;  // the FPS line and its unsmoothed rates
 };
 
 }  // namespace simprof::examples::mujoco

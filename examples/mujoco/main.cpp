@@ -111,7 +111,8 @@ RunResult run(const Args& args, const mjModel* m, bool print) {
     r.ok = r.ok && line.ok;
     r.phases.push_back(line);
   }
-  r.stages = simprof::examples::stage_rows_json(simprof::stage_rows(prof), &prof);
+  r.stages = simprof::examples::stage_rows_json(simprof::stage_rows(prof));
+  r.fps_line = simprof::examples::fps_json(prof.fps());
   if (!print) return r;
 
   fmt::print("\n{}", simprof::stage_table(prof));
@@ -275,23 +276,26 @@ int main(int argc, char** argv) {
     }
     if (json) {
       using simprof::examples::Json;
-      Json j = {
-          {"provenance", simprof::examples::provenance("simprof examples/mujoco", args.command)},
-          {"example", "mujoco"},
-          {"model", args.model},
-          {"mujoco", mj_versionString()},
-          {"n_envs", args.n_envs},
-          {"threads", args.threads},
-          {"steps", args.steps},
-          {"ctrl_noise", args.ctrl_noise},
-          {"seed", args.seed},
-          {"seconds", r.seconds},
-          {"env_steps_per_s", r.env_steps_per_s},
-          {"mujoco_env_steps_per_s", r.mujoco_steps_per_s},
-          {"fps", simprof::examples::number(r.fps)},
-          {"phases_summed_over", "envs"},
-          {"stages", r.stages},
-          {"agrees", r.ok}};
+      Json j = simprof::examples::record_head("simprof examples/mujoco", args.command,
+                                              {{"model", args.model},
+                                               {"n_envs", args.n_envs},
+                                               {"threads", args.threads},
+                                               {"ctrl_noise", args.ctrl_noise}});
+      j.update(Json{{"example", "mujoco"},
+                    {"model", args.model},
+                    {"mujoco", mj_versionString()},
+                    {"n_envs", args.n_envs},
+                    {"threads", args.threads},
+                    {"steps", args.steps},
+                    {"ctrl_noise", args.ctrl_noise},
+                    {"seed", args.seed},
+                    {"seconds", r.seconds},
+                    {"env_steps_per_s", r.env_steps_per_s},
+                    {"mujoco_env_steps_per_s", r.mujoco_steps_per_s},
+                    {"phases_summed_over", "envs"},
+                    {"stages", r.stages},
+                    {"fps", r.fps_line},
+                    {"agrees", r.ok}});
       for (const auto& l : r.phases)
         j["phases"].push_back({{"phase", l.name},
                                {"mujoco_ms", l.mujoco_ms},

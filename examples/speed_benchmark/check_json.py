@@ -20,8 +20,12 @@ assert prov["options"]["backend"] == "cpu", prov["options"]
 run = doc["runs"][0]
 assert run["backend"] == "cpu" and run["n_envs"] == 64 and run["steps"] == 20, run
 assert run["throughput_env_steps_per_s"] > 0, run
-assert run["fps_tracker"]["clock"] == "host", run["fps_tracker"]
-stages = {row["stage"]: row for row in run["host_stages"]}
+assert doc["schema"] == "simprof.run/2", doc["schema"]
+w = run["workload"]
+assert (w["backend"], w["mode"], w["n_envs"]) == ("cpu", "threads", 64) and "sync" in w, w
+assert run["fps"]["clock"] == "host", run["fps"]
+stages = {row["stage"]: row for row in run["stages"]}
+assert all(len(row["samples_s"]) == row["steps"] for row in stages.values()), "samples per step"
 for name in ("physics", "step", "period"):
     assert name in stages, f"no {name} row: {sorted(stages)}"
 assert stages["step"]["steps"] == 20, stages["step"]

@@ -15,6 +15,8 @@ namespace {
 
 Json run_json(const RunRecord& r) {
   Json j = {
+      // What decides a step's work: `simprof compare` pairs runs by it.
+      {"workload", {{"backend", r.backend}, {"mode", r.mode}, {"n_envs", r.n_envs}}},
       {"backend", r.backend},
       {"mode", r.mode},
       {"n_envs", r.n_envs},
@@ -23,12 +25,13 @@ Json run_json(const RunRecord& r) {
       {"seconds", number(r.seconds)},
       {"throughput_env_steps_per_s", number(r.throughput)},
       {"throughput_clock", r.throughput_clock},
-      {"fps_tracker",
+      {"fps",
        {{"total_fps", number(r.fps)},
         {"clock", r.fps_clock},
         {"samples", r.fps_samples},
-        {"ratio_to_throughput", r.throughput > 0 ? number(r.fps / r.throughput) : Json(nullptr)}}},
-      {"host_stages", stage_rows_json(r.host)}};
+        {"ratio_to_throughput", r.throughput > 0 ? number(r.fps / r.throughput) : Json(nullptr)},
+        {"rates_per_env", r.fps_rates}}},
+      {"stages", stage_rows_json(r.host)}};
   if (!r.host_warmup.empty()) j["host_stages_warmup_and_capture"] = stage_rows_json(r.host_warmup);
   if (!r.device.empty()) {
     Json rows = Json::array();
@@ -155,9 +158,14 @@ void JsonReport::write() {
                    {"runtime_version", gpu_->runtime_version},
                    {"sm_clock_mhz_at_start", number(gpu_->sm_clock_mhz)},
                    {"sm_clock_nominal_mhz", number(gpu_->sm_clock_nominal_mhz)}};
-  Json root = {{"provenance", prov}};
+  Json root = {{"schema", kRunRecordSchema}, {"provenance", prov}};
   Json runs = Json::array();
-  for (const RunRecord& r : runs_) runs.push_back(run_json(r));
+  for (const RunRecord& r : runs_) {
+    Json j = run_json(r);
+    j["workload"]["in_flight"] = args_.in_flight;
+    j["workload"]["sync"] = args_.sync;
+    runs.push_back(std::move(j));
+  }
   root["runs"] = runs;
   if (!sweep_.empty()) {
     Json rows = Json::array();

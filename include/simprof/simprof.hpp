@@ -29,6 +29,7 @@
 #include "simprof/profiler/macros.hpp"
 #include "simprof/profiler/options.hpp"
 #include "simprof/profiler/report.hpp"
+#include "simprof/profiler/run_record.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 #include "simprof/profiler/timings.hpp"
 #include "simprof/timers/plots.hpp"

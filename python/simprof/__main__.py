@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
-"""``python -m simprof run [options] -- COMMAND`` and the ``simprof`` command pip installs: the
-simprof command (src/run, built with the package), run with these arguments. See docs/run.md."""
+"""``python -m simprof run [options] -- COMMAND``, ``python -m simprof compare BASE.json NEW.json``
+and the ``simprof`` command pip installs: the simprof command (src/run, built with the package),
+run with these arguments. See docs/run.md and docs/comparing.md."""
 import os
 import sys
 from typing import List, Optional

@@ -71,6 +71,7 @@ for _n, _a in [
     ("simprof_timings_get", [vp, size, ctypes.POINTER(cstr), ctypes.POINTER(dbl)]),
     ("simprof_timing", [vp, cstr, ctypes.POINTER(dbl)]),
     ("simprof_stage_table", [vp, ctypes.c_char_p, size, ctypes.POINTER(size)]),
+    ("simprof_write_run_record", [vp, cstr, cstr, ctypes.POINTER(cstr), ctypes.POINTER(cstr), size]),
     ("simprof_fps", [vp, ctypes.POINTER(dbl), ctypes.POINTER(dbl)]),
     ("simprof_set_show_fps", [vp, cint]),
     ("simprof_fps_flush", [vp]),

@@ -181,6 +181,17 @@ class StepProfiler(Handle):
         """mean, sd, p50/p95/p99 and share per stage over the stats window (needs stats_window)."""
         return text(lib.simprof_stage_table, self._h)
 
+    def write_run_record(self, path: str, workload: Optional[Dict[str, Any]] = None,
+                         tool: str = "simprof python") -> None:
+        """Writes the run record ``simprof compare`` reads (schema simprof.run/2) to ``path``,
+        atomically. ``workload``: what decides a step's work besides n_envs (scene, solver...);
+        compare refuses records whose workloads differ. Needs stats_window."""
+        items = [(str(k), str(v)) for k, v in (workload or {}).items()]
+        keys = (cstr * max(1, len(items)))(*[k.encode() for k, _ in items])
+        values = (cstr * max(1, len(items)))(*[v.encode() for _, v in items])
+        check(lib.simprof_write_run_record(self._h, str(path).encode(), tool.encode(), keys,
+                                           values, len(items)))
+
     @property
     def steps(self) -> int:
         """Steps that ended and were published (vetoed and dropped ones are not counted)."""

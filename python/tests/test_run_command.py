@@ -43,4 +43,40 @@ def test_a_program_nobody_changed_is_profiled(tmp_path):
     assert '19 steps of the NVTX range "step"' in p.stderr
     import json
     doc = json.loads(record.read_text())
-    assert doc["schema"] == "simprof.run/1" and doc["steps"] == 19
+    assert doc["schema"] == "simprof.run/2" and doc["steps"] == 19
+
+
+def _record(path, contacts_us, seed, workload=None):
+    import random
+
+    import simprof as sp
+    clock = sp.ManualClock()
+    prof = sp.StepProfiler(n_envs=64, show_fps=False, stats_window=1000, interval_ms=1,
+                           clock=clock)
+    rng = random.Random(seed)
+    for _ in range(300):
+        with prof.step():
+            with prof.stage("physics"):
+                clock.advance(contacts_us * 1e-6 * rng.gauss(1, 0.01))
+            with prof.stage("sensors"):
+                clock.advance(50e-6 * rng.gauss(1, 0.01))
+    prof.write_run_record(str(path), workload=workload or {"scene": "spheres"})
+
+
+def test_compare_finds_a_slower_stage_in_records_written_from_python(tmp_path):
+    base, same, slow, other = (tmp_path / n for n in ("b.json", "s.json", "w.json", "o.json"))
+    _record(base, 100, 1)
+    _record(same, 100, 2)
+    _record(slow, 105, 3)
+    _record(other, 100, 4, {"scene": "go2"})
+    p = simprof("compare", str(base), str(same))
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = simprof("compare", "--json", "-", str(base), str(slow))
+    assert p.returncode == 1, p.stdout + p.stderr
+    import json
+    rows = {r["stage"]: r for r in json.loads(p.stdout)["comparisons"][0]["runs"][0]["rows"]}
+    assert rows["physics"]["verdict"] == "slower" and rows["sensors"]["verdict"] == "no change"
+    p = simprof("compare", str(base), str(other))
+    assert p.returncode == 2 and "not comparable: workload" in p.stdout, p.stdout
+    p = simprof("compare", str(base), str(tmp_path / "missing.json"))
+    assert p.returncode == 2 and "missing.json: cannot be read" in p.stderr, p.stderr

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 #include "simprof/base/io.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -66,6 +69,56 @@ std::string nvidia_driver_version() {
   std::ostringstream text;
   text << in.rdbuf();
   return parse_nvidia_driver_version(text.str());
+}
+
+std::string xml_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (const char c : s) {
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string parse_nvidia_gpu_model(std::string_view text) {
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    const std::string_view line = text.substr(at, end - at);
+    if (line.rfind("Model:", 0) == 0) {
+      const std::size_t b = line.find_first_not_of(" \t", 6);
+      if (b == std::string_view::npos) return "";
+      const std::size_t e = line.find_last_not_of(" \t\r");
+      return std::string(line.substr(b, e + 1 - b));
+    }
+    at = end + 1;
+  }
+  return "";
+}
+
+std::vector<std::string> nvidia_gpu_models() {
+  std::vector<std::string> dirs, out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", ec))
+    dirs.push_back(e.path().string());
+  std::sort(dirs.begin(), dirs.end());  // bus order
+  for (const std::string& d : dirs) {
+    std::ifstream in(d + "/information");
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (std::string model = parse_nvidia_gpu_model(text.str()); !model.empty())
+      out.push_back(std::move(model));
+  }
+  return out;
 }
 
 }  // namespace simprof

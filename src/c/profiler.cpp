@@ -8,8 +8,11 @@
 #include <string>
 #include <string_view>
 
+#include <fmt/format.h>
+
 #include "c_api_internal.hpp"
 #include "simprof/profiler/report.hpp"
+#include "simprof/profiler/run_record.hpp"
 
 using simprof::c_api::copy_out;
 using simprof::c_api::fail;
@@ -161,6 +164,27 @@ simprof_status simprof_stage_table(const simprof_profiler* p, char* buf, size_t 
                                    size_t* needed) {
   SIMPROF_C_REQUIRE(p, "profiler");
   return guarded([&] { copy_out(simprof::stage_table(p->prof), buf, cap, needed); });
+}
+
+simprof_status simprof_write_run_record(const simprof_profiler* p, const char* path,
+                                        const char* tool, const char* const* keys,
+                                        const char* const* values, size_t n) {
+  SIMPROF_C_REQUIRE(p, "profiler");
+  SIMPROF_C_REQUIRE(path, "path");
+  if (n > 0) {
+    SIMPROF_C_REQUIRE(keys, "workload keys");
+    SIMPROF_C_REQUIRE(values, "workload values");
+  }
+  return guarded([&] {
+    simprof::RunRecordInfo info;
+    if (tool) info.tool = tool;
+    for (size_t i = 0; i < n; ++i) {
+      if (keys[i] == nullptr || values[i] == nullptr)
+        throw std::invalid_argument(fmt::format("simprof: workload pair {} is NULL", i));
+      info.workload.emplace_back(keys[i], values[i]);
+    }
+    simprof::write_run_record(p->prof, path, info);
+  });
 }
 
 uint64_t simprof_steps(const simprof_profiler* p) { return p ? p->prof.steps() : 0; }

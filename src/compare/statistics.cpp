@@ -26,9 +26,13 @@ void check(const std::vector<double>& v, const char* side) {
           fmt::format("simprof compare: the {} run has a value {} (expected finite)", side, x));
 }
 
+// percentile_sorted(sorted v, 0.5) without sorting all of v (v is reordered).
 double median(std::vector<double>& v) {
-  std::sort(v.begin(), v.end());
-  return percentile_sorted(v, 0.5);
+  const std::size_t lo = (v.size() - 1) / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(lo), v.end());
+  if (v.size() % 2 == 1) return v[lo];
+  const double hi = *std::min_element(v.begin() + static_cast<std::ptrdiff_t>(lo) + 1, v.end());
+  return v[lo] + (hi - v[lo]) * 0.5;
 }
 
 }  // namespace
@@ -102,7 +106,7 @@ std::string to_string(Verdict v) {
 }
 
 Comparison compare(const std::vector<double>& base, const std::vector<double>& changed,
-                   double alpha, double threshold) {
+                   double alpha, double threshold, bool larger_is_slower) {
   if (!(alpha > 0 && alpha < 1) || !(threshold >= 0))
     throw std::invalid_argument(fmt::format(
         "simprof compare: alpha {} and threshold {} (expected 0 < alpha < 1, threshold >= 0)",
@@ -111,7 +115,7 @@ Comparison compare(const std::vector<double>& base, const std::vector<double>& c
   c.test = mann_whitney(base, changed);
   c.change = median_change(base, changed);
   if (c.test.p < alpha && std::fabs(c.change.change) > threshold)
-    c.verdict = c.change.change > 0 ? Verdict::kSlower : Verdict::kFaster;
+    c.verdict = (c.change.change > 0) == larger_is_slower ? Verdict::kSlower : Verdict::kFaster;
   return c;
 }
 

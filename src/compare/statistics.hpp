@@ -47,9 +47,10 @@ struct Comparison {
 };
 
 /// Slower (faster) when the test's p < `alpha` and the median grew (shrank) by more than
-/// `threshold` (0.02: 2 %); no change otherwise. Times: larger is slower. Throws
-/// std::invalid_argument for alpha outside (0, 1) or a negative threshold, naming the value.
+/// `threshold` (0.02: 2 %); no change otherwise. Times: larger is slower; for a rate
+/// (`larger_is_slower` false) a drop is. Throws std::invalid_argument for alpha outside (0, 1) or a
+/// negative threshold, naming the value.
 Comparison compare(const std::vector<double>& base, const std::vector<double>& changed,
-                   double alpha = 0.05, double threshold = 0.02);
+                   double alpha = 0.05, double threshold = 0.02, bool larger_is_slower = true);
 
 }  // namespace simprof::compare

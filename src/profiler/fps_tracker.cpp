@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "simprof/profiler/fps_tracker.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -84,7 +85,8 @@ FpsTracker::FpsTracker(double alpha, std::chrono::nanoseconds interval, std::int
       interval_(interval),
       interval_ticks_(0),
       n_envs_(n_envs),
-      ema_(std::numeric_limits<double>::quiet_NaN()) {
+      ema_(std::numeric_limits<double>::quiet_NaN()),
+      rates_(kRateHistory) {
   check_alpha(alpha);
   if (interval.count() <= 0)
     throw std::invalid_argument(fmt::format(
@@ -97,6 +99,7 @@ FpsTracker::FpsTracker(double alpha, std::chrono::nanoseconds interval, std::int
 
 void FpsTracker::set_clock(Clock clock) {
   clock_ = clock;
+  full_samples_ = 0;  // the rates kept are of one clock
   interval_ticks_ =
       std::max<std::int64_t>(1, clock_.ticks(static_cast<double>(interval_.count()) * 1e-9));
   restart();
@@ -148,6 +151,7 @@ void FpsTracker::reset() noexcept {
   restart();
   ++resets_;
   samples_ = 0;
+  full_samples_ = 0;
   ema_ = std::numeric_limits<double>::quiet_NaN();
   last_ = FpsSample{};
 }
@@ -156,6 +160,16 @@ bool FpsTracker::flush(std::int64_t now) {
   if (!started_ || steps_ == 0 || now <= sample_start_) return false;
   complete_sample(now);
   return true;
+}
+
+std::vector<double> FpsTracker::sample_rates() const {
+  const std::size_t n =
+      static_cast<std::size_t>(std::min<std::uint64_t>(full_samples_, kRateHistory));
+  std::vector<double> out;
+  out.reserve(n);
+  for (std::uint64_t i = full_samples_ - n; i < full_samples_; ++i)
+    out.push_back(rates_[i % kRateHistory]);
+  return out;
 }
 
 void FpsTracker::set_alpha(double alpha) {
@@ -186,6 +200,7 @@ void FpsTracker::complete_sample(std::int64_t now) {
     ema_ = weighted_ / weights_;
   else if (samples_ == 0)
     ema_ = sample;  // alpha 1: the first sample, for good
+  if (now - sample_start_ >= interval_ticks_) rates_[full_samples_++ % kRateHistory] = sample;
   last_.index = samples_;
   last_.steps = steps_;
   last_.duration_s = duration;

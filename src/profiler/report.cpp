@@ -31,6 +31,8 @@ std::vector<StageRow> stage_rows(const StepProfiler& prof) {
                   ? 100.0 * (r.stats.mean * static_cast<double>(r.stats.count) / step_total)
                   : 0.0;
     r.partial = id != kPeriodStage && r.stats.count < step.count;
+    r.samples = prof.history(id);
+    r.clock = std::string(prof.stage_clock(id));
     rows.push_back(std::move(r));
   });
   return rows;

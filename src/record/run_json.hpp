@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// What every run record shares (the examples' --json FILE, speed_benchmark's, `simprof run
-// --json`): where the figures came from (the provenance: tool, commit, build, compiler, date, host,
-// CPU, command) and the host stage rows in one shape, so a figure in any of them can be traced to
-// its machine, build and command. Private to simprof's tools (target simprof_record).
+// What every tool's run record shares (the examples' --json FILE, speed_benchmark's, `simprof run
+// --json`), as nlohmann JSON over the core's run record (simprof/profiler/run_record.hpp): the
+// provenance, the stage rows with their samples, the FPS line, so any record can be traced to its
+// machine, build and command, and compared. Private to simprof's tools (target simprof_record).
 #pragma once
 
 #include <fstream>
@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "simprof/profiler/report.hpp"
+#include "simprof/profiler/run_record.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 
 namespace simprof::record {
@@ -24,10 +25,17 @@ Json number(double v);
 /// argv joined by spaces: the command as it was typed.
 std::string command_line(int argc, char** argv);
 
-/// {"tool", "simprof_commit", "build_type", "compiler", "date_utc", "host", "cpu", "cpus",
-/// "nvidia_driver", "command"}: the commit and build type are the ones this binary was configured
-/// from; "nvidia_driver" is the kernel driver's version ("580.159.04"), null where none is loaded.
+/// The core's provenance (simprof::detail::provenance_json): tool, commit, build type, compiler,
+/// date, host, CPU, NVIDIA driver and GPUs, command.
 Json provenance(const std::string& tool, const std::string& command);
+
+/// The head of every record: {"schema": kRunRecordSchema, "provenance", "workload"}. `workload`
+/// holds what decides the work of a step (n_envs, model, mode): `simprof compare` refuses records
+/// whose workloads differ.
+Json record_head(const std::string& tool, const std::string& command, Json workload);
+
+/// The FPS line: clock, rate, samples and the unsmoothed rates `simprof compare` tests.
+Json fps_json(const FpsTracker& fps);
 
 /// --json FILE: opened when made, so that a missing directory or an unwritable path fails before a
 /// long run (std::runtime_error naming the path and the reason); write() writes the document and
@@ -45,8 +53,8 @@ class JsonFile {
 };
 
 /// The rows of stage_rows()/stage_table(): stage, depth, steps, mean/sd/p50/p95/p99 in seconds,
-/// share of the step, and whether the stage ran in fewer steps. With `prof`, a stage timed on
-/// another clock than simprof's (set_stage_clock) names it ("clock").
-Json stage_rows_json(const std::vector<StageRow>& rows, const StepProfiler* prof = nullptr);
+/// share of the step, whether the stage ran in fewer steps, the engine's clock where one timed it,
+/// and the samples (at most kRunRecordSamples).
+Json stage_rows_json(const std::vector<StageRow>& rows);
 
 }  // namespace simprof::record

@@ -112,7 +112,8 @@ std::vector<StageRow> DeviceTable::rows() const {
     r.id = id;
     r.name = name;
     r.depth = depth;
-    r.stats = summarize(std::vector<double>(v.begin(), v.end()));
+    r.samples.assign(v.begin(), v.end());
+    r.stats = summarize(r.samples);
     r.share = step_total > 0
                   ? 100.0 * (r.stats.mean * static_cast<double>(r.stats.count) / step_total)
                   : 0.0;

@@ -20,6 +20,7 @@
 #include "range_record.hpp"
 #include "range_report.hpp"
 #include "run_args.hpp"
+#include "simprof/base/io.hpp"
 
 namespace simprof::run {
 
@@ -222,7 +223,7 @@ void RangeSession::write_record(bool final) {
     }
   }
   try {
-    write_atomically(config_.json, doc);
+    write_file_atomic(config_.json, doc.dump(2) + "\n");
   } catch (const std::exception& e) {
     if (!said_write_error_) std::fprintf(stderr, "simprof run: %s\n", e.what());
     said_write_error_ = true;

@@ -13,7 +13,8 @@ const char* const kRunUsage =
     "  Runs COMMAND with simprof's NVTX tool: its NVTX ranges become steps and stages.\n"
     "  --step NAME  the range that is one step (default: the outermost range that repeats)\n"
     "  --n-envs N   environments per step, for the FPS line's per-env rate\n"
-    "  --json FILE  the run record (schema simprof.run/1), written at exit and every second\n"
+    "  --json FILE  the run record (schema simprof.run/2: simprof compare reads it), written at\n"
+    "               exit and every second\n"
     "  --trace-steps A:B  a Kineto/Perfetto trace of steps A to B-1 (counted from 0), the ranges\n"
     "               as CPU spans, in DIR/simprof_trace_0/rank0.json (--trace-dir DIR, default .)\n"
     "  --gpu        device times (default where the program starts CUDA): the kernels launched\n"
@@ -81,10 +82,10 @@ bool parse_run_args(int argc, const char* const* argv, RunArgs& a, std::string& 
   if (argc < 2 || std::string(argv[1]) != "run") {
     a.help = argc >= 2 && (std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help");
     error = std::string(a.help     ? ""
-                        : argc < 2 ? "simprof: expected a command (run)\n"
+                        : argc < 2 ? "simprof: expected a command (run or compare)\n"
                                    : "simprof: unknown command '" + std::string(argv[1]) +
-                                         "' (expected run)\n") +
-            kRunUsage;
+                                         "' (expected run or compare)\n") +
+            kRunUsage + "\n" + "       simprof compare BASE.json NEW.json (simprof compare --help)";
     return false;
   }
   int i = 2;

@@ -2,6 +2,7 @@
 // The `simprof` command. `simprof run [options] -- COMMAND [ARGS...]` runs COMMAND with simprof's
 // NVTX tool injected (NVTX_INJECTION64_PATH): its own NVTX ranges become steps and stages, with the
 // FPS line while it runs and the stage table when it exits. Nothing in the program changes.
+// `simprof compare BASE.json NEW.json` tests two run records against each other (src/compare).
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "compare_cli.hpp"
 #include "run_args.hpp"
 
 namespace {
@@ -200,6 +202,8 @@ int run(const simprof::run::RunArgs& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "compare")
+    return simprof::compare::compare_main(argc - 1, argv + 1);
   simprof::run::RunArgs a;
   std::string error;
   if (!simprof::run::parse_run_args(argc, argv, a, error)) {

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "simprof/base/io.hpp"
+
 #if defined(__unix__) || defined(__APPLE__)
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -102,22 +104,7 @@ std::string timers_svg(const TimerStats& stats, const std::string& title) {
   constexpr int kPanelW = 360, kPanelH = 140, kPad = 40, kBins = 180;
   const int w = 3 * (kPanelW + kPad) + kPad;
   const int h = stats.rows() * (kPanelH + 2 * kPad) + kPad;
-  auto esc = [](const std::string& s) {
-    std::string o;
-    for (char c : s) {
-      if (c == '<')
-        o += "&lt;";
-      else if (c == '>')
-        o += "&gt;";
-      else if (c == '&')
-        o += "&amp;";
-      else if (c == '"')
-        o += "&quot;";
-      else
-        o += c;
-    }
-    return o;
-  };
+  const auto esc = [](const std::string& s) { return xml_escape(s); };
   fmt::memory_buffer out;
   fmt::format_to(
       std::back_inserter(out),

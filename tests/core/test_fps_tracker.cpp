@@ -396,3 +396,27 @@ TEST(FpsTracker, SaysItsRankInAMultiProcessRun) {
   run(fps, mc, 500, 0.1);
   EXPECT_EQ(out.str(), "Running at 10,240,000.00 FPS (10,000.00 FPS per env, 1024 envs).\n");
 }
+
+TEST(FpsTracker, SampleRatesKeepTheFullSamplesOfOneClockSinceTheReset) {
+  ManualClock mc;
+  FpsTracker fps(0.95, 50ms, 0, mc.clock());
+  fps.set_show(false);
+  fps.tick(mc.now_ns());
+  run(fps, mc, 5, 10.0);  // 100 steps/s
+  run(fps, mc, 10, 5.0);  // 200 steps/s
+  run(fps, mc, 2, 5.0);   // a 10 ms tail: flushed, not a full sample
+  EXPECT_TRUE(fps.flush());
+  EXPECT_EQ(fps.num_samples(), 3u);
+  EXPECT_EQ(fps.sample_rates(), (std::vector<double>{100.0, 200.0}));
+  fps.reset();  // after a warm-up: its rates go with it
+  EXPECT_TRUE(fps.sample_rates().empty());
+  fps.tick(mc.now_ns());
+  for (std::size_t i = 0; i < FpsTracker::kRateHistory + 3; ++i) run(fps, mc, 1, 50.0);
+  const std::vector<double> rates = fps.sample_rates();
+  EXPECT_EQ(rates.size(), FpsTracker::kRateHistory);  // the latest, oldest first
+  EXPECT_DOUBLE_EQ(rates.front(), 20.0);
+  {
+    auto claim = fps.claim_device_clock("test");  // another clock: the host's rates go
+    EXPECT_TRUE(fps.sample_rates().empty());
+  }
+}

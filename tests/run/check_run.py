@@ -46,7 +46,7 @@ with tempfile.TemporaryDirectory() as d:
     rc, out = run("run", "--no-fps", "--json", path, "--", PROGRAM, "40")
     rec = json.load(open(path))
     expect("the record's schema, steps and stages",
-           rec["schema"] == "simprof.run/1" and rec["final"] is True and rec["steps"] == 39
+           rec["schema"] == "simprof.run/2" and rec["final"] is True and rec["steps"] == 39
            and rec["step_range"] == "step"
            and [s["stage"] for s in rec["stages"]] ==
            ["physics", "physics/contacts", "sensors", "step", "period"], out + json.dumps(rec))

@@ -15,6 +15,7 @@
 using simprof::ManualClock;
 using simprof::StepProfiler;
 using simprof::run::RangeSteps;
+using Json = nlohmann::ordered_json;
 
 namespace {
 
@@ -207,7 +208,7 @@ TEST(RangeRecord, TheRecordHoldsTheStepsStagesAndCounts) {
   for (int i = 0; i < 4; ++i) step(r, f.clock);
   r.pop(1);  // unbalanced
   const auto doc = simprof::run::range_record(f.prof, r, "", "prog 4", true);
-  EXPECT_EQ(doc["schema"], "simprof.run/1");
+  EXPECT_EQ(doc["schema"], "simprof.run/2");
   EXPECT_EQ(doc["steps"], 3);
   EXPECT_EQ(doc["step_range"], "step");
   EXPECT_EQ(doc["step_chosen_by"], "the outermost range that repeats");
@@ -219,4 +220,8 @@ TEST(RangeRecord, TheRecordHoldsTheStepsStagesAndCounts) {
   EXPECT_EQ(doc["stages"][0]["stage"], "physics");
   EXPECT_DOUBLE_EQ(doc["stages"][0]["p50_s"].get<double>(), 3e-6);
   EXPECT_EQ(doc["ranges_seen"]["contacts"], 4);
+  // What simprof compare reads: the workload, each stage's samples, the FPS line's rates.
+  EXPECT_EQ(doc["workload"], Json({{"step_range", "step"}, {"n_envs", f.prof.n_envs()}}));
+  EXPECT_EQ(doc["stages"][0]["samples_s"].size(), 3u);
+  EXPECT_TRUE(doc["fps"]["rates_per_env"].is_array());
 }

@@ -33,7 +33,7 @@ ROOM_DEPS = {
     'src/cuda/trace': {'src/cuda/runtime', 'src/cuda/cupti'},
     'src/cuda/timing': {'src/cuda/runtime', 'src/cuda/cupti'},
     'src/cuda/memory': {'src/cuda/runtime', 'src/cuda/cupti'},
-    'src/run': {'src/record'},  # simprof run writes the run record every tool shares
+    'src/run': {'src/record', 'src/compare'},  # the run record every tool shares; compare
 }
 CORE = ('include/simprof/base', 'include/simprof/detail', 'include/simprof/memory',
         'include/simprof/precision', 'include/simprof/profiler', 'include/simprof/timers',

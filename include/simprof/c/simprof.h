@@ -89,6 +89,12 @@ simprof_status simprof_timing(const simprof_profiler* prof, const char* stage, d
  * the NUL. Needs stats_window > 0. */
 simprof_status simprof_stage_table(const simprof_profiler* prof, char* buf, size_t cap,
                                    size_t* needed);
+/* The run record `simprof compare` reads (schema simprof.run/2), written to path atomically. tool
+ * names the writer (NULL: "simprof"); the n_workload key/value pairs say what decides a step's
+ * work besides n_envs (compare refuses records whose workloads differ). Needs stats_window > 0. */
+simprof_status simprof_write_run_record(const simprof_profiler* prof, const char* path,
+                                        const char* tool, const char* const* workload_keys,
+                                        const char* const* workload_values, size_t n_workload);
 uint64_t simprof_steps(const simprof_profiler* prof);
 /* The FPS line: the smoothed rate (NaN before the first sample), switched at run time (from any
  * thread), completed to the last step, and each sample handed to a callback. */

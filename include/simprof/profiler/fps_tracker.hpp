@@ -32,11 +32,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "simprof/base/clock.hpp"
 #include "simprof/base/ranks.hpp"
@@ -146,6 +148,12 @@ class FpsTracker {
   std::uint64_t num_samples() const noexcept { return samples_; }
   /// The last completed sample (all zero before the first).
   const FpsSample& last_sample() const noexcept { return last_; }
+  /// How many unsmoothed rates sample_rates() keeps.
+  static constexpr std::size_t kRateHistory = 4096;
+  /// The unsmoothed per-env rates of the latest kRateHistory full samples since construction or
+  /// reset(), oldest first (a flush()'s short tail is left out): the samples `simprof compare`
+  /// tests.
+  std::vector<double> sample_rates() const;
   /// The EMA's momentum, in [0, 1]: larger reacts slower and reads steadier.
   double alpha() const noexcept { return alpha_; }
   /// Validated like the constructor; takes effect at the next sample.
@@ -189,6 +197,8 @@ class FpsTracker {
   double ema_;
   double weighted_ = 0, weights_ = 0;  // the debiased EMA's sums
   FpsSample last_{};
+  std::vector<double> rates_;  // ring of kRateHistory unsmoothed rates, allocated once
+  std::uint64_t full_samples_ = 0;
   std::atomic<bool> show_{true};
   std::shared_ptr<spdlog::logger> logger_;
   Callback callback_;

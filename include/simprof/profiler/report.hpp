@@ -47,6 +47,10 @@ struct StageRow {
   LatencyStats stats;    ///< of the stage's totals per step, over the stats window (seconds)
   double share = 0;      ///< percent of all the window's step time (period: of the same)
   bool partial = false;  ///< ran in fewer of the window's steps than "step" did (not period)
+  /// The samples behind `stats`, oldest first, in seconds (history()).
+  std::vector<double> samples;
+  /// The clock the engine timed the stage with (set_stage_clock()); "" for simprof's.
+  std::string clock;
 };
 
 /// stage_table()'s rows: the stages that ran in the stats window, in table order. Needs

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: MIT
+#include "record.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace simprof::compare {
+
+namespace {
+
+[[noreturn]] void bad(const std::string& name, const std::string& what) {
+  throw BadInput(fmt::format("{}: {}", name, what));
+}
+
+// The samples of `row` (a stage row or the fps object) under `key`: finite numbers.
+std::vector<double> samples_of(const Json& row, const char* key, const std::string& name,
+                               const std::string& where) {
+  const auto it = row.find(key);
+  if (it == row.end() || !it->is_array())
+    bad(name, fmt::format("{} has no \"{}\" array (expected the per-step samples)", where, key));
+  std::vector<double> out;
+  out.reserve(it->size());
+  for (const Json& v : *it) {
+    if (!v.is_number() || !std::isfinite(v.get<double>()))
+      bad(name, fmt::format("{} has a sample {} (expected a finite number)", where, v.dump()));
+    out.push_back(v.get<double>());
+  }
+  return out;
+}
+
+void add_rows(Run& run, const Json& rows, const std::string& clock, const std::string& name) {
+  if (!rows.is_array()) bad(name, fmt::format("the {} stages are not an array", clock));
+  for (const Json& row : rows) {
+    if (!row.is_object() || !row.contains("stage") || !row["stage"].is_string())
+      bad(name, fmt::format("a {} stage row has no \"stage\" name", clock));
+    Series s;
+    s.clock = clock;
+    s.name = row["stage"].get<std::string>();
+    s.depth = row.value("depth", 0);
+    s.samples = samples_of(row, "samples_s", name, fmt::format("{} stage {}", clock, s.name));
+    run.series.push_back(std::move(s));
+  }
+}
+
+std::string label_of(const Json& workload) {
+  std::string out;
+  for (const auto& [key, value] : workload.items())
+    out += fmt::format("{}{}={}", out.empty() ? "" : ", ", key,
+                       value.is_string() ? value.get<std::string>() : value.dump());
+  return out;
+}
+
+Run parse_run(const Json& j, const std::string& name) {
+  Run run;
+  if (!j.is_object()) bad(name, "a run is not an object");
+  run.workload = j.value("workload", Json::object());
+  if (!run.workload.is_object()) bad(name, "\"workload\" is not an object");
+  run.label = label_of(run.workload);
+  if (!j.contains("stages")) bad(name, "no \"stages\" (expected the host stage rows)");
+  add_rows(run, j["stages"], "host", name);
+  if (const auto d = j.find("device"); d != j.end() && d->is_object() && d->contains("stages"))
+    add_rows(run, (*d)["stages"], "device", name);
+  if (const auto f = j.find("fps"); f != j.end() && f->is_object()) {
+    Series s;
+    s.clock = "fps";
+    s.name = "rate";
+    s.samples = samples_of(*f, "rates_per_env", name, "the FPS line");
+    s.larger_is_slower = false;
+    if (!s.samples.empty()) run.series.push_back(std::move(s));
+  }
+  return run;
+}
+
+std::string gpus_of(const Json& provenance) {
+  const auto it = provenance.find("gpus");
+  if (it == provenance.end() || it->empty()) return "none";
+  std::string out;
+  for (const Json& g : *it) out += (out.empty() ? "" : ", ") + g.get<std::string>();
+  return out;
+}
+
+}  // namespace
+
+Record parse_record(const std::string& text, const std::string& name) {
+  Json doc;
+  try {
+    doc = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    bad(name, fmt::format("not JSON ({})", e.what()));
+  }
+  if (!doc.is_object() || !doc.contains("schema"))
+    bad(name, fmt::format("not a simprof run record (no \"schema\"; expected \"{}\")", kSchema));
+  if (doc["schema"] != kSchema)
+    bad(name, fmt::format("schema {} (expected \"{}\": write it with this simprof)",
+                          doc["schema"].dump(), kSchema));
+  Record r;
+  r.name = name;
+  r.provenance = doc.value("provenance", Json::object());
+  try {
+    if (const auto runs = doc.find("runs"); runs != doc.end()) {
+      if (!runs->is_array() || runs->empty()) bad(name, "\"runs\" is not a non-empty array");
+      for (const Json& j : *runs) r.runs.push_back(parse_run(j, name));
+    } else {
+      r.runs.push_back(parse_run(doc, name));
+    }
+  } catch (const Json::exception& e) {  // a field of the wrong type
+    bad(name, fmt::format("malformed ({})", e.what()));
+  }
+  return r;
+}
+
+Record load_record(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) bad(path, "cannot be read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_record(text.str(), path);
+}
+
+std::vector<std::string> not_comparable(const Record& base, const Record& changed) {
+  std::vector<std::string> out;
+  if (gpus_of(base.provenance) != gpus_of(changed.provenance))
+    out.push_back(
+        fmt::format("GPUs: {} vs {}", gpus_of(base.provenance), gpus_of(changed.provenance)));
+  const std::string bt = base.provenance.value("build_type", "unknown");
+  const std::string nt = changed.provenance.value("build_type", "unknown");
+  if (bt != nt) out.push_back(fmt::format("build type: {} vs {}", bt, nt));
+  auto has = [](const Record& r, const Json& w) {
+    for (const Run& run : r.runs)
+      if (run.workload == w) return true;
+    return false;
+  };
+  if (base.runs.size() == 1 && changed.runs.size() == 1) {
+    if (base.runs[0].workload != changed.runs[0].workload)
+      out.push_back(
+          fmt::format("workload: {{{}}} vs {{{}}}", base.runs[0].label, changed.runs[0].label));
+    return out;
+  }
+  for (const Run& run : base.runs)
+    if (!has(changed, run.workload))
+      out.push_back(fmt::format("workload: {{{}}} in the base run only", run.label));
+  for (const Run& run : changed.runs)
+    if (!has(base, run.workload))
+      out.push_back(fmt::format("workload: {{{}}} in the new run only", run.label));
+  return out;
+}
+
+}  // namespace simprof::compare
