@@ -98,6 +98,10 @@ bool parse_compare_args(int argc, const char* const* argv, CompareArgs& a, std::
     }
     a.files.push_back(arg);
   }
+  if (a.json == "-" && a.svg == "-") {
+    error = "simprof compare: --json - and --svg - both on standard output (expected one)";
+    return false;
+  }
   if (a.files.size() < 2) {
     error = fmt::format("simprof compare: {} run record{} given (expected BASE.json NEW.json)\n{}",
                         a.files.size(), a.files.size() == 1 ? "" : "s", kCompareUsage);
@@ -123,11 +127,13 @@ int compare_main(int argc, const char* const* argv) {
       status = std::max(status, outcomes.back().status());
       if (a.json != "-") std::fputs(format_outcome(outcomes.back(), a.options).c_str(), stdout);
     }
-    if (!a.json.empty())
-      write_file("--json", a.json, outcomes_json(outcomes, a.options).dump(2) + "\n");
+    if (!a.json.empty()) {
+      const Json doc = outcomes_json(outcomes, a.options);
+      write_file("--json", a.json, doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n");
+    }
     if (!a.svg.empty()) write_file("--svg", a.svg, distributions_svg(outcomes));
     return status;
-  } catch (const BadInput& e) {
+  } catch (const std::exception& e) {  // BadInput names the file; anything else is bad input too
     std::fprintf(stderr, "simprof compare: %s\n", e.what());
     return 2;
   }

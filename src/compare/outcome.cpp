@@ -26,18 +26,24 @@ const Series* find(const Run& run, const Series& s) {
 
 std::string where(const Series& s) { return fmt::format("{} {}", s.clock, s.name); }
 
+// What a series left out of the comparison is: bad input for a stage; for the FPS rate a note (a
+// run shorter than a few FPS samples has too few, which is no fault of the records).
+std::vector<std::string>& left_out(const Series& s, Outcome& out) {
+  return s.larger_is_slower ? out.bad_input : out.notes;
+}
+
 void compare_run(const Run& base, const Run& changed, const CompareOptions& options, Outcome& out) {
   RunResult result;
   result.label = base.label;
   for (const Series& b : base.series) {
     const Series* n = find(changed, b);
     if (n == nullptr) {
-      out.bad_input.push_back(fmt::format("{} is in the base run only{}", where(b),
-                                          base.label.empty() ? "" : " (" + base.label + ")"));
+      left_out(b, out).push_back(fmt::format("{} is in the base run only{}", where(b),
+                                             base.label.empty() ? "" : " (" + base.label + ")"));
       continue;
     }
     if (b.samples.size() < 2 || n->samples.size() < 2) {
-      out.bad_input.push_back(
+      left_out(b, out).push_back(
           fmt::format("{} has {} samples in the base run and {} in the new "
                       "(expected at least 2 in each)",
                       where(b), b.samples.size(), n->samples.size()));
@@ -65,8 +71,8 @@ void compare_run(const Run& base, const Run& changed, const CompareOptions& opti
   }
   for (const Series& n : changed.series)
     if (find(base, n) == nullptr)
-      out.bad_input.push_back(fmt::format("{} is in the new run only{}", where(n),
-                                          base.label.empty() ? "" : " (" + base.label + ")"));
+      left_out(n, out).push_back(fmt::format("{} is in the new run only{}", where(n),
+                                             base.label.empty() ? "" : " (" + base.label + ")"));
   out.runs.push_back(std::move(result));
 }
 
@@ -93,9 +99,22 @@ Outcome compare_records(const Record& base, const Record& changed, const Compare
   out.changed = changed.name;
   out.not_comparable = not_comparable(base, changed);
   if (!out.not_comparable.empty()) return out;
-  for (const Run& b : base.runs)
+  for (const Run& b : base.runs) {
+    bool paired = false;
     for (const Run& n : changed.runs)
-      if (b.workload == n.workload) compare_run(b, n, options, out);
+      if (b.workload == n.workload) {
+        compare_run(b, n, options, out);
+        paired = true;
+      }
+    if (!paired)
+      out.bad_input.push_back(fmt::format("workload {{{}}} is in the base record only", b.label));
+  }
+  for (const Run& n : changed.runs) {
+    bool paired = false;
+    for (const Run& b : base.runs) paired = paired || b.workload == n.workload;
+    if (!paired)
+      out.bad_input.push_back(fmt::format("workload {{{}}} is in the new record only", n.label));
+  }
   return out;
 }
 
@@ -125,6 +144,7 @@ std::string format_outcome(const Outcome& o, const CompareOptions& options) {
     }
   }
   for (const std::string& why : o.bad_input) line("  bad input: {}\n", why);
+  for (const std::string& why : o.notes) line("  not compared: {}\n", why);
   const int status = o.status();
   line("verdict: {} ({} slower, {} faster, {} no change); exit {}\n",
        status == 2   ? "cannot compare"
@@ -160,6 +180,7 @@ Json outcomes_json(const std::vector<Outcome>& outcomes, const CompareOptions& o
                     {"new", o.changed},
                     {"not_comparable", o.not_comparable},
                     {"bad_input", o.bad_input},
+                    {"not_compared", o.notes},
                     {"runs", std::move(runs)},
                     {"status", o.status()}});
   }

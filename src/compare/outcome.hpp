@@ -40,7 +40,8 @@ struct RunResult {
 struct Outcome {
   std::string base, changed;                ///< the records' names
   std::vector<std::string> not_comparable;  ///< what differs in what matters
-  std::vector<std::string> bad_input;       ///< a series in one run only, too few samples
+  std::vector<std::string> bad_input;       ///< a stage in one run only, too few samples
+  std::vector<std::string> notes;           ///< the FPS rate left out (too few samples)
   std::vector<RunResult> runs;
   /// 2 not comparable or bad input, 1 a row slower, 0 otherwise.
   int status() const noexcept;

@@ -37,7 +37,10 @@ void add_rows(Run& run, const Json& rows, const std::string& clock, const std::s
     if (!row.is_object() || !row.contains("stage") || !row["stage"].is_string())
       bad(name, fmt::format("a {} stage row has no \"stage\" name", clock));
     Series s;
-    s.clock = clock;
+    // A stage timed on an engine's own clock (set_stage_clock) says so.
+    const auto own = row.find("clock");
+    s.clock =
+        clock == "host" && own != row.end() && own->is_string() ? own->get<std::string>() : clock;
     s.name = row["stage"].get<std::string>();
     s.depth = row.value("depth", 0);
     s.samples = samples_of(row, "samples_s", name, fmt::format("{} stage {}", clock, s.name));
@@ -66,7 +69,10 @@ Run parse_run(const Json& j, const std::string& name) {
   if (const auto f = j.find("fps"); f != j.end() && f->is_object()) {
     Series s;
     s.clock = "fps";
-    s.name = "rate";
+    const auto on = f->find("clock");
+    s.name = on != f->end() && on->is_string() && on->get<std::string>() != "host"
+                 ? "rate (" + on->get<std::string>() + " clock)"
+                 : "rate";
     s.samples = samples_of(*f, "rates_per_env", name, "the FPS line");
     s.larger_is_slower = false;
     if (!s.samples.empty()) run.series.push_back(std::move(s));
@@ -74,11 +80,20 @@ Run parse_run(const Json& j, const std::string& name) {
   return run;
 }
 
+// A provenance field as text, whatever its JSON type ("unknown" where it is missing).
+std::string text_of(const Json& provenance, const char* key) {
+  const auto it = provenance.find(key);
+  if (it == provenance.end() || it->is_null()) return "unknown";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
 std::string gpus_of(const Json& provenance) {
   const auto it = provenance.find("gpus");
-  if (it == provenance.end() || it->empty()) return "none";
+  if (it == provenance.end() || !it->is_array()) return text_of(provenance, "gpus");
+  if (it->empty()) return "none";
   std::string out;
-  for (const Json& g : *it) out += (out.empty() ? "" : ", ") + g.get<std::string>();
+  for (const Json& g : *it)
+    out += (out.empty() ? "" : ", ") + (g.is_string() ? g.get<std::string>() : g.dump());
   return out;
 }
 
@@ -99,6 +114,7 @@ Record parse_record(const std::string& text, const std::string& name) {
   Record r;
   r.name = name;
   r.provenance = doc.value("provenance", Json::object());
+  if (!r.provenance.is_object()) bad(name, "\"provenance\" is not an object");
   try {
     if (const auto runs = doc.find("runs"); runs != doc.end()) {
       if (!runs->is_array() || runs->empty()) bad(name, "\"runs\" is not a non-empty array");
@@ -125,8 +141,8 @@ std::vector<std::string> not_comparable(const Record& base, const Record& change
   if (gpus_of(base.provenance) != gpus_of(changed.provenance))
     out.push_back(
         fmt::format("GPUs: {} vs {}", gpus_of(base.provenance), gpus_of(changed.provenance)));
-  const std::string bt = base.provenance.value("build_type", "unknown");
-  const std::string nt = changed.provenance.value("build_type", "unknown");
+  const std::string bt = text_of(base.provenance, "build_type");
+  const std::string nt = text_of(changed.provenance, "build_type");
   if (bt != nt) out.push_back(fmt::format("build type: {} vs {}", bt, nt));
   auto has = [](const Record& r, const Json& w) {
     for (const Run& run : r.runs)
@@ -139,12 +155,9 @@ std::vector<std::string> not_comparable(const Record& base, const Record& change
           fmt::format("workload: {{{}}} vs {{{}}}", base.runs[0].label, changed.runs[0].label));
     return out;
   }
-  for (const Run& run : base.runs)
-    if (!has(changed, run.workload))
-      out.push_back(fmt::format("workload: {{{}}} in the base run only", run.label));
-  for (const Run& run : changed.runs)
-    if (!has(base, run.workload))
-      out.push_back(fmt::format("workload: {{{}}} in the new run only", run.label));
+  bool shared = false;
+  for (const Run& run : base.runs) shared = shared || has(changed, run.workload);
+  if (!shared) out.push_back("workload: no run of the one record has a workload of the other");
   return out;
 }
 

@@ -38,16 +38,23 @@ void RangeSteps::learn(Thread& t, std::uint64_t thread, std::string_view name) {
 }
 
 StageId RangeSteps::stage_for(const Thread& t, std::string_view name) {
+  // Each range's name after its parents'; a name that is already the path (simprof's own
+  // NvtxRanges name "physics/contacts" inside "physics") replaces it.
+  const auto add = [this](std::string_view n) {
+    if (!path_.empty() && n.size() > path_.size() && n.compare(0, path_.size(), path_) == 0)
+      path_.clear();
+    path_ += n;
+  };
   path_.clear();
   bool inside = false;
   for (const Frame& f : t.stack) {
     if (inside) {
-      path_ += f.name;
+      add(f.name);
       path_ += '/';
     }
     inside = inside || f.step;
   }
-  path_ += name;
+  add(name);
   return prof_.stage_id(path_);
 }
 

@@ -143,7 +143,7 @@ TEST(RunRecord, KeepsAtMost4096SamplesEvenlySpaced) {
   const Json doc = Json::parse(simprof::run_record_json(prof));
   const Json& samples = doc["stages"][0]["samples_s"];
   ASSERT_EQ(samples.size(), simprof::kRunRecordSamples);
-  // The window holds steps 8192 - 10000 .. : all 8192; every second one is kept, from the first.
+  // The window holds all 8,192 steps; every second one is kept, from the first.
   EXPECT_DOUBLE_EQ(samples[0].get<double>(), 1e-9);
   EXPECT_DOUBLE_EQ(samples[1].get<double>(), 3e-9);
   EXPECT_DOUBLE_EQ(samples[4095].get<double>(), 8191e-9);
@@ -305,6 +305,71 @@ TEST(CompareRecords, TooFewSamplesAreNamed) {
   EXPECT_EQ(o.status(), 2);
 }
 
+TEST(CompareRecords, AShortRunsMissingFpsRatesAreANoteNotAFailure) {
+  Sim base, shorter;
+  shorter.seed = 2;
+  shorter.steps = 5;  // 1.7 ms: no full FPS sample of 2 ms
+  const Outcome o = compare(base, shorter);
+  EXPECT_TRUE(o.bad_input.empty());
+  ASSERT_EQ(o.notes.size(), 1u);
+  EXPECT_EQ(o.notes[0], "fps rate is in the base run only (n_envs=4096)");
+  EXPECT_EQ(o.status(), 0);
+}
+
+TEST(CompareRecords, DeviceStagesEngineClocksAndRunsArePairedByName) {
+  Sim second;
+  second.seed = 2;
+  Json a = Json::parse(record(Sim())), b = Json::parse(record(second));
+  for (Json* d : {&a, &b}) {
+    (*d)["device"] = {{"stages", (*d)["stages"]}};  // the same rows, as a GPU clock's
+    (*d)["stages"][1]["clock"] = "mjcb_time";       // contacts timed by the engine
+    (*d)["fps"]["clock"] = "GPU";
+  }
+  const Outcome o = compare_records(parse_record(a.dump(), "a"), parse_record(b.dump(), "b"), {});
+  ASSERT_TRUE(o.bad_input.empty()) << o.bad_input[0];
+  EXPECT_NE(row(o, "device", "physics/contacts"), nullptr);
+  EXPECT_NE(row(o, "mjcb_time", "physics/contacts"), nullptr);
+  EXPECT_NE(row(o, "fps", "rate (GPU clock)"), nullptr);
+  EXPECT_EQ(o.runs.at(0).rows.size(), 13u);  // 6 host, 6 device, the rate
+
+  // Several runs in a record (speed_benchmark's): paired by workload; the unpaired are named.
+  Json many_a = {
+      {"schema", "simprof.run/2"}, {"provenance", a["provenance"]}, {"runs", Json::array()}};
+  Json many_b = many_a;
+  for (const char* mode : {"eager", "graph"}) {
+    Json run = a;
+    run["workload"]["mode"] = mode;
+    many_a["runs"].push_back(run);
+  }
+  Json run = b;
+  run["workload"]["mode"] = "graph";
+  many_b["runs"].push_back(run);
+  run["workload"]["mode"] = "threads";
+  many_b["runs"].push_back(run);
+  const Outcome m =
+      compare_records(parse_record(many_a.dump(), "a"), parse_record(many_b.dump(), "b"), {});
+  EXPECT_TRUE(m.not_comparable.empty());
+  ASSERT_EQ(m.runs.size(), 1u);
+  EXPECT_EQ(m.runs[0].label, "n_envs=4096, mode=graph");
+  ASSERT_EQ(m.bad_input.size(), 2u);
+  EXPECT_EQ(m.bad_input[0], "workload {n_envs=4096, mode=eager} is in the base record only");
+  EXPECT_EQ(m.bad_input[1], "workload {n_envs=4096, mode=threads} is in the new record only");
+  EXPECT_EQ(m.status(), 2);
+}
+
+TEST(CompareRecords, MalformedProvenanceIsNamedNotACrash) {
+  Json odd = Json::parse(record(Sim()));
+  odd["provenance"]["build_type"] = nullptr;
+  odd["provenance"]["gpus"] = {1};
+  const auto base = parse_record(record(Sim()), "a");
+  const Outcome o = compare_records(base, parse_record(odd.dump(), "b"), {});
+  ASSERT_EQ(o.not_comparable.size(), 2u);
+  EXPECT_EQ(o.not_comparable[0], "GPUs: none vs 1");
+  EXPECT_NE(o.not_comparable[1].find("vs unknown"), std::string::npos) << o.not_comparable[1];
+  odd["provenance"] = Json::array();
+  EXPECT_THROW(parse_record(odd.dump(), "b"), simprof::compare::BadInput);
+}
+
 TEST(CompareCommand, ExitStatusTableJsonAndPicture) {
   Sim base, slower, same;
   slower.seed = 2;
@@ -334,6 +399,10 @@ TEST(CompareCommand, ExitStatusTableJsonAndPicture) {
   EXPECT_EQ(run_cli({"--alpha", "1", b, n}), 2);
   EXPECT_EQ(run_cli({"--bogus", b, n}), 2);
   EXPECT_EQ(run_cli({"--help"}), 0);
+  EXPECT_EQ(run_cli({"--json", "-", "--svg", "-", b, n}), 2);
+  Sim other;
+  other.n_envs = 64;
+  EXPECT_EQ(run_cli({b, write_temp("o.json", record(other))}), 2);  // not comparable
   EXPECT_EQ(run_cli({"--threshold", "5", b, s}), 0);
 }
 

@@ -3,6 +3,8 @@
 // chosen), stages by path, other threads, unbalanced pops, and what the report says.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include <string>
 
 #include "range_record.hpp"
@@ -65,6 +67,26 @@ TEST(RangeSteps, TheNamedRangeIsAStepAndItsNestedRangesAreStagesByPath) {
   EXPECT_DOUBLE_EQ(f.prof.stats("step").mean, 5.5e-6);
   EXPECT_EQ(r.counts().unmatched_pops, 0u);
   EXPECT_EQ(r.open_at_end(), 0u);
+}
+
+TEST(RangeSteps, ARangeNamedByItsPathKeepsItsName) {
+  // simprof's own NvtxRanges (and programs like it) name a nested range by its whole path.
+  Fixture f;
+  RangeSteps r(f.prof, {"step"});
+  for (int i = 0; i < 3; ++i) {
+    r.push(1, "step");
+    r.push(1, "physics");
+    r.push(1, "physics/contacts");
+    f.clock.advance_ns(1000);
+    r.pop(1);
+    r.push(1, "physicsx");  // a longer name is not a path below "physics"
+    r.pop(1);
+    r.pop(1);
+    r.pop(1);
+  }
+  EXPECT_EQ(f.prof.stats("physics/contacts").count, 3u);
+  EXPECT_THROW(f.prof.stats("physics/physics/contacts"), std::invalid_argument);
+  EXPECT_EQ(f.prof.stats("physics/physicsx").count, 3u);
 }
 
 TEST(RangeSteps, TheOutermostRangeThatRepeatsIsChosenAndItsFirstRunIsLeftOut) {
