@@ -247,7 +247,7 @@ void profiled_run(const engine::Params& params, int n_envs, bool graph, int warm
   rec.fps = prof.fps().total_fps();
   rec.fps_clock = prof.fps().clock_kind() == FpsClock::kDevice ? "device" : "host";
   rec.fps_samples = prof.fps().num_samples();
-  rec.fps_rates = prof.fps().sample_rates();
+  rec.fps_line = fps_json(prof.fps());
   fmt::print(
       "\nthe GPU delivered {} env-steps/s over the {} timed steps (CUDA events, {:.1f} us per "
       "step); FPS line: {} ({} clock, {} samples); ratio {:.4f}\n\n",

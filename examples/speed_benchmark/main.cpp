@@ -145,7 +145,7 @@ int run_cpu(const Args& args, JsonReport* json) {
       r.fps = prof.fps().total_fps();
       r.fps_clock = "host";
       r.fps_samples = prof.fps().num_samples();
-      r.fps_rates = prof.fps().sample_rates();
+      r.fps_line = fps_json(prof.fps());
       r.host = stage_rows(prof);
       r.memory = memory_rec;
       json->add(r);

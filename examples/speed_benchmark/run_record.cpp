@@ -14,24 +14,20 @@ namespace simprof::examples {
 namespace {
 
 Json run_json(const RunRecord& r) {
-  Json j = {
-      // What decides a step's work: `simprof compare` pairs runs by it.
-      {"workload", {{"backend", r.backend}, {"mode", r.mode}, {"n_envs", r.n_envs}}},
-      {"backend", r.backend},
-      {"mode", r.mode},
-      {"n_envs", r.n_envs},
-      {"warmup_steps", r.warmup},
-      {"steps", r.steps},
-      {"seconds", number(r.seconds)},
-      {"throughput_env_steps_per_s", number(r.throughput)},
-      {"throughput_clock", r.throughput_clock},
-      {"fps",
-       {{"total_fps", number(r.fps)},
-        {"clock", r.fps_clock},
-        {"samples", r.fps_samples},
-        {"ratio_to_throughput", r.throughput > 0 ? number(r.fps / r.throughput) : Json(nullptr)},
-        {"rates_per_env", r.fps_rates}}},
-      {"stages", stage_rows_json(r.host)}};
+  Json j = {// What decides a step's work: `simprof compare` pairs runs by it.
+            {"workload", {{"backend", r.backend}, {"mode", r.mode}, {"n_envs", r.n_envs}}},
+            {"backend", r.backend},
+            {"mode", r.mode},
+            {"n_envs", r.n_envs},
+            {"warmup_steps", r.warmup},
+            {"steps", r.steps},
+            {"seconds", number(r.seconds)},
+            {"throughput_env_steps_per_s", number(r.throughput)},
+            {"throughput_clock", r.throughput_clock},
+            {"stages", stage_rows_json(r.host)}};
+  // The FPS line as every record writes it, and how it compares with the measured throughput.
+  j["fps"] = r.fps_line;
+  j["fps"]["ratio_to_throughput"] = r.throughput > 0 ? number(r.fps / r.throughput) : Json(nullptr);
   if (!r.host_warmup.empty()) j["host_stages_warmup_and_capture"] = stage_rows_json(r.host_warmup);
   if (!r.device.empty()) {
     Json rows = Json::array();

@@ -76,7 +76,7 @@ struct RunRecord {
   double fps = 0;                ///< the FPS tracker's smoothed value at the end (NaN: none)
   std::string fps_clock;         ///< "host" or "device"
   std::uint64_t fps_samples = 0;
-  std::vector<double> fps_rates;      ///< the unsmoothed per-env rates (FpsTracker::sample_rates)
+  Json fps_line;                      ///< the FPS line as every run record writes it (fps_json)
   std::vector<StageRow> host_warmup;  ///< graph mode: the warm-up and capture steps
   std::vector<StageRow> host;         ///< the timed steps
   std::vector<DeviceRow> device;      ///< empty: no device timer

@@ -27,7 +27,7 @@ std::string nvidia_driver_version();
 /// The driver version in the text of /proc/driver/nvidia/version: the token after "Kernel Module"
 /// on its "NVRM version:" line ("" when the text names none).
 std::string parse_nvidia_driver_version(std::string_view text);
-/// The models of the machine's NVIDIA GPUs ("NVIDIA H200"), in bus order, from
+/// The models of the machine's NVIDIA GPUs, as the driver names them, in bus order, from
 /// /proc/driver/nvidia/gpus/*/information; empty where there are none.
 std::vector<std::string> nvidia_gpu_models();
 /// The model in the text of a GPU's /proc/driver/nvidia/gpus/*/information: its "Model:" line's
