@@ -35,7 +35,8 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 BUILD_BASE = "build-python"
 CMAKE_MIN = (3, 24)  # cmake_minimum_required in CMakeLists.txt
 LIBRARY = "libsimprof_c.so"
-RUN_FILES = ["simprof", "libsimprof_nvtx.so"]  # python -m simprof run (src/run)
+# python -m simprof compare / run (src/run): the files of the targets CMake lists.
+RUN_FILES = {"simprof": "simprof", "simprof_nvtx": "libsimprof_nvtx.so"}
 
 
 def fail(message):
@@ -99,13 +100,15 @@ class BuildPyWithLibrary(build_py):
                      "it)" % (" ".join(command[:2]), rc))
         # The simprof command and its NVTX tool (src/run), where this build has them.
         self.extras = []
-        if os.path.exists(os.path.join(build_dir, "simprof_run_targets.txt")):
-            command = [cmake, "--build", build_dir, "--target", "simprof", "simprof_nvtx", "-j",
-                       jobs]
+        listed = os.path.join(build_dir, "simprof_run_targets.txt")
+        if os.path.exists(listed):  # "simprof simprof_nvtx", or "simprof" without NVTX headers
+            with open(listed) as f:
+                targets = f.read().split()
+            command = [cmake, "--build", build_dir, "--target"] + targets + ["-j", jobs]
             print(" ".join(shlex.quote(c) for c in command), flush=True)
             if subprocess.run(command).returncode != 0:
                 fail("building the simprof command failed; CMake's output is above")
-            self.extras = RUN_FILES
+            self.extras = [RUN_FILES[t] for t in targets]
         for name in [LIBRARY] + self.extras:
             built = os.path.join(build_dir, "python", "simprof", name)  # src/c, src/run
             if not os.path.exists(built):

@@ -215,8 +215,7 @@ void profiled_run(const engine::Params& params, int n_envs, bool graph, int warm
         dev->joined(), dev->options().sample_every, dev->dropped(),
         dev->pacer() ? "" : " (unpaced: on the sampled steps)",
         cuda::device_stage_table(prof, *dev));
-    for (const auto& r : cuda::device_stage_rows(prof, *dev))
-      rec.device.push_back({r.name, r.depth, r.host_mean_s, r.device_mean_s, r.device_share});
+    rec.device = cuda::device_record_rows(prof, *dev);
     rec.device_joined = dev->joined();
     rec.device_untimed = dev->dropped();
     rec.device_sample_every = dev->options().sample_every;

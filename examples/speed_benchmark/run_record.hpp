@@ -25,14 +25,6 @@ struct GpuInfo {
   double sm_clock_nominal_mhz = 0;  ///< cudaDevAttrClockRate
 };
 
-struct DeviceRow {
-  std::string name;
-  int depth = 0;
-  double host_mean_s = 0;  ///< NaN: no host statistics
-  double device_mean_s = 0;
-  double device_share = 0;  ///< percent of the mean device step
-};
-
 struct GraphCacheRecord {
   std::uint64_t warmup_runs = 0, captures = 0, instantiations = 0, replays = 0;
   double capture_s = 0, instantiate_s = 0;  ///< the key's cold start
@@ -79,7 +71,7 @@ struct RunRecord {
   Json fps_line;                      ///< the FPS line as every run record writes it (fps_json)
   std::vector<StageRow> host_warmup;  ///< graph mode: the warm-up and capture steps
   std::vector<StageRow> host;         ///< the timed steps
-  std::vector<DeviceRow> device;      ///< empty: no device timer
+  std::vector<StageRow> device;       ///< on the GPU's clock (device_record_rows); empty: none
   std::uint64_t device_joined = 0, device_untimed = 0;
   int device_sample_every = 0;
   std::optional<GraphCacheRecord> graph_cache;

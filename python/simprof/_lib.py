@@ -107,6 +107,8 @@ for _n, _a in [
     ("simprof_stage_timer_timings_get", [vp, size, ctypes.POINTER(cstr), ctypes.POINTER(dbl)]),
     ("simprof_stage_timer_mean", [vp, cstr, cint, ctypes.POINTER(dbl)]),
     ("simprof_device_stage_table", [vp, vp, ctypes.c_char_p, size, ctypes.POINTER(size)]),
+    ("simprof_write_device_run_record",
+     [vp, vp, cstr, cstr, ctypes.POINTER(cstr), ctypes.POINTER(cstr), size]),
     ("simprof_stage_timer_capture_begin", [vp, vp]),
     ("simprof_stage_timer_capture_end", [vp]),
     ("simprof_stamped_graph_new", [vp, vp, ctypes.POINTER(vp)]),

@@ -182,15 +182,23 @@ class StepProfiler(Handle):
         return text(lib.simprof_stage_table, self._h)
 
     def write_run_record(self, path: str, workload: Optional[Dict[str, Any]] = None,
-                         tool: str = "simprof python") -> None:
+                         tool: str = "simprof python", device: Any = None) -> None:
         """Writes the run record ``simprof compare`` reads (schema simprof.run/2) to ``path``,
         atomically. ``workload``: what decides a step's work besides n_envs (scene, solver...);
-        compare refuses records whose workloads differ. Needs stats_window."""
+        compare refuses records whose workloads differ. ``device``: a DeviceStageTimer whose
+        stages (with their samples) the record holds too, compared like the host's. Needs
+        stats_window."""
         items = [(str(k), str(v)) for k, v in (workload or {}).items()]
         keys = (cstr * max(1, len(items)))(*[k.encode() for k, _ in items])
         values = (cstr * max(1, len(items)))(*[v.encode() for _, v in items])
-        check(lib.simprof_write_run_record(self._h, str(path).encode(), tool.encode(), keys,
-                                           values, len(items)))
+        args = (str(path).encode(), tool.encode(), keys, values, len(items))
+        if device is None:
+            check(lib.simprof_write_run_record(self._h, *args))
+        elif type(device).__name__ != "DeviceStageTimer" or getattr(device, "_h", None) is None:
+            raise InvalidArgument("simprof: write_run_record device = %r (expected a "
+                                  "simprof.DeviceStageTimer of this profiler)" % (device,))
+        else:
+            check(lib.simprof_write_device_run_record(self._h, device._h, *args))
 
     @property
     def steps(self) -> int:

@@ -228,7 +228,7 @@ def test_pacer_puts_the_fps_line_on_the_gpu_clock(capfd):
     assert prof.fps > 0
 
 
-def test_device_stage_times_of_an_eager_torch_loop():
+def test_device_stage_times_of_an_eager_torch_loop(tmp_path):
     torch = torch_on_gpu()
     prof = quiet(stats_window=16)
     timer = simprof.DeviceStageTimer(prof, sample_every=1)
@@ -249,6 +249,13 @@ def test_device_stage_times_of_an_eager_torch_loop():
     assert timer.mean("physics") > timer.mean("sensors/Cam")  # 20 kernels against 1, same size
     assert math.isnan(timer.mean("never"))
     assert "physics" in timer.device_stage_table()
+    # The record holds the device stages with their 8 samples, which compare reads.
+    path = tmp_path / "run.json"
+    prof.write_run_record(str(path), workload={"loop": "eager"}, device=timer)
+    doc = json.loads(path.read_text())
+    rows = {r["stage"]: r for r in doc["device"]["stages"]}
+    assert doc["device"]["clock"] == "GPU" and len(rows["physics"]["samples_s"]) == 8, rows
+    assert abs(rows["physics"]["mean_s"] - timer.mean("physics")) < 1e-12
 
 
 def _captured_in_stages(prof, timer, x, physics_kernels):

@@ -80,3 +80,13 @@ def test_compare_finds_a_slower_stage_in_records_written_from_python(tmp_path):
     assert p.returncode == 2 and "not comparable: workload" in p.stdout, p.stdout
     p = simprof("compare", str(base), str(tmp_path / "missing.json"))
     assert p.returncode == 2 and "missing.json: cannot be read" in p.stderr, p.stderr
+
+
+def test_write_run_record_names_a_device_that_is_not_a_stage_timer(tmp_path):
+    import simprof as sp
+    prof = sp.StepProfiler(n_envs=1, show_fps=False, stats_window=10)
+    with prof.step():
+        pass
+    with pytest.raises(sp.InvalidArgument, match="device = 'gpu'.*DeviceStageTimer"):
+        prof.write_run_record(str(tmp_path / "r.json"), device="gpu")
+    assert not (tmp_path / "r.json").exists()

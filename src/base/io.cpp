@@ -121,4 +121,38 @@ std::vector<std::string> nvidia_gpu_models() {
   return out;
 }
 
+std::vector<GpuClocks> parse_nvidia_smi_clocks(std::string_view text) {
+  std::vector<GpuClocks> out;
+  std::istringstream lines{std::string(text)};
+  std::string line;
+  while (std::getline(lines, line)) {
+    for (char& c : line)
+      if (c == ',') c = ' ';
+    std::istringstream fields(line);
+    GpuClocks g;
+    std::string rest;
+    if (fields >> g.sm_mhz >> g.max_sm_mhz >> g.memory_mhz && !(fields >> rest)) out.push_back(g);
+  }
+  return out;
+}
+
+std::vector<GpuClocks> nvidia_gpu_clocks() {
+  static const std::vector<GpuClocks> clocks = [] {
+    std::vector<GpuClocks> out;
+    std::error_code ec;
+    if (!std::filesystem::exists("/proc/driver/nvidia/version", ec)) return out;
+    FILE* p = popen(
+        "nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,clocks.mem "
+        "--format=csv,noheader,nounits 2>/dev/null",
+        "r");
+    if (p == nullptr) return out;
+    std::string text;
+    char buf[256];
+    while (std::fgets(buf, sizeof buf, p) != nullptr) text += buf;
+    pclose(p);
+    return parse_nvidia_smi_clocks(text);
+  }();
+  return clocks;
+}
+
 }  // namespace simprof

@@ -20,6 +20,7 @@
 
 #include "simprof/base/manual_clock.hpp"
 #include "simprof/profiler/collective.hpp"
+#include "simprof/profiler/run_record.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 #include "simprof/trace/session.hpp"
 #if SIMPROF_C_CUDA
@@ -74,6 +75,11 @@ struct simprof_trace {
 // functions of simprof.h are its interface).
 #pragma GCC visibility push(hidden)
 namespace simprof::c_api {
+
+// A run record's info from C's arguments (simprof_write_run_record): NULL tool for the default;
+// a NULL key or value is std::invalid_argument naming its pair.
+simprof::RunRecordInfo record_info(const char* tool, const char* const* keys,
+                                   const char* const* values, size_t n);
 
 // Keeps `message` as the calling thread's last error (simprof_last_error) and returns `s`.
 simprof_status fail(simprof_status s, std::string message);

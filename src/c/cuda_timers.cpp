@@ -180,6 +180,24 @@ simprof_status simprof_device_stage_table(const simprof_profiler* p, const simpr
       [&] { copy_out(simprof::cuda::device_stage_table(p->prof, t->timer), buf, cap, needed); });
 }
 
+simprof_status simprof_write_device_run_record(const simprof_profiler* p,
+                                               const simprof_stage_timer* t, const char* path,
+                                               const char* tool, const char* const* keys,
+                                               const char* const* values, size_t n) {
+  SIMPROF_C_REQUIRE(p, "profiler");
+  SIMPROF_C_REQUIRE(t, "stage timer");
+  SIMPROF_C_REQUIRE(path, "path");
+  if (n > 0) {
+    SIMPROF_C_REQUIRE(keys, "workload keys");
+    SIMPROF_C_REQUIRE(values, "workload values");
+  }
+  return guarded([&] {
+    simprof::RunRecordInfo info = simprof::c_api::record_info(tool, keys, values, n);
+    info.device_stages = simprof::cuda::device_record_rows(p->prof, t->timer);
+    simprof::write_run_record(p->prof, path, info);
+  });
+}
+
 simprof_status simprof_stage_timer_capture_begin(simprof_stage_timer* t, void* capture_stream) {
   SIMPROF_C_REQUIRE(t, "stage timer");
   return capture_begin(t, "DeviceStageTimer", capture_stream);

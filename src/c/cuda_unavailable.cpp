@@ -135,6 +135,12 @@ simprof_status simprof_device_stage_table(const simprof_profiler*, const simprof
   return no_cuda();
 }
 
+simprof_status simprof_write_device_run_record(const simprof_profiler*, const simprof_stage_timer*,
+                                               const char*, const char*, const char* const*,
+                                               const char* const*, size_t) {
+  return no_cuda();
+}
+
 simprof_status simprof_stage_timer_capture_begin(simprof_stage_timer*, void*) { return no_cuda(); }
 
 simprof_status simprof_stage_timer_capture_end(simprof_stage_timer*) { return no_cuda(); }

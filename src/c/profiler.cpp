@@ -14,9 +14,22 @@
 #include "simprof/profiler/report.hpp"
 #include "simprof/profiler/run_record.hpp"
 
+simprof::RunRecordInfo simprof::c_api::record_info(const char* tool, const char* const* keys,
+                                                   const char* const* values, size_t n) {
+  RunRecordInfo info;
+  if (tool) info.tool = tool;
+  for (size_t i = 0; i < n; ++i) {
+    if (keys[i] == nullptr || values[i] == nullptr)
+      throw std::invalid_argument(fmt::format("simprof: workload pair {} is NULL", i));
+    info.workload.emplace_back(keys[i], values[i]);
+  }
+  return info;
+}
+
 using simprof::c_api::copy_out;
 using simprof::c_api::fail;
 using simprof::c_api::guarded;
+using simprof::c_api::record_info;
 
 namespace {
 
@@ -175,16 +188,8 @@ simprof_status simprof_write_run_record(const simprof_profiler* p, const char* p
     SIMPROF_C_REQUIRE(keys, "workload keys");
     SIMPROF_C_REQUIRE(values, "workload values");
   }
-  return guarded([&] {
-    simprof::RunRecordInfo info;
-    if (tool) info.tool = tool;
-    for (size_t i = 0; i < n; ++i) {
-      if (keys[i] == nullptr || values[i] == nullptr)
-        throw std::invalid_argument(fmt::format("simprof: workload pair {} is NULL", i));
-      info.workload.emplace_back(keys[i], values[i]);
-    }
-    simprof::write_run_record(p->prof, path, info);
-  });
+  return guarded(
+      [&] { simprof::write_run_record(p->prof, path, record_info(tool, keys, values, n)); });
 }
 
 uint64_t simprof_steps(const simprof_profiler* p) { return p ? p->prof.steps() : 0; }

@@ -100,14 +100,18 @@ void put(Out& out, fmt::format_string<Args...> f, Args&&... args) {
 
 std::string detail::provenance_json(const std::string& tool, const std::string& command) {
   const std::string driver = nvidia_driver_version();
-  std::string gpus;
+  std::string gpus, clocks;
   for (const std::string& g : nvidia_gpu_models()) gpus += (gpus.empty() ? "" : ",") + quoted(g);
+  for (const GpuClocks& c : nvidia_gpu_clocks())
+    clocks += fmt::format("{}{{\"sm\":{},\"max_sm\":{},\"memory\":{}}}", clocks.empty() ? "" : ",",
+                          c.sm_mhz, c.max_sm_mhz, c.memory_mhz);
   return fmt::format(
       "{{\"tool\":{},\"simprof_commit\":{},\"build_type\":{},\"compiler\":{},\"date_utc\":{},"
-      "\"host\":{},\"cpu\":{},\"cpus\":{},\"nvidia_driver\":{},\"gpus\":[{}],\"command\":{}}}",
+      "\"host\":{},\"cpu\":{},\"cpus\":{},\"nvidia_driver\":{},\"gpus\":[{}],"
+      "\"gpu_clocks_mhz\":[{}],\"command\":{}}}",
       quoted(tool), quoted(SIMPROF_GIT_COMMIT), quoted(SIMPROF_BUILD_TYPE), quoted(compiler()),
       quoted(utc_now()), quoted(host_name()), quoted(cpu_model()),
-      std::thread::hardware_concurrency(), driver.empty() ? "null" : quoted(driver), gpus,
+      std::thread::hardware_concurrency(), driver.empty() ? "null" : quoted(driver), gpus, clocks,
       quoted(command.empty() ? own_command() : command));
 }
 
@@ -159,9 +163,13 @@ std::string run_record_json(const StepProfiler& prof, const RunRecordInfo& info)
   put(out, "{{\"schema\":{},\"provenance\":{},\"workload\":{{\"n_envs\":{}",
       quoted(kRunRecordSchema), detail::provenance_json(info.tool, info.command), prof.n_envs());
   for (const auto& [key, value] : info.workload) put(out, ",{}:{}", quoted(key), quoted(value));
-  put(out, "}},\"n_envs\":{},\"steps\":{},\"clock\":\"host\",\"stages\":{},\"fps\":{}}}\n",
+  put(out, "}},\"n_envs\":{},\"steps\":{},\"clock\":\"host\",\"stages\":{},\"fps\":{}",
       prof.n_envs(), prof.steps(), detail::stage_rows_json(stage_rows(prof)),
       detail::fps_json(prof.fps()));
+  if (!info.device_stages.empty())
+    put(out, ",\"device\":{{\"clock\":\"GPU\",\"stages\":{}}}",
+        detail::stage_rows_json(info.device_stages));
+  put(out, "}}\n");
   return fmt::to_string(out);
 }
 

@@ -2,7 +2,8 @@
 // The `simprof` command. `simprof run [options] -- COMMAND [ARGS...]` runs COMMAND with simprof's
 // NVTX tool injected (NVTX_INJECTION64_PATH): its own NVTX ranges become steps and stages, with the
 // FPS line while it runs and the stage table when it exits. Nothing in the program changes.
-// `simprof compare BASE.json NEW.json` tests two run records against each other (src/compare).
+// `simprof compare BASE.json NEW.json` tests two run records against each other (src/compare); it
+// is built without NVTX's headers too, `run` then says why it cannot run.
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -121,14 +122,28 @@ std::string joined(const std::vector<std::string>& v) {
   return out;
 }
 
+// Why there is no NVTX tool to run a program with: not found, or not built.
+void say_no_tool(const std::string& looked) {
+#ifdef SIMPROF_RUN_TOOL
+  std::fprintf(stderr,
+               "simprof run: cannot find libsimprof_nvtx.so (looked at %s; set SIMPROF_NVTX_LIB "
+               "to its path)\n",
+               looked.c_str());
+#else
+  std::fprintf(stderr,
+               "simprof run: this simprof was built without NVTX's headers (nvtx3/nvToolsExt.h), "
+               "so without the NVTX tool it runs a program with (looked at %s); simprof compare "
+               "works. Build it where the CUDA toolkit or NVTX3 is, or set SIMPROF_NVTX_LIB to a "
+               "libsimprof_nvtx.so\n",
+               looked.c_str());
+#endif
+}
+
 int run(const simprof::run::RunArgs& a) {
   std::string looked;
   const std::string tool = find_tool(looked);
   if (tool.empty()) {
-    std::fprintf(stderr,
-                 "simprof run: cannot find libsimprof_nvtx.so (looked at %s; set "
-                 "SIMPROF_NVTX_LIB to its path)\n",
-                 looked.c_str());
+    say_no_tool(looked);
     return 2;
   }
   const std::string json = a.json.empty() ? "" : record_path(a.json);

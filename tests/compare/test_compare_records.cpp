@@ -32,8 +32,28 @@ struct Sim {
   int steps = 400;
   std::int64_t n_envs = 4096;
   bool video = false;  // a stage the other run lacks
+  // With device: rows on the GPU's clock too (RunRecordInfo::device_stages), one a sampled step
+  // in 16: physics/contacts 80 us times this, physics 250 us plus it.
+  bool device = false;
+  double device_contacts = 1.0;
   simprof::RunRecordInfo info;
 };
+
+// Device rows as cuda::device_record_rows() makes them: the samples and their statistics.
+std::vector<simprof::StageRow> device_rows(const Sim& r, std::mt19937_64& rng) {
+  std::normal_distribution<double> spread(1.0, 0.01);
+  simprof::StageRow physics, contacts;
+  physics.name = "physics";
+  contacts.name = "physics/contacts";
+  contacts.depth = 1;
+  for (int i = 0; i < r.steps; i += 16) {
+    contacts.samples.push_back(80e-6 * r.device_contacts * spread(rng));
+    physics.samples.push_back(170e-6 * spread(rng) + contacts.samples.back());
+  }
+  physics.stats = simprof::summarize(physics.samples);
+  contacts.stats = simprof::summarize(contacts.samples);
+  return {physics, contacts};
+}
 
 // Steps on a manual clock: physics (contacts 60 us, solver 140 us), sensors 100 us, 20 us between
 // steps; each time with a 1 % normal spread and one step in 20 taking 30 % longer.
@@ -71,7 +91,9 @@ std::string record(const Sim& r) {
     }
     pass(20);
   }
-  return simprof::run_record_json(prof, r.info);
+  simprof::RunRecordInfo info = r.info;
+  if (r.device) info.device_stages = device_rows(r, rng);
+  return simprof::run_record_json(prof, info);
 }
 
 Outcome compare(const Sim& base, const Sim& changed, const CompareOptions& o = {}) {
@@ -118,6 +140,7 @@ TEST(RunRecord, HoldsTheSchemaWorkloadSamplesAndFpsRates) {
   EXPECT_EQ(doc["schema"], simprof::kRunRecordSchema);
   EXPECT_EQ(doc["provenance"]["tool"], "test");
   EXPECT_TRUE(doc["provenance"]["gpus"].is_array());
+  EXPECT_TRUE(doc["provenance"]["gpu_clocks_mhz"].is_array());
   EXPECT_EQ(doc["workload"], Json({{"n_envs", 4096}, {"scene", "spheres"}}));
   ASSERT_EQ(doc["stages"][0]["stage"], "physics");
   EXPECT_EQ(doc["stages"][0]["samples_s"].size(), 50u);
@@ -199,6 +222,33 @@ TEST(CompareRecords, AThreePercentSlowerStageIsFoundAndNothingElseIsFlagged) {
   const Outcome back = compare(slower, base);
   EXPECT_EQ(row(back, "host", "physics/contacts")->verdict(), Verdict::kFaster);
   EXPECT_EQ(back.status(), 0);
+}
+
+// The library's writer with device rows: a "device" object whose stages compare like the host's.
+TEST(CompareRecords, DeviceStagesFromTheWriterAreComparedOnTheirOwnClock) {
+  Sim base, slower;
+  base.device = slower.device = true;
+  base.steps = slower.steps = 3200;  // 200 sampled steps
+  slower.seed = 2;
+  slower.device_contacts = 1.03;
+  const Json doc = Json::parse(record(base));
+  EXPECT_EQ(doc["device"]["clock"], "GPU");
+  ASSERT_EQ(doc["device"]["stages"].size(), 2u);
+  EXPECT_EQ(doc["device"]["stages"][1]["stage"], "physics/contacts");
+  EXPECT_EQ(doc["device"]["stages"][1]["samples_s"].size(), 200u);
+  const Outcome o = compare(base, slower);
+  ASSERT_TRUE(o.bad_input.empty()) << o.bad_input[0];
+  ASSERT_EQ(o.runs.size(), 1u);
+  EXPECT_EQ(o.runs[0].rows.size(), 9u);  // 7 host and FPS rows, 2 device rows
+  for (const auto& r : o.runs[0].rows) {
+    const bool contacts = r.clock == "device" && r.name == "physics/contacts";
+    EXPECT_EQ(r.verdict(), contacts ? Verdict::kSlower : Verdict::kNoChange)
+        << r.clock << " " << r.name << " " << r.result.change.change << " p " << r.result.test.p;
+  }
+  EXPECT_NEAR(row(o, "device", "physics/contacts")->result.change.change, 0.03, 0.006);
+  EXPECT_EQ(o.status(), 1);
+  // Without device rows there is no "device" object at all.
+  EXPECT_FALSE(Json::parse(record(Sim{})).contains("device"));
 }
 
 TEST(CompareRecords, APastThresholdSetsWhatIsReported) {

@@ -169,3 +169,20 @@ TEST(HostInfo, NvidiaDriverVersionFromProcText) {
   const std::string v = simprof::nvidia_driver_version();
   EXPECT_TRUE(v.empty() || v.find_first_not_of("0123456789.") == std::string::npos) << v;
 }
+
+// The GPUs' clocks in a run record's provenance, from nvidia-smi's CSV: three numbers a GPU.
+TEST(HostInfo, NvidiaSmiClocksFromItsCsv) {
+  const auto c = simprof::parse_nvidia_smi_clocks("1980, 1980, 3201\n345, 1980, 3201\n");
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].sm_mhz, 1980);
+  EXPECT_EQ(c[1].sm_mhz, 345);
+  EXPECT_EQ(c[1].max_sm_mhz, 1980);
+  EXPECT_EQ(c[1].memory_mhz, 3201);
+  // What is not three numbers is no GPU's: an error line, [N/A], a fourth field.
+  EXPECT_TRUE(simprof::parse_nvidia_smi_clocks("").empty());
+  EXPECT_TRUE(simprof::parse_nvidia_smi_clocks("NVIDIA-SMI has failed\n").empty());
+  EXPECT_TRUE(simprof::parse_nvidia_smi_clocks("[N/A], 1980, 3201\n").empty());
+  EXPECT_TRUE(simprof::parse_nvidia_smi_clocks("1, 2, 3, 4\n").empty());
+  // Where no driver is loaded (CI), none: never a made-up value.
+  for (const auto& g : simprof::nvidia_gpu_clocks()) EXPECT_GT(g.max_sm_mhz, 0);
+}

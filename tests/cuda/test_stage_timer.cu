@@ -298,14 +298,6 @@ TEST_F(GpuTest, OnlySampledStepsRunTheStamps) {
   EXPECT_GE(dev.sampled_mean("step"), dev.mean("busy") + dev.mean("sensors/Cam"));
 }
 
-TEST_F(GpuTest, SampleEveryIsValidated) {
-  Stream stream;
-  simprof::StepProfiler prof(quiet(), 0);
-  DeviceStageTimerOptions o;
-  o.sample_every = 0;
-  EXPECT_THROW(DeviceStageTimer(prof, stream, o), std::invalid_argument);
-}
-
 // The cache and the timer know each other only through the instrumentation the cache is given: it
 // holds it weakly, so either may be made first and either may go first.
 class StageTimerOrder : public GpuTest, public ::testing::WithParamInterface<bool> {};
@@ -388,6 +380,18 @@ TEST_F(GpuTest, DeviceMeansByStageIdAndName) {
   EXPECT_EQ(dev.mean(simprof::kPeriodStage), dev.mean("period"));
   EXPECT_TRUE(std::isnan(dev.mean("no such stage")));
   EXPECT_TRUE(std::isnan(dev.mean(simprof::kNoStage)));
+  // The samples behind each mean (the latest last), and the rows a run record writes from them.
+  const std::vector<double> samples = dev.samples("busy");
+  ASSERT_EQ(samples.size(), 3u);
+  EXPECT_EQ(dev.count("busy"), 3u);
+  EXPECT_NEAR((samples[0] + samples[1] + samples[2]) / 3, dev.mean("busy"), 1e-12);
+  EXPECT_EQ(samples.back(), dev.device_timings().at("busy"));
+  EXPECT_EQ(dev.samples(simprof::kStepStage).size(), dev.count("step"));
+  EXPECT_TRUE(dev.samples("no such stage").empty());
+  const auto rows = device_record_rows(prof, dev);
+  ASSERT_EQ(rows.at(0).name, "busy");
+  EXPECT_EQ(rows[0].samples, samples);
+  EXPECT_NEAR(rows[0].stats.mean, dev.mean("busy"), 1e-12);
 }
 
 // Eager boundaries with nothing launched between them (a parent's begin and its first child's, a
@@ -575,20 +579,17 @@ TEST_F(GpuTest, EagerStampAfterACrossStreamWaitWaitsForIt) {
   SIMPROF_TIMING EXPECT_LE(dev.mean("wait"), 300e-6);
 }
 
-TEST_F(GpuTest, RingIsRoundedUpToAPowerOfTwo) {
+TEST_F(GpuTest, OptionsAreValidatedAndTheRingRoundedUpToAPowerOfTwo) {
   Stream stream;
   simprof::StepProfiler prof(quiet(), 0);
   DeviceStageTimerOptions o;
   o.ring = 10;
   EXPECT_EQ(DeviceStageTimer(prof, stream, o).options().ring, 16u);
-  o.ring = (std::size_t{1} << 20) + 1;
-  EXPECT_THROW(DeviceStageTimer(prof, stream, o), std::invalid_argument);
-}
-
-TEST_F(GpuTest, MergeWithinIsValidated) {
-  Stream stream;
-  simprof::StepProfiler prof(quiet(), 0);
-  DeviceStageTimerOptions o;
-  o.merge_within_ns = -1;
-  EXPECT_THROW(DeviceStageTimer(prof, stream, o), std::invalid_argument);
+  for (auto bad : {+[](DeviceStageTimerOptions& x) { x.ring = (std::size_t{1} << 20) + 1; },
+                   +[](DeviceStageTimerOptions& x) { x.sample_every = 0; },
+                   +[](DeviceStageTimerOptions& x) { x.merge_within_ns = -1; }}) {
+    DeviceStageTimerOptions b;
+    bad(b);
+    EXPECT_THROW(DeviceStageTimer(prof, stream, b), std::invalid_argument);
+  }
 }

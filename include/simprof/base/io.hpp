@@ -34,4 +34,18 @@ std::vector<std::string> nvidia_gpu_models();
 /// value ("" when there is none).
 std::string parse_nvidia_gpu_model(std::string_view text);
 
+/// One GPU's clocks in MHz as nvidia-smi reports them: the SM clock now, its maximum, memory's.
+struct GpuClocks {
+  int sm_mhz = 0;      ///< the SM clock when asked
+  int max_sm_mhz = 0;  ///< the SM clock's maximum
+  int memory_mhz = 0;  ///< the memory clock when asked
+};
+/// The clocks of the machine's NVIDIA GPUs, in nvidia-smi's order: read once per process (the
+/// first call runs `nvidia-smi --query-gpu=...`), empty where there is no NVIDIA driver or no
+/// nvidia-smi.
+std::vector<GpuClocks> nvidia_gpu_clocks();
+/// nvidia-smi's `--query-gpu=clocks.sm,clocks.max.sm,clocks.mem --format=csv,noheader,nounits`
+/// output, one GPU a line ("1980, 1980, 3201"); a line that is not three numbers is left out.
+std::vector<GpuClocks> parse_nvidia_smi_clocks(std::string_view text);
+
 }  // namespace simprof

@@ -188,6 +188,13 @@ uint64_t simprof_stage_timer_unstamped(const simprof_stage_timer* timer);
 simprof_status simprof_device_stage_table(const simprof_profiler* prof,
                                           const simprof_stage_timer* timer, char* buf, size_t cap,
                                           size_t* needed);
+/* simprof_write_run_record with the timer's device stages and their samples (the record's
+ * "device", which simprof compare tests like the host stages). */
+simprof_status simprof_write_device_run_record(const simprof_profiler* prof,
+                                               const simprof_stage_timer* timer, const char* path,
+                                               const char* tool, const char* const* workload_keys,
+                                               const char* const* workload_values,
+                                               size_t n_workload);
 /* A graph another framework captures (torch.cuda.graph, Warp, CuPy): capture_begin once the
  * framework's capture is active on capture_stream and before the step's first stage; capture_end
  * after its last stage. Then simprof_stamped_graph_new with the graph the capture produced. */

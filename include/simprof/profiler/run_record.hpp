@@ -35,10 +35,14 @@ struct RunRecordInfo {
   /// What decides the work of a step besides n_envs (scene, solver, options): `simprof compare`
   /// refuses two records whose workloads differ.
   std::vector<std::pair<std::string, std::string>> workload;
+  /// Stage rows on the GPU's clock (cuda::device_record_rows()): written as the record's
+  /// "device" object, which `simprof compare` tests like the host's. Empty: no "device".
+  std::vector<StageRow> device_stages;
 };
 
 /// The record of `prof` as JSON: {"schema", "provenance", "workload", "n_envs", "steps", "clock",
-/// "stages" (stage_rows() with "samples_s"), "fps" (the rate and its unsmoothed samples)}. Needs
+/// "stages" (stage_rows() with "samples_s"), "fps" (the rate and its unsmoothed samples), and
+/// "device" {"clock", "stages"} where info.device_stages holds rows}. Needs
 /// stats_window > 0 (std::invalid_argument otherwise).
 std::string run_record_json(const StepProfiler& prof, const RunRecordInfo& info = {});
 
@@ -49,7 +53,7 @@ void write_run_record(const StepProfiler& prof, const std::string& path,
 
 namespace detail {
 /// The provenance object: tool, simprof's commit and build type, compiler, date, host, CPU, the
-/// NVIDIA driver and GPUs, the command.
+/// NVIDIA driver, GPUs and their clocks (nvidia-smi's, when first asked), the command.
 std::string provenance_json(const std::string& tool, const std::string& command);
 /// Stage rows as a JSON array, each with its samples ("samples_s", at most kRunRecordSamples).
 std::string stage_rows_json(const std::vector<StageRow>& rows);

@@ -31,17 +31,11 @@ void DeviceStageTimer::Impl::device_step(const DeviceStep& d) {
   }
   if (!d.completed) return;
   // The loop as it runs without stamps.
-  if (std::isfinite(d.step_s)) {
-    loop[0].seconds += d.step_s;
-    ++loop[0].count;
-  }
+  if (std::isfinite(d.step_s)) loop[0].add(d.step_s);
   // A period shared with a stamped step (its group ends there) carries a share of the stamps'
   // cost: not the loop as it runs without the timer.
   const bool shares_stamps = d.group_end != d.step && slots[d.group_end % options.ring].stamped;
-  if (std::isfinite(d.period_s) && !shares_stamps) {
-    loop[1].seconds += d.period_s;
-    ++loop[1].count;
-  }
+  if (std::isfinite(d.period_s) && !shares_stamps) loop[1].add(d.period_s);
 }
 
 void DeviceStageTimer::Impl::poll() noexcept {
@@ -108,10 +102,7 @@ void DeviceStageTimer::Impl::join(const StepRecord& r, std::uint64_t step) {
   }
   std::swap(latest, scratch);
   for (StageId id = 0; id < n; ++id)
-    if (const auto v = latest.find(id)) {
-      sums[id].seconds += *v;
-      ++sums[id].count;
-    }
+    if (const auto v = latest.find(id)) sums[id].add(*v);
   ++joined;
 }
 
@@ -192,18 +183,21 @@ void DeviceStageTimer::Impl::unpaired(StageId id, std::uint64_t step) {
         prof.stage_name(id), step);
 }
 
+// Step and period: the pacer's unstamped steps where it timed some, else the sampled steps.
+const DeviceStageTimer::Impl::Sum* DeviceStageTimer::Impl::sum_of(StageId id) const noexcept {
+  if ((id == kStepStage || id == kPeriodStage) && loop[id == kStepStage ? 0 : 1].count)
+    return &loop[id == kStepStage ? 0 : 1];
+  return id < sums.size() && sums[id].count ? &sums[id] : nullptr;
+}
+
 double DeviceStageTimer::Impl::mean(StageId id) const noexcept {
-  if (id == kStepStage || id == kPeriodStage) {
-    const Sum& l = loop[id == kStepStage ? 0 : 1];
-    if (l.count) return l.seconds / static_cast<double>(l.count);
-  }
-  return sampled_mean(id);
+  const Sum* s = sum_of(id);
+  return s ? s->seconds / static_cast<double>(s->count) : std::numeric_limits<double>::quiet_NaN();
 }
 
 std::uint64_t DeviceStageTimer::Impl::count(StageId id) const noexcept {
-  if ((id == kStepStage || id == kPeriodStage) && loop[id == kStepStage ? 0 : 1].count)
-    return loop[id == kStepStage ? 0 : 1].count;
-  return id < sums.size() ? sums[id].count : 0;
+  const Sum* s = sum_of(id);
+  return s ? s->count : 0;
 }
 
 double DeviceStageTimer::Impl::sampled_mean(StageId id) const noexcept {
@@ -224,6 +218,13 @@ double DeviceStageTimer::sampled_mean(StageId stage) const noexcept {
 }
 double DeviceStageTimer::sampled_mean(std::string_view stage) const noexcept {
   return impl_->sampled_mean(impl_->prof.find_stage(stage));
+}
+std::vector<double> DeviceStageTimer::samples(StageId stage) const {
+  const Impl::Sum* s = impl_->sum_of(stage);
+  return s ? s->recent.to_vector() : std::vector<double>();
+}
+std::vector<double> DeviceStageTimer::samples(std::string_view stage) const {
+  return samples(impl_->prof.find_stage(stage));
 }
 std::uint64_t DeviceStageTimer::joined() const noexcept { return impl_->joined; }
 std::uint64_t DeviceStageTimer::dropped() const noexcept { return impl_->dropped; }
@@ -264,9 +265,25 @@ std::vector<DeviceStageRow> device_stage_rows(const StepProfiler& prof,
     r.device_share = id != kPeriodStage && dev_step > 0 && std::isfinite(sampled)
                          ? 100.0 * sampled / dev_step
                          : 0.0;
+    r.samples = dev.samples(id);
     rows.push_back(std::move(r));
   });
   return rows;
+}
+
+std::vector<StageRow> device_record_rows(const StepProfiler& prof, const DeviceStageTimer& dev) {
+  std::vector<StageRow> out;
+  for (DeviceStageRow& d : device_stage_rows(prof, dev)) {
+    StageRow r;
+    r.id = d.id;
+    r.name = std::move(d.name);
+    r.depth = d.depth;
+    r.stats = summarize(d.samples);
+    r.share = d.device_share;
+    r.samples = std::move(d.samples);
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 std::string device_stage_table(const StepProfiler& prof, const DeviceStageTimer& dev) {

@@ -20,6 +20,7 @@
 #include "simprof/cuda/runtime/handle.hpp"
 #include "simprof/cuda/runtime/stream.hpp"
 #include "simprof/cuda/timing/stage_timer.hpp"
+#include "simprof/detail/ring.hpp"
 #include "stamp_graph.hpp"
 
 namespace simprof::cuda {
@@ -167,11 +168,18 @@ struct DeviceStageTimer::Impl final : StepListener {
     unsigned eager = 0;   // the step's eager stamps before its begin's (in time order)
     OpenState state = OpenState::kClosed;
   };
-  // Sums of a stage's device seconds over the joined steps.
+  // A stage's device seconds over the joined steps: their sum and the latest ones (samples()).
   struct Sum {
     double seconds = 0;
     std::uint64_t count = 0;
+    simprof::detail::Ring<double> recent{DeviceStageTimer::kSampleHistory};
+    void add(double s) noexcept {
+      seconds += s;
+      ++count;
+      recent.push(s);
+    }
   };
+  const Sum* sum_of(StageId id) const noexcept;  // what mean(id) is over; null: nothing
 
   StepProfiler& prof;
   cudaStream_t stream;

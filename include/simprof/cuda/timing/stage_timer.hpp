@@ -51,6 +51,8 @@
 
 #include "simprof/cuda/timing/stamp_cost.hpp"
 #include "simprof/cuda/timing/step_pacer.hpp"
+#include "simprof/profiler/report.hpp"
+#include "simprof/profiler/run_record.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 #include "simprof/profiler/timings.hpp"
 
@@ -82,6 +84,8 @@ struct DeviceStageTimerOptions {
 class DeviceStageTimer {
  public:
   static constexpr int kMaxStamps = 126;  ///< stage boundaries recorded per step; more are counted
+  /// The readings samples() keeps per stage: the latest, as many as a run record writes.
+  static constexpr std::size_t kSampleHistory = kRunRecordSamples;
 
   /// Attaches to `prof`; `stream` is the one the engine's steps run on. Throws
   /// std::invalid_argument for a ring smaller than max_in_flight + 4 (2 unpaced) or over 2^20,
@@ -115,6 +119,11 @@ class DeviceStageTimer {
   double sampled_mean(StageId stage) const noexcept;
   /// sampled_mean() by stage name.
   double sampled_mean(std::string_view stage) const noexcept;
+  /// The readings behind mean(`stage`), oldest first, in seconds: the latest kSampleHistory (the
+  /// per-step samples a run record keeps, so `simprof compare` can test device stages too).
+  std::vector<double> samples(StageId stage) const;
+  /// samples() by stage name (empty for a name the profiler never saw).
+  std::vector<double> samples(std::string_view stage) const;
   /// Sampled steps joined.
   std::uint64_t joined() const noexcept;
   /// Sampled steps whose readings were lost (overwritten before the host read them, more than
@@ -168,11 +177,19 @@ struct DeviceStageRow {
   double device_mean_s = 0;
   /// Percent of the mean sampled step (sampled_mean("step")); 0 for "period", not a part of it.
   double device_share = 0;
+  /// The readings behind device_mean_s (DeviceStageTimer::samples()).
+  std::vector<double> samples;
 };
 /// The stages `dev` timed, in the profiler's stage order, with the host means where the profiler
 /// keeps statistics: the rows of device_stage_table().
 std::vector<DeviceStageRow> device_stage_rows(const StepProfiler& prof,
                                               const DeviceStageTimer& dev);
+
+/// device_stage_rows() as a run record's rows (RunRecordInfo::device_stages): each with the
+/// statistics of its samples, its device share and its samples:
+///   info.device_stages = simprof::cuda::device_record_rows(prof, dev);
+///   simprof::write_run_record(prof, "run.json", info);
+std::vector<StageRow> device_record_rows(const StepProfiler& prof, const DeviceStageTimer& dev);
 
 /// Host and device stage times side by side: stage, host mean, device mean, device share of the
 /// device step. Host means need stats_window > 0 on the profiler (blank otherwise).
