@@ -326,7 +326,8 @@ class DeviceStageTimer(_StampingTimer):
         return self._mean(stage, 1)
 
     def device_stage_table(self) -> str:
-        """Stage, host mean (needs stats_window on the profiler), device mean, device share."""
+        """Stage, host mean (needs stats_window on the profiler), device mean, the median of
+        the latest device samples, device share."""
         return text(lib.simprof_device_stage_table, self._prof._h, self._h)
 
     @property

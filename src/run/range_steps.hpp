@@ -48,6 +48,10 @@ class RangeSteps {
   // The step range: the one asked for, or the one chosen (empty until one is).
   const std::string& step_name() const noexcept { return step_; }
   bool step_chosen() const noexcept { return !step_.empty(); }
+  // The choice stands: named by --step, or kLearningSteps steps of it counted.
+  bool settled() const noexcept {
+    return step_chosen() && (!options_.step.empty() || steps_ >= kLearningSteps);
+  }
   // Steps of that range counted (since it was chosen).
   std::uint64_t steps() const noexcept { return steps_; }
   const RangeCounts& counts() const noexcept { return counts_; }

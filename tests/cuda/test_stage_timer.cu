@@ -392,6 +392,7 @@ TEST_F(GpuTest, DeviceMeansByStageIdAndName) {
   ASSERT_EQ(rows.at(0).name, "busy");
   EXPECT_EQ(rows[0].samples, samples);
   EXPECT_NEAR(rows[0].stats.mean, dev.mean("busy"), 1e-12);
+  EXPECT_NE(device_stage_table(prof, dev).find("dev p50 us"), std::string::npos);
 }
 
 // Eager boundaries with nothing launched between them (a parent's begin and its first child's, a

@@ -121,6 +121,24 @@ TEST(RangeSteps, ASubstepThatRepeatsFirstGivesWayToTheShallowerStep) {
   EXPECT_DOUBLE_EQ(f.prof.stats("substep").mean, 2e-6);
 }
 
+// The choice stands once --step named it, or after kLearningSteps steps of it: until then a
+// shallower range may take over, and `simprof run` starts its device side only where no range of
+// the program is open.
+TEST(RangeSteps, AChoiceSettlesWhenNamedOrAfterTheLearningSteps) {
+  Fixture f;
+  RangeSteps named(f.prof, {"step"});
+  EXPECT_TRUE(named.settled());
+  Fixture g;
+  RangeSteps learned(g.prof, {});
+  EXPECT_FALSE(learned.settled());
+  for (std::uint64_t i = 0; i <= RangeSteps::kLearningSteps; ++i) {
+    EXPECT_FALSE(learned.settled()) << "after " << learned.steps() << " steps";
+    step(learned, g.clock);
+  }
+  EXPECT_EQ(learned.steps(), RangeSteps::kLearningSteps);
+  EXPECT_TRUE(learned.settled());
+}
+
 TEST(RangeSteps, RangesOnOtherThreadsAreCountedNotStages) {
   Fixture f;
   RangeSteps r(f.prof, {"step"});

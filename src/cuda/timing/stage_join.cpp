@@ -288,15 +288,17 @@ std::vector<StageRow> device_record_rows(const StepProfiler& prof, const DeviceS
 
 std::string device_stage_table(const StepProfiler& prof, const DeviceStageTimer& dev) {
   fmt::memory_buffer out;
-  fmt::format_to(std::back_inserter(out), "{:<28} {:>12} {:>12} {:>8}\n", "stage", "host mean us",
-                 "device us", "dev share");
+  // The device's mean, and the median of its latest samples: one stalled step moves only the mean.
+  fmt::format_to(std::back_inserter(out), "{:<28} {:>12} {:>12} {:>12} {:>8}\n", "stage",
+                 "host mean us", "device us", "dev p50 us", "dev share");
   for (const DeviceStageRow& r : device_stage_rows(prof, dev)) {
     const std::string host =
         std::isnan(r.host_mean_s) ? std::string("-") : fmt::format("{:.1f}", r.host_mean_s * 1e6);
     const std::string share =
         r.id == kPeriodStage ? std::string("-") : fmt::format("{:.1f}%", r.device_share);
-    fmt::format_to(std::back_inserter(out), "{:<28} {:>12} {:>12.1f} {:>8}\n",
-                   stage_label(prof, r.id, r.depth), host, r.device_mean_s * 1e6, share);
+    fmt::format_to(std::back_inserter(out), "{:<28} {:>12} {:>12.1f} {:>12.1f} {:>8}\n",
+                   stage_label(prof, r.id, r.depth), host, r.device_mean_s * 1e6,
+                   summarize(r.samples).p50 * 1e6, share);
   }
   fmt::format_to(std::back_inserter(out), "(device: {} sampled steps joined", dev.joined());
   if (dev.unstamped() != 0)

@@ -191,8 +191,9 @@ std::vector<DeviceStageRow> device_stage_rows(const StepProfiler& prof,
 ///   simprof::write_run_record(prof, "run.json", info);
 std::vector<StageRow> device_record_rows(const StepProfiler& prof, const DeviceStageTimer& dev);
 
-/// Host and device stage times side by side: stage, host mean, device mean, device share of the
-/// device step. Host means need stats_window > 0 on the profiler (blank otherwise).
+/// Host and device stage times side by side: stage, host mean, device mean, the median of its
+/// latest samples (one stalled step moves only the mean), device share of the device step. Host
+/// means need stats_window > 0 on the profiler (blank otherwise).
 std::string device_stage_table(const StepProfiler& prof, const DeviceStageTimer& dev);
 
 }  // namespace simprof::cuda
