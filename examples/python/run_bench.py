@@ -4,7 +4,7 @@
 did, are its stage times the device's, and what does it cost?
 
     python3 run_bench.py --simprof <simprof command> [--n-envs 1024 30000] [--kernels 100]
-        [--steps 3000] [--repeats 3] [--gpu-every 64] [--json out.json]
+        [--steps 3000] [--repeats 3] [--gpu-every 64] [--gpu-interval MS] [--json out.json]
 
 Per size and mode (eager, torch.cuda.CUDAGraph), `repeats` rounds, each the loop alone and then
 under `simprof run --gpu`, every run timing itself with CUDA events (nvtx_loop.py):
@@ -55,6 +55,8 @@ def one_config(a, n_envs, graph):
         with tempfile.TemporaryDirectory() as d:
             rec = os.path.join(d, "run.json")
             gpu = ["--no-gpu"] if a.no_gpu else ["--gpu", "--gpu-every", str(a.gpu_every)]
+            if not a.no_gpu and a.gpu_interval is not None:
+                gpu += ["--gpu-interval", str(a.gpu_interval)]
             q = subprocess.run([a.simprof, "run", *gpu,
                                 "--n-envs", str(n_envs), "--no-fps", "--json", rec, "--"] +
                                loop_args(n_envs, a.kernels, graph, a.steps),
@@ -67,8 +69,10 @@ def one_config(a, n_envs, graph):
         profiled.append(loop)
         dev = record["device"] or {"steps_per_s": float("nan"), "fps_per_env": float("nan"),
                                    "stages": [], "sampled_steps": 0}
-        fps.append((dev["steps_per_s"] / (1e6 / loop["events_period_us"]),
-                    dev["fps_per_env"] / (1e6 / loop["events_period_us"])))
+        # A run that sampled no step (--gpu-every past the run) has no device rate: NaN.
+        known = lambda v: float("nan") if v is None else v
+        fps.append((known(dev["steps_per_s"]) / (1e6 / loop["events_period_us"]),
+                    known(dev["fps_per_env"]) / (1e6 / loop["events_period_us"])))
         rows = {r["stage"]: r for r in dev["stages"]}
         stages.append({n: (rows[n]["mean_s"] * 1e6 if n in rows else float("nan"), us)
                        for n, us in loop["events_stage_us"].items()})
@@ -104,6 +108,8 @@ def main():
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--gpu-every", type=int, default=64)
+    ap.add_argument("--gpu-interval", type=int, default=None,
+                    help="milliseconds between windows at least (default: simprof run's, 100)")
     ap.add_argument("--modes", nargs="+", default=["eager", "graph"], choices=["eager", "graph"])
     ap.add_argument("--no-gpu", action="store_true",
                     help="simprof run --no-gpu: the host side's cost alone")

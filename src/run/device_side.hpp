@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The CUDA half of `simprof run --gpu`, made on the step's thread once the program has a CUDA
-// context: a listener of the profiler that samples windows of two consecutive steps in every
-// `every` with the CUDA backend's LaunchScopes (each range's launches stamped with events on the
+// context: a listener of the profiler that samples windows of two consecutive steps (Sampling) with
+// the CUDA backend's LaunchScopes (each range's launches stamped with events on the
 // streams they went to), and hands each window, once the GPU passed it, to a sink as analyze()
 // would give a trace's steps. A --trace-steps window gets its kernels through CUPTI's activity
 // records (the KernelTracer). Built with CUDA in device_side_cuda.cpp; without,
@@ -18,6 +18,14 @@
 #include "simprof/trace/session.hpp"
 
 namespace simprof::run {
+
+/// How `simprof run --gpu` samples: a window of 2 consecutive steps in every `every`, and at most
+/// one window in `interval_ms` (each window subscribes to CUPTI for its steps, which costs the
+/// program's host time: the interval bounds that cost where steps are short).
+struct Sampling {
+  std::int64_t every = 64;
+  std::int64_t interval_ms = 100;
+};
 
 class DeviceSide {
  public:
@@ -51,7 +59,7 @@ bool has_cuda_context() noexcept;
 
 /// The device side of `prof`'s steps, made between steps on the step's thread (it attaches to
 /// `prof`); null, with `why`, when this build has no CUDA.
-std::unique_ptr<DeviceSide> make_device_side(StepProfiler& prof, std::int64_t every,
+std::unique_ptr<DeviceSide> make_device_side(StepProfiler& prof, Sampling sampling,
                                              DeviceSide::Sink sink, std::string& why);
 
 }  // namespace simprof::run

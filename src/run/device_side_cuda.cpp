@@ -28,8 +28,11 @@ cuda::KernelTracerOptions tracer_options() {
 
 class ScopeSide final : public DeviceSide, public StepListener {
  public:
-  ScopeSide(StepProfiler& prof, std::int64_t every, Sink sink)
-      : prof_(prof), every_(static_cast<std::uint64_t>(every)), sink_(std::move(sink)) {
+  ScopeSide(StepProfiler& prof, Sampling sampling, Sink sink)
+      : prof_(prof),
+        every_(static_cast<std::uint64_t>(sampling.every)),
+        interval_(prof.clock().ticks(static_cast<double>(sampling.interval_ms) * 1e-3)),
+        sink_(std::move(sink)) {
     if (scopes_.enabled()) attached_ = prof.attach(*this);
   }
 
@@ -49,10 +52,16 @@ class ScopeSide final : public DeviceSide, public StepListener {
   }
   std::uint64_t capturing_launches() const override { return scopes_.capturing_launches(); }
 
-  // A window is steps every-2 and every-1 of each `every`; the step is the outermost scope.
-  void on_step_begin(std::uint64_t step, std::int64_t) override {
+  // A window is steps every-2 and every-1 of each `every`, at most one in the interval; the step
+  // is the outermost scope.
+  void on_step_begin(std::uint64_t step, std::int64_t ticks) override {
     poll();
-    if (!scopes_.armed() && !paused_ && step % every_ == every_ - 2) scopes_.arm(step);
+    if (!scopes_.armed() && !paused_ && step % every_ == every_ - 2 &&
+        (!armed_once_ || ticks - last_armed_ >= interval_)) {
+      scopes_.arm(step);
+      armed_once_ = true;
+      last_armed_ = ticks;
+    }
     scopes_.open(static_cast<std::int32_t>(kStepStage));
   }
   void on_stage_begin(StageId id, std::int64_t) override {
@@ -80,6 +89,9 @@ class ScopeSide final : public DeviceSide, public StepListener {
 
   StepProfiler& prof_;
   std::uint64_t every_;
+  std::int64_t interval_;  // ticks of the profiler's clock
+  bool armed_once_ = false;
+  std::int64_t last_armed_ = 0;
   Sink sink_;
   cuda::LaunchScopes scopes_;
   std::vector<cuda::LaunchWindow> windows_;
@@ -107,9 +119,9 @@ bool has_cuda_context() noexcept {
   return get != nullptr && get(&context) == 0 && context != nullptr;
 }
 
-std::unique_ptr<DeviceSide> make_device_side(StepProfiler& prof, std::int64_t every,
+std::unique_ptr<DeviceSide> make_device_side(StepProfiler& prof, Sampling sampling,
                                              DeviceSide::Sink sink, std::string&) {
-  return std::make_unique<ScopeSide>(prof, every, std::move(sink));
+  return std::make_unique<ScopeSide>(prof, sampling, std::move(sink));
 }
 
 }  // namespace simprof::run

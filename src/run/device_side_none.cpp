@@ -7,7 +7,7 @@ namespace simprof::run {
 bool built_with_cuda() noexcept { return false; }
 bool has_cuda_context() noexcept { return false; }
 
-std::unique_ptr<DeviceSide> make_device_side(StepProfiler&, std::int64_t, DeviceSide::Sink,
+std::unique_ptr<DeviceSide> make_device_side(StepProfiler&, Sampling, DeviceSide::Sink,
                                              std::string& why) {
   why = "this simprof was built without CUDA";
   return nullptr;

@@ -12,9 +12,9 @@
 
 namespace simprof::run {
 
-RangeDevice::RangeDevice(StepProfiler& prof, GpuMode mode, std::int64_t every)
-    : prof_(prof), mode_(mode), every_(every) {
-  if (mode_ == GpuMode::kOn && !built_with_cuda()) make_device_side(prof_, every_, {}, off_);
+RangeDevice::RangeDevice(StepProfiler& prof, GpuMode mode, Sampling sampling)
+    : prof_(prof), mode_(mode), sampling_(sampling) {
+  if (mode_ == GpuMode::kOn && !built_with_cuda()) make_device_side(prof_, sampling_, {}, off_);
 }
 
 RangeDevice::~RangeDevice() = default;
@@ -47,7 +47,7 @@ void RangeDevice::step(TraceSession* traced) noexcept {
 
 void RangeDevice::start() {
   side_ = make_device_side(
-      prof_, every_, [this](const TraceAnalysis& a) { window(a); }, off_);
+      prof_, sampling_, [this](const TraceAnalysis& a) { window(a); }, off_);
   if (side_ && !side_->disabled_reason().empty()) off_ = side_->disabled_reason();
   if (!off_.empty()) side_.reset();
 }
@@ -109,13 +109,14 @@ std::string RangeDevice::report() const {
   if (rows.empty())
     return late + fmt::format(
                       "simprof run: device clock: no sampled step launched a kernel on the step's "
-                      "thread ({} windows of 2 steps in every {} read).\n",
-                      table_.windows(), every_);
+                      "thread ({} windows of 2 steps in every {}, at most one in {} ms, read).\n",
+                      table_.windows(), sampling_.every, sampling_.interval_ms);
   return late +
          fmt::format(
-             "simprof run: {} sampled steps on the GPU's clock (2 in every {}: each range from "
-             "the end of the work before it on its streams to the end of its own)\n",
-             table_.sampled(), every_) +
+             "simprof run: {} sampled steps on the GPU's clock (2 in every {}, at most a window "
+             "in {} ms: each range from the end of the work before it on its streams to the end "
+             "of its own)\n",
+             table_.sampled(), sampling_.every, sampling_.interval_ms) +
          format_stage_rows(rows);
 }
 
@@ -126,7 +127,8 @@ record::Json RangeDevice::json() const {
   return Json{{"clock", "device"},
               {"on", side_ != nullptr},
               {"off_reason", off_.empty() ? Json(nullptr) : Json(off_)},
-              {"sample_every", every_},
+              {"sample_every", sampling_.every},
+              {"interval_ms", sampling_.interval_ms},
               {"windows", table_.windows()},
               {"sampled_steps", table_.sampled()},
               {"steps_without_kernels", table_.without_kernels()},

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `simprof run --gpu`: step and stage times on the GPU's clock. Once the program has a CUDA
-// context, the device side (DeviceSide) samples windows of two consecutive steps in every `every`,
+// context, the device side (DeviceSide) samples windows of two consecutive steps (Sampling),
 // timing the work each range launched on the streams it went to; the windows fill a DeviceTable,
 // and the device ends of their steps drive the FPS line. With --trace-steps the trace's window gets
 // its kernels through CUPTI, and sampling pauses while it records. Private to src/run.
@@ -24,7 +24,7 @@ enum class GpuMode { kAuto, kOn, kOff };
 
 class RangeDevice {
  public:
-  RangeDevice(StepProfiler& prof, GpuMode mode, std::int64_t every);
+  RangeDevice(StepProfiler& prof, GpuMode mode, Sampling sampling);
   ~RangeDevice();
   RangeDevice(const RangeDevice&) = delete;
   RangeDevice& operator=(const RangeDevice&) = delete;
@@ -52,7 +52,7 @@ class RangeDevice {
   bool trace_joined_ = false, trace_done_ = false, trace_late_ = false;
   StepProfiler& prof_;
   GpuMode mode_;
-  std::int64_t every_;
+  Sampling sampling_;
   std::unique_ptr<DeviceSide> side_;
   std::string off_;            // why the device clock is off ("": on, or not tried yet)
   std::uint64_t checked_ = 0;  // steps seen while waiting for a CUDA context

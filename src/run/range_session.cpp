@@ -102,7 +102,8 @@ RunConfig RunConfig::from_env() {
     c.gpu = g == "1" ? GpuMode::kOn : GpuMode::kOff;
   else if (!g.empty() && g != "auto")
     throw std::invalid_argument(fmt::format("SIMPROF_RUN_GPU = '{}' (expected 1, 0 or auto)", g));
-  c.gpu_every = whole("SIMPROF_RUN_GPU_EVERY", 64, 2, 1'000'000'000);
+  c.gpu_sampling.every = whole("SIMPROF_RUN_GPU_EVERY", 64, 2, 1'000'000'000);
+  c.gpu_sampling.interval_ms = whole("SIMPROF_RUN_GPU_INTERVAL_MS", 100, 0, 3'600'000);
   return c;
 }
 
@@ -131,13 +132,16 @@ RangeSession::RangeSession()
     : config_(RunConfig::from_env()),
       prof_(options(), config_.n_envs),
       steps_(prof_, RangeStepsOptions{config_.step}),
-      device_(std::make_unique<RangeDevice>(prof_, config_.gpu, config_.gpu_every)) {
+      device_(std::make_unique<RangeDevice>(prof_, config_.gpu, config_.gpu_sampling)) {
   if (config_.trace_to > 0) start_trace();
   steps_.on_change([this] {  // the steps so far were another range's: said again, traced afresh
     said_step_ = false;
     if (trace_) start_trace();
     device_->restart();
   });
+  // The record's GPU clocks (nvidia-smi: tens to hundreds of milliseconds, once) read now, before
+  // the program's first range, not by a snapshot under the lock its NVTX calls wait on mid-loop.
+  if (!config_.json.empty()) (void)nvidia_gpu_clocks();
   if (!config_.mark.empty()) std::ofstream(config_.mark) << "started\n";
 }
 

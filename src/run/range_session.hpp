@@ -31,7 +31,9 @@ struct RunConfig {
   std::int64_t trace_from = 0, trace_to = 0;
   std::string trace_dir = ".";
   GpuMode gpu = GpuMode::kAuto;  // SIMPROF_RUN_GPU: auto (unset), 1 or 0
-  std::int64_t gpu_every = 64;   // SIMPROF_RUN_GPU_EVERY: a window of 2 steps in every N
+  // SIMPROF_RUN_GPU_EVERY, SIMPROF_RUN_GPU_INTERVAL_MS: a window of 2 steps in every N, at most
+  // one in the interval.
+  Sampling gpu_sampling;
   static RunConfig from_env();
 };
 

@@ -9,7 +9,8 @@ namespace simprof::run {
 
 const char* const kRunUsage =
     "usage: simprof run [--step NAME] [--n-envs N] [--json FILE] [--trace-steps A:B] "
-    "[--trace-dir DIR] [--gpu | --no-gpu] [--gpu-every N] [--no-fps] -- COMMAND [ARGS...]\n"
+    "[--trace-dir DIR] [--gpu | --no-gpu] [--gpu-every N] [--gpu-interval MS] [--no-fps] -- "
+    "COMMAND [ARGS...]\n"
     "  Runs COMMAND with simprof's NVTX tool: its NVTX ranges become steps and stages.\n"
     "  --step NAME  the range that is one step (default: the outermost range that repeats)\n"
     "  --n-envs N   environments per step, for the FPS line's per-env rate\n"
@@ -21,6 +22,8 @@ const char* const kRunUsage =
     "               in each range on the GPU's clock, through CUPTI, and the FPS line from them\n"
     "  --no-gpu     host times only\n"
     "  --gpu-every N  the device times' sampling: 2 consecutive steps in every N (default 64)\n"
+    "  --gpu-interval MS  ... and at most one such window in MS milliseconds (default 100; 0: no\n"
+    "               bound): each window costs the program's host about a millisecond\n"
     "  --no-fps     no FPS line while it runs (the stage table is still printed at exit)\n"
     "  The stage table is printed at exit, and on SIGUSR1 (kill -USR1 <simprof's pid>).";
 
@@ -52,6 +55,16 @@ bool parse_steps(const std::string& v, RunArgs& a, std::string& error) {
 // An option with its value: --trace-steps, the numbers, the texts (--step, --json, --trace-dir).
 bool parse_value(const std::string& arg, const std::string& v, RunArgs& a, std::string& error) {
   if (arg == "--trace-steps") return parse_steps(v, a, error);
+  if (arg == "--gpu-interval") {
+    long long ms = 0;
+    if (!parse_whole(v, 0, 3'600'000, ms)) {
+      error = "simprof run: --gpu-interval '" + v +
+              "' (expected milliseconds, a whole number from 0 to 3600000)";
+      return false;
+    }
+    a.gpu_interval_ms = ms;
+    return true;
+  }
   if (arg == "--n-envs" || arg == "--gpu-every") {
     const bool envs = arg == "--n-envs";
     long long n = 0;
@@ -110,7 +123,7 @@ bool parse_run_args(int argc, const char* const* argv, RunArgs& a, std::string& 
       continue;
     }
     if (arg != "--step" && arg != "--n-envs" && arg != "--json" && arg != "--trace-steps" &&
-        arg != "--trace-dir" && arg != "--gpu-every") {
+        arg != "--trace-dir" && arg != "--gpu-every" && arg != "--gpu-interval") {
       error = arg[0] == '-' ? "simprof run: unknown option '" + arg + "'\n" + kRunUsage
                             : "simprof run: '" + arg +
                                   "' is not an option: put the command after --\n" + kRunUsage;
@@ -127,8 +140,11 @@ bool parse_run_args(int argc, const char* const* argv, RunArgs& a, std::string& 
     error = "simprof run: --trace-dir " + a.trace_dir + " needs --trace-steps A:B";
     return false;
   }
-  if (a.gpu == 0 && a.gpu_every != 0) {
-    error = "simprof run: --gpu-every " + std::to_string(a.gpu_every) + " with --no-gpu";
+  if (a.gpu == 0 && (a.gpu_every != 0 || a.gpu_interval_ms >= 0)) {
+    error =
+        a.gpu_every != 0
+            ? "simprof run: --gpu-every " + std::to_string(a.gpu_every) + " with --no-gpu"
+            : "simprof run: --gpu-interval " + std::to_string(a.gpu_interval_ms) + " with --no-gpu";
     return false;
   }
   if (a.command.empty()) {

@@ -18,6 +18,7 @@ struct RunArgs {
   bool fps = true;                              // --no-fps: no FPS line
   int gpu = -1;                                 // --gpu 1, --no-gpu 0, neither -1 (auto)
   std::int64_t gpu_every = 0;                   // --gpu-every N: 2 sampled steps in every N (0: 64)
+  std::int64_t gpu_interval_ms = -1;            // --gpu-interval MS: a window at most (-1: 100)
   bool help = false;                            // -h / --help: `error` holds the usage
   std::vector<std::string> command;
 };

@@ -170,6 +170,8 @@ int run(const simprof::run::RunArgs& a) {
   if (!a.fps) setenv("SIMPROF_SHOW_FPS", "0", 1);
   setenv("SIMPROF_RUN_GPU", a.gpu < 0 ? "auto" : a.gpu ? "1" : "0", 1);
   if (a.gpu_every > 0) setenv("SIMPROF_RUN_GPU_EVERY", std::to_string(a.gpu_every).c_str(), 1);
+  if (a.gpu_interval_ms >= 0)
+    setenv("SIMPROF_RUN_GPU_INTERVAL_MS", std::to_string(a.gpu_interval_ms).c_str(), 1);
   if (a.trace_to > 0) {
     setenv("SIMPROF_RUN_TRACE_FROM", std::to_string(a.trace_from).c_str(), 1);
     setenv("SIMPROF_RUN_TRACE_TO", std::to_string(a.trace_to).c_str(), 1);

@@ -236,6 +236,22 @@ TEST(RunArgs, OptionsAreParsedAndBadValuesNamed) {
     EXPECT_FALSE(simprof::run::parse_run_args(6, bad_trace, b2, error)) << v;
     EXPECT_NE(error.find("(expected A:B, whole numbers, 0 <= A < B)"), std::string::npos) << v;
   }
+  const char* interval[] = {"simprof", "run", "--gpu-interval", "0", "--", "p"};
+  simprof::run::RunArgs iv;
+  ASSERT_TRUE(simprof::run::parse_run_args(6, interval, iv, error)) << error;
+  EXPECT_EQ(iv.gpu_interval_ms, 0);
+  for (const char* v : {"-1", "3600001", "10ms"}) {
+    const char* bad_interval[] = {"simprof", "run", "--gpu-interval", v, "--", "p"};
+    simprof::run::RunArgs b3;
+    EXPECT_FALSE(simprof::run::parse_run_args(6, bad_interval, b3, error)) << v;
+    EXPECT_NE(error.find(std::string("--gpu-interval '") + v + "' (expected milliseconds"),
+              std::string::npos)
+        << error;
+  }
+  const char* off[] = {"simprof", "run", "--no-gpu", "--gpu-interval", "5", "--", "p"};
+  simprof::run::RunArgs o;
+  EXPECT_FALSE(simprof::run::parse_run_args(7, off, o, error));
+  EXPECT_NE(error.find("--gpu-interval 5 with --no-gpu"), std::string::npos) << error;
   const char* unknown[] = {"simprof", "run", "--stpe", "s", "--", "p"};
   simprof::run::RunArgs d;
   EXPECT_FALSE(simprof::run::parse_run_args(6, unknown, d, error));
