@@ -194,7 +194,8 @@ class StepProfiler(Handle):
         args = (str(path).encode(), tool.encode(), keys, values, len(items))
         if device is None:
             check(lib.simprof_write_run_record(self._h, *args))
-        elif type(device).__name__ != "DeviceStageTimer" or getattr(device, "_h", None) is None:
+        elif (type(device).__name__ != "DeviceStageTimer" or getattr(device, "_h", None) is None
+              or getattr(device, "_prof", None) is not self):
             raise InvalidArgument("simprof: write_run_record device = %r (expected a "
                                   "simprof.DeviceStageTimer of this profiler)" % (device,))
         else:

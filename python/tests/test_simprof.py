@@ -317,3 +317,12 @@ def test_a_failed_step_end_leaves_the_profiler_usable():
         with prof.stage("a"):
             pass
     assert "a" in prof.timings
+
+
+def test_write_run_record_names_a_device_that_is_not_a_stage_timer(tmp_path):
+    prof = simprof.StepProfiler(n_envs=1, show_fps=False, stats_window=10)
+    with prof.step():
+        pass
+    with pytest.raises(simprof.InvalidArgument, match="device = 'gpu'.*DeviceStageTimer"):
+        prof.write_run_record(str(tmp_path / "r.json"), device="gpu")
+    assert not (tmp_path / "r.json").exists()

@@ -125,14 +125,21 @@ std::vector<GpuClocks> parse_nvidia_smi_clocks(std::string_view text) {
   std::vector<GpuClocks> out;
   std::istringstream lines{std::string(text)};
   std::string line;
+  bool any = false;
   while (std::getline(lines, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     for (char& c : line)
       if (c == ',') c = ' ';
     std::istringstream fields(line);
     GpuClocks g;
     std::string rest;
-    if (fields >> g.sm_mhz >> g.max_sm_mhz >> g.memory_mhz && !(fields >> rest)) out.push_back(g);
+    if (fields >> g.sm_mhz >> g.max_sm_mhz >> g.memory_mhz && !(fields >> rest))
+      any = true;
+    else
+      g = GpuClocks{};  // "[N/A]" or another shape: this GPU's clocks are unknown (all 0)
+    out.push_back(g);
   }
+  if (!any) out.clear();  // no GPU's line at all: nvidia-smi said something else (an error)
   return out;
 }
 
@@ -142,7 +149,7 @@ std::vector<GpuClocks> nvidia_gpu_clocks() {
     std::error_code ec;
     if (!std::filesystem::exists("/proc/driver/nvidia/version", ec)) return out;
     FILE* p = popen(
-        "nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,clocks.mem "
+        "timeout 10 nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,clocks.mem "
         "--format=csv,noheader,nounits 2>/dev/null",
         "r");
     if (p == nullptr) return out;

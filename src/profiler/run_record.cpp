@@ -102,9 +102,10 @@ std::string detail::provenance_json(const std::string& tool, const std::string& 
   const std::string driver = nvidia_driver_version();
   std::string gpus, clocks;
   for (const std::string& g : nvidia_gpu_models()) gpus += (gpus.empty() ? "" : ",") + quoted(g);
+  const auto mhz = [](int v) { return v > 0 ? std::to_string(v) : std::string("null"); };
   for (const GpuClocks& c : nvidia_gpu_clocks())
     clocks += fmt::format("{}{{\"sm\":{},\"max_sm\":{},\"memory\":{}}}", clocks.empty() ? "" : ",",
-                          c.sm_mhz, c.max_sm_mhz, c.memory_mhz);
+                          mhz(c.sm_mhz), mhz(c.max_sm_mhz), mhz(c.memory_mhz));
   return fmt::format(
       "{{\"tool\":{},\"simprof_commit\":{},\"build_type\":{},\"compiler\":{},\"date_utc\":{},"
       "\"host\":{},\"cpu\":{},\"cpus\":{},\"nvidia_driver\":{},\"gpus\":[{}],"

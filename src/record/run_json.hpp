@@ -26,7 +26,7 @@ Json number(double v);
 std::string command_line(int argc, char** argv);
 
 /// The core's provenance (simprof::detail::provenance_json): tool, commit, build type, compiler,
-/// date, host, CPU, NVIDIA driver and GPUs, command.
+/// date, host, CPU, NVIDIA driver, GPUs and their clocks, command.
 Json provenance(const std::string& tool, const std::string& command);
 
 /// The head of every record: {"schema": kRunRecordSchema, "provenance", "workload"}. `workload`

@@ -106,17 +106,20 @@ std::string RangeDevice::report() const {
                : "";
   const std::lock_guard<std::mutex> lock(mu_);
   const std::vector<StageRow> rows = table_.rows();
+  const std::string schedule = sampling_.interval_ms > 0
+                                   ? fmt::format("2 in every {}, a window in {} ms at most",
+                                                 sampling_.every, sampling_.interval_ms)
+                                   : fmt::format("2 in every {}", sampling_.every);
   if (rows.empty())
     return late + fmt::format(
                       "simprof run: device clock: no sampled step launched a kernel on the step's "
-                      "thread ({} windows of 2 steps in every {}, at most one in {} ms, read).\n",
-                      table_.windows(), sampling_.every, sampling_.interval_ms);
+                      "thread ({} windows read: {}).\n",
+                      table_.windows(), schedule);
   return late +
          fmt::format(
-             "simprof run: {} sampled steps on the GPU's clock (2 in every {}, at most a window "
-             "in {} ms: each range from the end of the work before it on its streams to the end "
-             "of its own)\n",
-             table_.sampled(), sampling_.every, sampling_.interval_ms) +
+             "simprof run: {} sampled steps on the GPU's clock ({}: each range from the end of "
+             "the work before it on its streams to the end of its own)\n",
+             table_.sampled(), schedule) +
          format_stage_rows(rows);
 }
 

@@ -139,7 +139,7 @@ RangeSession::RangeSession()
     if (trace_) start_trace();
     device_->restart();
   });
-  // The record's GPU clocks (nvidia-smi: tens to hundreds of milliseconds, once) read now, before
+  // The record's GPU clocks (nvidia-smi: another process, once) read now, before
   // the program's first range, not by a snapshot under the lock its NVTX calls wait on mid-loop.
   if (!config_.json.empty()) (void)nvidia_gpu_clocks();
   if (!config_.mark.empty()) std::ofstream(config_.mark) << "started\n";
@@ -152,7 +152,7 @@ int RangeSession::push(std::string_view name) {
   // Between steps on the step's thread, at the step range's push: the device side starts, or
   // changes session (a listener attaches only outside a step). While the choice is young, only
   // where no range of the program is open on the thread: a step chosen inside the program's real
-  // one (a substage that repeats first) would put the start (CUPTI's, milliseconds, once) inside
+  // one (a substage that repeats first) would put the start (CUPTI's first subscription) inside
   // a step, where the GPU's wait for it lands in a stage.
   if (thread == steps_.step_thread() && !prof_.in_step() && name == steps_.step_name() &&
       (depth == 0 || steps_.settled()))

@@ -23,7 +23,7 @@ const char* const kRunUsage =
     "  --no-gpu     host times only\n"
     "  --gpu-every N  the device times' sampling: 2 consecutive steps in every N (default 64)\n"
     "  --gpu-interval MS  ... and at most one such window in MS milliseconds (default 100; 0: no\n"
-    "               bound): each window costs the program's host about a millisecond\n"
+    "               bound): each window subscribes to CUPTI, which costs the program's host\n"
     "  --no-fps     no FPS line while it runs (the stage table is still printed at exit)\n"
     "  The stage table is printed at exit, and on SIGUSR1 (kill -USR1 <simprof's pid>).";
 

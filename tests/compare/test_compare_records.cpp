@@ -245,7 +245,9 @@ TEST(CompareRecords, DeviceStagesFromTheWriterAreComparedOnTheirOwnClock) {
     EXPECT_EQ(r.verdict(), contacts ? Verdict::kSlower : Verdict::kNoChange)
         << r.clock << " " << r.name << " " << r.result.change.change << " p " << r.result.test.p;
   }
-  EXPECT_NEAR(row(o, "device", "physics/contacts")->result.change.change, 0.03, 0.006);
+  const auto* contacts = row(o, "device", "physics/contacts");
+  ASSERT_NE(contacts, nullptr);
+  EXPECT_NEAR(contacts->result.change.change, 0.03, 0.006);
   EXPECT_EQ(o.status(), 1);
   // Without device rows there is no "device" object at all.
   EXPECT_FALSE(Json::parse(record(Sim{})).contains("device"));

@@ -178,11 +178,19 @@ TEST(HostInfo, NvidiaSmiClocksFromItsCsv) {
   EXPECT_EQ(c[1].sm_mhz, 345);
   EXPECT_EQ(c[1].max_sm_mhz, 1980);
   EXPECT_EQ(c[1].memory_mhz, 3201);
-  // What is not three numbers is no GPU's: an error line, [N/A], a fourth field.
+  // A GPU whose line is not three numbers ([N/A], a fourth field) keeps its place, unknown (0),
+  // so the clocks stay beside the right GPU; output with no GPU's line (an error) is none.
+  const auto gap = simprof::parse_nvidia_smi_clocks(
+      "1980, 1980, 3201\n[N/A], 1980, 3201\n"
+      "1, 2, 3, 4\n1410, 1980, 3201\n");
+  ASSERT_EQ(gap.size(), 4u);
+  EXPECT_EQ(gap[1].sm_mhz, 0);
+  EXPECT_EQ(gap[1].max_sm_mhz, 0);
+  EXPECT_EQ(gap[2].memory_mhz, 0);
+  EXPECT_EQ(gap[3].sm_mhz, 1410);
   EXPECT_TRUE(simprof::parse_nvidia_smi_clocks("").empty());
   EXPECT_TRUE(simprof::parse_nvidia_smi_clocks("NVIDIA-SMI has failed\n").empty());
-  EXPECT_TRUE(simprof::parse_nvidia_smi_clocks("[N/A], 1980, 3201\n").empty());
-  EXPECT_TRUE(simprof::parse_nvidia_smi_clocks("1, 2, 3, 4\n").empty());
+  EXPECT_TRUE(simprof::parse_nvidia_smi_clocks("[N/A], [N/A], [N/A]\n").empty());
   // Where no driver is loaded (CI), none: never a made-up value.
   for (const auto& g : simprof::nvidia_gpu_clocks()) EXPECT_GT(g.max_sm_mhz, 0);
 }

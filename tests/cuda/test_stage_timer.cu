@@ -591,6 +591,8 @@ TEST_F(GpuTest, OptionsAreValidatedAndTheRingRoundedUpToAPowerOfTwo) {
                    +[](DeviceStageTimerOptions& x) { x.merge_within_ns = -1; }}) {
     DeviceStageTimerOptions b;
     bad(b);
+    SCOPED_TRACE(::testing::Message() << "ring " << b.ring << ", sample_every " << b.sample_every
+                                      << ", merge_within_ns " << b.merge_within_ns);
     EXPECT_THROW(DeviceStageTimer(prof, stream, b), std::invalid_argument);
   }
 }

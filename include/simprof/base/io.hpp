@@ -41,11 +41,12 @@ struct GpuClocks {
   int memory_mhz = 0;  ///< the memory clock when asked
 };
 /// The clocks of the machine's NVIDIA GPUs, in nvidia-smi's order: read once per process (the
-/// first call runs `nvidia-smi --query-gpu=...`), empty where there is no NVIDIA driver or no
-/// nvidia-smi.
+/// first call runs `nvidia-smi --query-gpu=...`, given 10 s at most), empty where there is no
+/// NVIDIA driver or no nvidia-smi.
 std::vector<GpuClocks> nvidia_gpu_clocks();
 /// nvidia-smi's `--query-gpu=clocks.sm,clocks.max.sm,clocks.mem --format=csv,noheader,nounits`
-/// output, one GPU a line ("1980, 1980, 3201"); a line that is not three numbers is left out.
+/// output, one GPU a line ("<sm>, <max sm>, <memory>"). A GPU whose line is not three numbers
+/// ("[N/A]") keeps its place with every clock 0 (unknown); no such line at all: empty.
 std::vector<GpuClocks> parse_nvidia_smi_clocks(std::string_view text);
 
 }  // namespace simprof

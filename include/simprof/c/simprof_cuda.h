@@ -189,7 +189,7 @@ simprof_status simprof_device_stage_table(const simprof_profiler* prof,
                                           const simprof_stage_timer* timer, char* buf, size_t cap,
                                           size_t* needed);
 /* simprof_write_run_record with the timer's device stages and their samples (the record's
- * "device", which simprof compare tests like the host stages). */
+ * "device", which simprof compare tests like the host stages). timer must be made on prof. */
 simprof_status simprof_write_device_run_record(const simprof_profiler* prof,
                                                const simprof_stage_timer* timer, const char* path,
                                                const char* tool, const char* const* workload_keys,

@@ -48,7 +48,7 @@ std::string run_record_json(const StepProfiler& prof, const RunRecordInfo& info 
 
 /// run_record_json() written to `path` atomically: a reader never sees half of one. Throws
 /// std::runtime_error naming the path and the reason. The process's first record runs
-/// `nvidia-smi` for the GPUs' clocks (tens to hundreds of milliseconds, once): write it between
+/// `nvidia-smi` for the GPUs' clocks (another process, once): write it between
 /// runs, not inside a timed loop.
 void write_run_record(const StepProfiler& prof, const std::string& path,
                       const RunRecordInfo& info = {});

@@ -35,7 +35,9 @@ void DeviceStageTimer::Impl::device_step(const DeviceStep& d) {
   // A period shared with a stamped step (its group ends there) carries a share of the stamps'
   // cost: not the loop as it runs without the timer.
   const bool shares_stamps = d.group_end != d.step && slots[d.group_end % options.ring].stamped;
-  if (std::isfinite(d.period_s) && !shares_stamps) loop[1].add(d.period_s);
+  // The steps of a pacer's group share its mean period: one sample a group (at its end), so the
+  // samples a record keeps are independent measurements.
+  if (std::isfinite(d.period_s) && !shares_stamps) loop[1].add(d.period_s, d.step == d.group_end);
 }
 
 void DeviceStageTimer::Impl::poll() noexcept {

@@ -173,10 +173,11 @@ struct DeviceStageTimer::Impl final : StepListener {
     double seconds = 0;
     std::uint64_t count = 0;
     simprof::detail::Ring<double> recent{DeviceStageTimer::kSampleHistory};
-    void add(double s) noexcept {
+    // `sample`: also one of samples() (false for a pacer group's copies of one measured period).
+    void add(double s, bool sample = true) noexcept {
       seconds += s;
       ++count;
-      recent.push(s);
+      if (sample) recent.push(s);
     }
   };
   const Sum* sum_of(StageId id) const noexcept;  // what mean(id) is over; null: nothing

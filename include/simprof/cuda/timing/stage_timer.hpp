@@ -120,7 +120,8 @@ class DeviceStageTimer {
   /// sampled_mean() by stage name.
   double sampled_mean(std::string_view stage) const noexcept;
   /// The readings behind mean(`stage`), oldest first, in seconds: the latest kSampleHistory (the
-  /// per-step samples a run record keeps, so `simprof compare` can test device stages too).
+  /// per-step samples a run record keeps, so `simprof compare` can test device stages too). The
+  /// pacer's "period" gives one per group of steps that share a measured period.
   std::vector<double> samples(StageId stage) const;
   /// samples() by stage name (empty for a name the profiler never saw).
   std::vector<double> samples(std::string_view stage) const;
