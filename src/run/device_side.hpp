@@ -13,19 +13,12 @@
 #include <memory>
 #include <string>
 
+#include "device_table.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 #include "simprof/trace/analysis.hpp"
 #include "simprof/trace/session.hpp"
 
 namespace simprof::run {
-
-/// How `simprof run --gpu` samples: a window of 2 consecutive steps in every `every`, and at most
-/// one window in `interval_ms` (each window subscribes to CUPTI for its steps, which costs the
-/// program's host time: the interval bounds that cost where steps are short).
-struct Sampling {
-  std::int64_t every = 64;
-  std::int64_t interval_ms = 100;
-};
 
 class DeviceSide {
  public:

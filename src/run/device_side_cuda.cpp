@@ -29,10 +29,7 @@ cuda::KernelTracerOptions tracer_options() {
 class ScopeSide final : public DeviceSide, public StepListener {
  public:
   ScopeSide(StepProfiler& prof, Sampling sampling, Sink sink)
-      : prof_(prof),
-        every_(static_cast<std::uint64_t>(sampling.every)),
-        interval_(prof.clock().ticks(static_cast<double>(sampling.interval_ms) * 1e-3)),
-        sink_(std::move(sink)) {
+      : prof_(prof), schedule_(sampling, prof.clock().ticks_per_second()), sink_(std::move(sink)) {
     if (scopes_.enabled()) attached_ = prof.attach(*this);
   }
 
@@ -52,16 +49,10 @@ class ScopeSide final : public DeviceSide, public StepListener {
   }
   std::uint64_t capturing_launches() const override { return scopes_.capturing_launches(); }
 
-  // A window is steps every-2 and every-1 of each `every`, at most one in the interval; the step
-  // is the outermost scope.
+  // A window is two consecutive steps (WindowSchedule); the step is the outermost scope.
   void on_step_begin(std::uint64_t step, std::int64_t ticks) override {
     poll();
-    if (!scopes_.armed() && !paused_ && step % every_ == every_ - 2 &&
-        (!armed_once_ || ticks - last_armed_ >= interval_)) {
-      scopes_.arm(step);
-      armed_once_ = true;
-      last_armed_ = ticks;
-    }
+    if (!scopes_.armed() && !paused_ && schedule_.opens(step, ticks)) scopes_.arm(step);
     scopes_.open(static_cast<std::int32_t>(kStepStage));
   }
   void on_stage_begin(StageId id, std::int64_t) override {
@@ -70,7 +61,7 @@ class ScopeSide final : public DeviceSide, public StepListener {
   void on_stage_end(StageId, std::int64_t) override { scopes_.close(); }
   void on_step_end(std::uint64_t step, std::int64_t, StepOutcome) override {
     scopes_.close();
-    if (step % every_ == every_ - 1) scopes_.disarm();
+    if (schedule_.closes(step)) scopes_.disarm();
   }
 
  private:
@@ -88,10 +79,7 @@ class ScopeSide final : public DeviceSide, public StepListener {
   }
 
   StepProfiler& prof_;
-  std::uint64_t every_;
-  std::int64_t interval_;  // ticks of the profiler's clock
-  bool armed_once_ = false;
-  std::int64_t last_armed_ = 0;
+  WindowSchedule schedule_;
   Sink sink_;
   cuda::LaunchScopes scopes_;
   std::vector<cuda::LaunchWindow> windows_;

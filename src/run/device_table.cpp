@@ -53,6 +53,18 @@ TraceAnalysis WindowSteps::operator()(const cuda::LaunchWindow& w, const NameFn&
   return a;
 }
 
+WindowSchedule::WindowSchedule(Sampling sampling, double ticks_per_second)
+    : every_(static_cast<std::uint64_t>(sampling.every)),
+      interval_(static_cast<std::int64_t>(static_cast<double>(sampling.interval_ms) * 1e-3 *
+                                          ticks_per_second)) {}
+
+bool WindowSchedule::opens(std::uint64_t step, std::int64_t ticks) noexcept {
+  if (step % every_ != every_ - 2 || (opened_ && ticks - last_ < interval_)) return false;
+  opened_ = true;
+  last_ = ticks;
+  return true;
+}
+
 DeviceTable::DeviceTable(std::size_t window) : window_(window) {}
 
 void DeviceTable::push(const std::string& name, double seconds) {

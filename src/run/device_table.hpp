@@ -20,6 +20,31 @@
 
 namespace simprof::run {
 
+/// How `simprof run --gpu` samples: a window of 2 consecutive steps in every `every`, and at most
+/// one window in `interval_ms` (each window subscribes to CUPTI for its steps, which costs the
+/// program's host time: the interval bounds that cost where steps are short).
+struct Sampling {
+  std::int64_t every = 64;
+  std::int64_t interval_ms = 100;
+};
+
+/// Which steps open a window: steps every-2 (of each `every`), the interval after the last one.
+class WindowSchedule {
+ public:
+  /// `ticks_per_second`: of the clock the steps' begin ticks come from.
+  WindowSchedule(Sampling sampling, double ticks_per_second);
+  /// Whether step `step`, beginning at `ticks`, opens a window; one that does is noted.
+  bool opens(std::uint64_t step, std::int64_t ticks) noexcept;
+  /// Whether a window's last step is `step` (every-1 of each `every`).
+  bool closes(std::uint64_t step) const noexcept { return step % every_ == every_ - 1; }
+
+ private:
+  std::uint64_t every_;
+  std::int64_t interval_;  // ticks
+  bool opened_ = false;
+  std::int64_t last_ = 0;
+};
+
 /// LaunchScopes's windows as analyze() gives a trace's steps: each depth-0 scope a step (numbered
 /// from the window's tag), the others its stages (named by `name`; a stage run twice in a step
 /// counts both runs, as on the host), every device time on one timebase across windows (from the

@@ -149,14 +149,9 @@ int RangeSession::push(std::string_view name) {
   const std::uint64_t thread = thread_number();
   const std::lock_guard<std::mutex> lock(mu_);
   if (finished_) return depth++;
-  // Between steps on the step's thread, at the step range's push: the device side starts, or
-  // changes session (a listener attaches only outside a step). While the choice is young, only
-  // where no range of the program is open on the thread: a step chosen inside the program's real
-  // one (a substage that repeats first) would put the start (CUPTI's first subscription) inside
-  // a step, where the GPU's wait for it lands in a stage.
-  if (thread == steps_.step_thread() && !prof_.in_step() && name == steps_.step_name() &&
-      (depth == 0 || steps_.settled()))
-    device_->step(trace_.get());
+  // Between steps on the step's thread: the device side starts, or changes session (a listener
+  // attaches only outside a step).
+  if (steps_.at_step_boundary(thread, name)) device_->step(trace_.get());
   try {
     steps_.push(thread, name);
   } catch (const std::exception& e) {  // the profiler refused a step: said, the run goes on

@@ -129,4 +129,11 @@ void RangeSteps::finish() {
   prof_.end_step();
 }
 
+bool RangeSteps::at_step_boundary(std::uint64_t thread, std::string_view name) const {
+  if (!have_step_thread_ || thread != step_thread_ || prof_.in_step() || name != step_)
+    return false;
+  const auto it = threads_.find(thread);
+  return it == threads_.end() || it->second.stack.empty() || settled();
+}
+
 }  // namespace simprof::run

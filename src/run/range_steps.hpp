@@ -52,6 +52,11 @@ class RangeSteps {
   bool settled() const noexcept {
     return step_chosen() && (!options_.step.empty() || steps_ >= kLearningSteps);
   }
+  // Whether a push of `name` on `thread` now begins a step of the chosen range, between steps:
+  // where `simprof run` starts its device side. While the choice is young, only with no range
+  // open on the thread: a substage chosen first (it repeats first) would put that start inside the
+  // program's real step, where the GPU's wait for it lands in a stage.
+  bool at_step_boundary(std::uint64_t thread, std::string_view name) const;
   // Steps of that range counted (since it was chosen).
   std::uint64_t steps() const noexcept { return steps_; }
   const RangeCounts& counts() const noexcept { return counts_; }

@@ -213,3 +213,21 @@ TEST(RunArgs, GpuOptionsAreParsedAndConflictsNamed) {
 }
 
 }  // namespace
+
+// `--gpu-every 8 --gpu-interval 100` on a clock of 1,000 ticks a second: steps 6, 14, 22, ... open
+// a window when 100 ms have passed since the last one opened; steps 7, 15, ... close one.
+TEST(WindowSchedule, AWindowInEveryNStepsAtMostOneInTheInterval) {
+  simprof::run::WindowSchedule s({8, 100}, 1000.0);
+  std::vector<std::uint64_t> opened;
+  for (std::uint64_t step = 0; step < 64; ++step)
+    if (s.opens(step, static_cast<std::int64_t>(step) * 10)) opened.push_back(step);  // 10 ms each
+  // 6 at 60 ms; 14 at 140 (80 ms after): no; 22 at 220 ms: yes; 30 no; 38 yes; ...
+  EXPECT_EQ(opened, (std::vector<std::uint64_t>{6, 22, 38, 54}));
+  EXPECT_TRUE(s.closes(7));
+  EXPECT_FALSE(s.closes(6));
+  simprof::run::WindowSchedule unbounded({8, 0}, 1000.0);
+  std::vector<std::uint64_t> all;
+  for (std::uint64_t step = 0; step < 32; ++step)
+    if (unbounded.opens(step, 0)) all.push_back(step);
+  EXPECT_EQ(all, (std::vector<std::uint64_t>{6, 14, 22, 30})) << "--gpu-interval 0: every one";
+}

@@ -139,6 +139,37 @@ TEST(RangeSteps, AChoiceSettlesWhenNamedOrAfterTheLearningSteps) {
   EXPECT_TRUE(learned.settled());
 }
 
+// Where `simprof run` may start its device side: a push of the chosen step range between steps.
+// A substage chosen first (it repeats inside the first step) is not a boundary while young: the
+// start would land inside the program's step.
+TEST(RangeSteps, AStepBoundaryIsTheStepRangesPushWithNothingOpenWhileYoung) {
+  Fixture f;
+  RangeSteps r(f.prof, {});
+  r.push(1, "step");
+  r.push(1, "substep");
+  r.pop(1);
+  EXPECT_FALSE(r.at_step_boundary(1, "substep")) << "nothing chosen yet";
+  r.push(1, "substep");  // repeats: chosen, though "step" is open around it
+  r.pop(1);
+  ASSERT_EQ(r.step_name(), "substep");
+  EXPECT_FALSE(r.at_step_boundary(1, "substep")) << "inside the program's step";
+  r.pop(1);
+  EXPECT_FALSE(r.at_step_boundary(1, "physics")) << "not the step range";
+  EXPECT_FALSE(r.at_step_boundary(2, "substep")) << "not the step's thread";
+  r.push(1, "step");  // repeats at depth 0: takes over
+  ASSERT_EQ(r.step_name(), "step");
+  EXPECT_FALSE(r.at_step_boundary(1, "step")) << "in a step";
+  r.pop(1);
+  EXPECT_TRUE(r.at_step_boundary(1, "step"));
+  // Named by --step, a step range inside an outer one is a boundary at once.
+  Fixture g;
+  RangeSteps named(g.prof, {"step"});
+  named.push(1, "train");
+  named.push(1, "step");
+  named.pop(1);
+  EXPECT_TRUE(named.at_step_boundary(1, "step"));
+}
+
 TEST(RangeSteps, RangesOnOtherThreadsAreCountedNotStages) {
   Fixture f;
   RangeSteps r(f.prof, {"step"});
