@@ -244,14 +244,13 @@ void profiled_run(const engine::Params& params, int n_envs, bool graph, int warm
         c.most_in_flight, c.waits, c.steps, c.wait_s * 1e3);
   }
   rec.fps = prof.fps().total_fps();
-  rec.fps_clock = prof.fps().clock_kind() == FpsClock::kDevice ? "device" : "host";
-  rec.fps_samples = prof.fps().num_samples();
   rec.fps_line = fps_json(prof.fps());
   fmt::print(
       "\nthe GPU delivered {} env-steps/s over the {} timed steps (CUDA events, {:.1f} us per "
       "step); FPS line: {} ({} clock, {} samples); ratio {:.4f}\n\n",
       format_thousands(rec.throughput), steps, rec.seconds / steps * 1e6, or_none(rec.fps),
-      rec.fps_clock == "device" ? "GPU" : "host", rec.fps_samples, rec.fps / rec.throughput);
+      prof.fps().clock_kind() == FpsClock::kDevice ? "GPU" : "host", prof.fps().num_samples(),
+      rec.fps / rec.throughput);
   if (rec.memory) fmt::print("{}\n", memory_line(*rec.memory));
   if (json) json->add(rec);
 }

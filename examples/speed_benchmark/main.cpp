@@ -143,8 +143,6 @@ int run_cpu(const Args& args, JsonReport* json) {
       r.throughput = static_cast<double>(n_envs) * steps / seconds;
       r.throughput_clock = "host steady clock";
       r.fps = prof.fps().total_fps();
-      r.fps_clock = "host";
-      r.fps_samples = prof.fps().num_samples();
       r.fps_line = fps_json(prof.fps());
       r.host = stage_rows(prof);
       r.memory = memory_rec;

@@ -62,12 +62,10 @@ struct RunRecord {
   std::string backend;  ///< "cpu" or "cuda"
   std::string mode;     ///< "threads", "eager" or "graph"
   int n_envs = 0, warmup = 0, steps = 0;
-  double seconds = 0;            ///< the timed steps, by the clock named in throughput_clock
-  double throughput = 0;         ///< env-steps per second delivered over the timed steps
-  std::string throughput_clock;  ///< "cuda events" or "host steady clock"
-  double fps = 0;                ///< the FPS tracker's smoothed value at the end (NaN: none)
-  std::string fps_clock;         ///< "host" or "device"
-  std::uint64_t fps_samples = 0;
+  double seconds = 0;                 ///< the timed steps, by the clock named in throughput_clock
+  double throughput = 0;              ///< env-steps per second delivered over the timed steps
+  std::string throughput_clock;       ///< "cuda events" or "host steady clock"
+  double fps = 0;                     ///< the FPS tracker's smoothed value at the end (NaN: none)
   Json fps_line;                      ///< the FPS line as every run record writes it (fps_json)
   std::vector<StageRow> host_warmup;  ///< graph mode: the warm-up and capture steps
   std::vector<StageRow> host;         ///< the timed steps

@@ -100,21 +100,14 @@ Outcome compare_records(const Record& base, const Record& changed, const Compare
   out.not_comparable = not_comparable(base, changed);
   if (!out.not_comparable.empty()) return out;
   for (const Run& b : base.runs) {
-    bool paired = false;
-    for (const Run& n : changed.runs)
-      if (b.workload == n.workload) {
-        compare_run(b, n, options, out);
-        paired = true;
-      }
-    if (!paired)
+    if (!has_workload(changed, b.workload))
       out.bad_input.push_back(fmt::format("workload {{{}}} is in the base record only", b.label));
+    for (const Run& n : changed.runs)
+      if (b.workload == n.workload) compare_run(b, n, options, out);
   }
-  for (const Run& n : changed.runs) {
-    bool paired = false;
-    for (const Run& b : base.runs) paired = paired || b.workload == n.workload;
-    if (!paired)
+  for (const Run& n : changed.runs)
+    if (!has_workload(base, n.workload))
       out.bad_input.push_back(fmt::format("workload {{{}}} is in the new record only", n.label));
-  }
   return out;
 }
 

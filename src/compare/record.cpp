@@ -136,6 +136,12 @@ Record load_record(const std::string& path) {
   return parse_record(text.str(), path);
 }
 
+bool has_workload(const Record& r, const Json& workload) {
+  for (const Run& run : r.runs)
+    if (run.workload == workload) return true;
+  return false;
+}
+
 std::vector<std::string> not_comparable(const Record& base, const Record& changed) {
   std::vector<std::string> out;
   if (gpus_of(base.provenance) != gpus_of(changed.provenance))
@@ -144,11 +150,6 @@ std::vector<std::string> not_comparable(const Record& base, const Record& change
   const std::string bt = text_of(base.provenance, "build_type");
   const std::string nt = text_of(changed.provenance, "build_type");
   if (bt != nt) out.push_back(fmt::format("build type: {} vs {}", bt, nt));
-  auto has = [](const Record& r, const Json& w) {
-    for (const Run& run : r.runs)
-      if (run.workload == w) return true;
-    return false;
-  };
   if (base.runs.size() == 1 && changed.runs.size() == 1) {
     if (base.runs[0].workload != changed.runs[0].workload)
       out.push_back(
@@ -156,7 +157,7 @@ std::vector<std::string> not_comparable(const Record& base, const Record& change
     return out;
   }
   bool shared = false;
-  for (const Run& run : base.runs) shared = shared || has(changed, run.workload);
+  for (const Run& run : base.runs) shared = shared || has_workload(changed, run.workload);
   if (!shared) out.push_back("workload: no run of the one record has a workload of the other");
   return out;
 }

@@ -57,4 +57,7 @@ Record load_record(const std::string& path);
 /// can be compared.
 std::vector<std::string> not_comparable(const Record& base, const Record& changed);
 
+/// Whether `r` holds a run of `workload` (the runs compare pairs with each other).
+bool has_workload(const Record& r, const Json& workload);
+
 }  // namespace simprof::compare
