@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The stamping timers' ring of readings: read in the order sent, once arrived; a reading its
-// reader is not ready for stays; a full ring says so.
+// reader is not ready for stays; a full ring says so. Their engine (StampRing): a step's record
+// published beside the step or on its stream, the tag written by the stream.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -15,14 +16,30 @@
 #include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/cuda/runtime/error.hpp"
 #include "simprof/cuda/runtime/stream.hpp"
+#include "stamp_ring.hpp"
 
 using namespace simprof::cuda;
+using detail::Publish;
 using detail::ReadbackRing;
+using detail::StampRing;
 using simprof::cuda::gputest::GpuTest;
 
 namespace {
 
 __global__ void write_value(unsigned long long* to, unsigned long long v) { *to = v; }
+
+// A stamp as the stage stamps find their record: the tag the stream wrote names it.
+__global__ void tagged_stamp(unsigned long long* records, const unsigned* tag, unsigned stride,
+                             unsigned long long v) {
+  if (*tag != detail::kNotTimed) records[*tag * stride] = v;
+}
+
+// A publish kernel: the record the tag names (as it is when the publication runs) and the tag.
+__global__ void publish_tagged(const unsigned long long* records, const unsigned* tag,
+                               unsigned stride, unsigned long long* to) {
+  to[0] = records[*tag * stride];
+  to[1] = *tag;
+}
 
 // A stream's host function: returns once the test releases it (or after 10 s).
 void CUDART_CB hold_until(void* released) {
@@ -115,4 +132,65 @@ TEST_F(GpuTest, AReadingItsReaderIsNotReadyForStaysForTheNextPoll) {
   waits.clear();
   ring.arrivals(waits, [](std::size_t) { return true; });
   EXPECT_TRUE(waits.empty());
+}
+
+TEST_F(GpuTest, BesideTheStepAPublicationCopiesTheRecordTheTagNamesAfterTheStepsWork) {
+  Stream s;
+  StampRing engine(s.get(), 4, sizeof(unsigned long long), 2, 2 * sizeof(unsigned long long),
+                   Publish::kBeside);
+  const unsigned long long* records = engine.record<unsigned long long>(0);
+  const unsigned* tag = engine.tag();
+  auto stride = static_cast<unsigned>(engine.record_bytes() / sizeof(unsigned long long));
+  unsigned long long* to = nullptr;
+  void* args[] = {&records, &tag, &stride, &to};
+  engine.set_publication({reinterpret_cast<const void*>(&publish_tagged), 1, args});
+  EXPECT_EQ(engine.record_bytes(), 64u) << "a record starts on a cache line";
+  tagged_stamp<<<1, 1, 0, s.get()>>>(engine.record<unsigned long long>(0), tag, stride, 5);
+  s.synchronize();
+  EXPECT_EQ(engine.readings().in_flight(), 0u);
+  const char* what = nullptr;
+  for (unsigned step = 2; step < 4; ++step) {  // record 2, then record 3
+    ASSERT_EQ(engine.write_tag(s.get(), step), 0);
+    tagged_stamp<<<1, 1, 0, s.get()>>>(engine.record<unsigned long long>(0), tag, stride,
+                                       100 + step);
+    to = engine.next_reading<unsigned long long>();
+    ASSERT_EQ(engine.publish(s.get(), step, 0, what), cudaSuccess) << what;
+  }
+  s.synchronize();
+  engine.synchronize();
+  std::vector<std::pair<std::uint64_t, unsigned long long>> got;
+  engine.readings().poll([&](std::size_t at, std::uint64_t step, bool arrived) {
+    EXPECT_TRUE(arrived);
+    const auto* r = engine.readings().host<const unsigned long long>(at);
+    EXPECT_EQ(r[1], step) << "the tag as the publication saw it";
+    got.emplace_back(step, r[0]);
+    return true;
+  });
+  EXPECT_EQ(got, (Read{{2, 102}, {3, 103}}))
+      << "the stamp before the tag (kNotTimed) wrote nothing";
+}
+
+TEST_F(GpuTest, OnTheStreamAPublicationCopiesTheHostsBytesOfItsOneRecord) {
+  Stream s;
+  EXPECT_THROW(StampRing(s.get(), 2, 8, 2, 8, Publish::kOnStream), std::invalid_argument);
+  StampRing engine(s.get(), 1, 4 * sizeof(unsigned long long), 2, 4 * sizeof(unsigned long long),
+                   Publish::kOnStream);
+  unsigned long long* row = engine.record<unsigned long long>(0);
+  write_value<<<1, 1, 0, s.get()>>>(row, 7);
+  write_value<<<1, 1, 0, s.get()>>>(row + 1, 8);
+  write_value<<<1, 1, 0, s.get()>>>(row + 2, 9);  // past the bytes published
+  const std::size_t at = engine.readings().next();
+  engine.readings().host<unsigned long long>(at)[2] = 42;
+  const char* what = nullptr;
+  ASSERT_EQ(engine.publish(s.get(), 6, 2 * sizeof(unsigned long long), what), cudaSuccess) << what;
+  write_value<<<1, 1, 0, s.get()>>>(row, 70);  // the next step's, after the publication
+  s.synchronize();
+  Read got;
+  engine.readings().poll([&](std::size_t slot, std::uint64_t step, bool) {
+    const auto* r = engine.readings().host<const unsigned long long>(slot);
+    got.emplace_back(step, r[0] * 100 + r[1]);
+    EXPECT_EQ(r[2], 42u) << "only the bytes the host asked for";
+    return true;
+  });
+  EXPECT_EQ(got, (Read{{6, 708}}));
 }

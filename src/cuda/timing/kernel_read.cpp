@@ -12,7 +12,7 @@ namespace simprof::cuda {
 void GraphKernelTimer::Impl::on_step_end(std::uint64_t step, std::int64_t, StepOutcome) {
   begun = false;
   if (!sampled || step != sampled_step) {
-    if (readings.in_flight() > 0) {  // a sample's row is on its way
+    if (engine.readings().in_flight() > 0) {  // a sample's row is on its way
       const std::lock_guard<std::mutex> lock(mu);
       poll_locked();
     }
@@ -25,14 +25,12 @@ void GraphKernelTimer::Impl::on_step_end(std::uint64_t step, std::int64_t, StepO
 void GraphKernelTimer::Impl::finish_sample(std::uint64_t step) noexcept {
   sampled = false;
   const bool counted = sampled_traced && sampled_gen == window_gen;  // in window_sampled
-  // The row, once the step's work is done, into the next reading's slot; read at a later poll.
-  const std::size_t slot = readings.next();
+  // The row, once the step's work is done, into its reading (the engine's next: nothing else
+  // sends); read at a later poll.
+  const std::size_t slot = engine.readings().next();
   Pending& p = pending[slot];
-  cudaError_t e = cudaSuccess;
-  if (used > 0)
-    e = cudaMemcpyAsync(readings.host<unsigned long long>(slot), stamps.data(),
-                        used * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream);
-  if (e == cudaSuccess) e = readings.sent(stream, step);
+  const char* what = nullptr;
+  const cudaError_t e = engine.publish(stream, step, used * sizeof(unsigned long long), what);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     ++n_dropped;
@@ -40,7 +38,7 @@ void GraphKernelTimer::Impl::finish_sample(std::uint64_t step) noexcept {
       ++window_done;
       ++window_lost;
     }
-    say("reading the stamps back failed: {}", cudaGetErrorName(e));
+    say("reading the stamps back failed: {} returned {}", what, cudaGetErrorName(e));
     return;
   }
   p.used = used;
@@ -50,7 +48,7 @@ void GraphKernelTimer::Impl::finish_sample(std::uint64_t step) noexcept {
 }
 
 void GraphKernelTimer::Impl::poll_locked() noexcept {
-  readings.poll([this](std::size_t slot, std::uint64_t step, bool arrived) {
+  engine.readings().poll([this](std::size_t slot, std::uint64_t step, bool arrived) {
     const Pending& p = pending[slot];
     const bool counted = p.traced && p.gen == window_gen;
     if (!arrived) {
@@ -67,7 +65,7 @@ void GraphKernelTimer::Impl::poll_locked() noexcept {
 void GraphKernelTimer::Impl::read(std::size_t slot, std::uint64_t step, const Pending& p) noexcept {
   const std::size_t n = p.used;
   const bool trace = p.traced && p.gen == window_gen;
-  const unsigned long long* row = readings.host<const unsigned long long>(slot);
+  const unsigned long long* row = engine.readings().host<const unsigned long long>(slot);
   bool any = false;
   for (std::uint32_t ci = 0; ci < copies.size(); ++ci) {
     Copy& c = copies[ci];
@@ -144,7 +142,7 @@ void GraphKernelTimer::synchronize() {
   std::vector<cudaEvent_t> wait;
   {
     const std::lock_guard<std::mutex> lock(impl_->mu);
-    impl_->readings.arrivals(wait, [](std::size_t) { return true; });
+    impl_->engine.readings().arrivals(wait, [](std::size_t) { return true; });
   }
   for (cudaEvent_t e : wait) SIMPROF_CUDA_CHECK(cudaEventSynchronize(e));
   poll();

@@ -18,7 +18,9 @@ namespace simprof::cuda {
 
 namespace {
 
-// A node's stamp: the global timer when the node's work is done, at the node's slot.
+// A node's stamp: the global timer when the node's work is done, at the node's slot of the row.
+// One store at an address fixed in the copy: a load (of a tag naming the record) would add itself
+// to every stamp in the chain.
 __global__ void node_stamp_kernel(unsigned long long* at) { *at = global_timer_ns(); }
 
 constexpr int kCalibrationStamps = 33;
@@ -48,8 +50,8 @@ GraphKernelTimer::Impl::Impl(StepProfiler& p, cudaStream_t s, GraphKernelTimerOp
       stream(s),
       device_id(bind_device(s, "GraphKernelTimer")),
       options(checked(o)),
-      stamps(options.max_stamps),
-      readings(options.ring, options.max_stamps * sizeof(unsigned long long)),
+      engine(s, 1, options.max_stamps * sizeof(unsigned long long), options.ring,
+             options.max_stamps * sizeof(unsigned long long), detail::Publish::kOnStream),
       pending(options.ring),
       hook(std::make_shared<detail::StampHook<Impl>>(this)),
       probe_stream(cudaStreamNonBlocking, detail::greatest_priority()),
@@ -61,8 +63,7 @@ GraphKernelTimer::Impl::Impl(StepProfiler& p, cudaStream_t s, GraphKernelTimerOp
     stream_id = static_cast<std::uint32_t>(id);
   }
   open_stages.reserve(StepProfiler::kMaxDepth + 1);
-  // Never-written slots read 0: a copy made during a sampled step finds its row clean.
-  stamps.fill_zero(stream);
+  // The engine's record starts zeroed: a copy made during a sampled step finds its row clean.
   hop_ns = detail::measured_once(device_id, &StampCost::hop_ns, [this] { return calibrate(); });
   attached = prof.attach(*this);  // last: nothing below can throw once the profiler calls us
 }
@@ -70,7 +71,7 @@ GraphKernelTimer::Impl::Impl(StepProfiler& p, cudaStream_t s, GraphKernelTimerOp
 GraphKernelTimer::Impl::~Impl() {
   hook->detach();
   attached.detach();
-  cudaStreamSynchronize(stream);  // copies of the row may be in flight; errors not thrown here
+  cudaStreamSynchronize(stream);  // stamps may be in flight; errors not thrown here
 }
 
 // What one stamp adds to a chain: a graph of kCalibrationStamps stamps, each after the previous
@@ -122,6 +123,7 @@ void GraphKernelTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t) {
 
 void GraphKernelTimer::Impl::begin_sample(std::uint64_t step) noexcept {
   const bool in_window = window_open;
+  detail::ReadbackRing& readings = engine.readings();
   if (readings.full()) {
     poll_locked();
     // A window's step waits for the oldest reading rather than leave itself out of the trace.
@@ -142,8 +144,9 @@ void GraphKernelTimer::Impl::begin_sample(std::uint64_t step) noexcept {
       return;
     }
   }
-  // The row zeroed on the stream before the step's work: a copy's begin slot then says whether it
-  // ran in this step, and a slot left 0 that its stamp did not run.
+  // The row zeroed on the stream before the step's work (the last one's publication is before it
+  // there): a copy's begin slot then says whether it ran in this step, and a slot left 0 that its
+  // stamp did not run.
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(stream, &status) != cudaSuccess ||
       status != cudaStreamCaptureStatusNone) {
@@ -152,8 +155,7 @@ void GraphKernelTimer::Impl::begin_sample(std::uint64_t step) noexcept {
     return;  // the step itself is being captured by someone: no eager work can go in it
   }
   if (used > 0) {
-    const cudaError_t e =
-        cudaMemsetAsync(stamps.data(), 0, used * sizeof(unsigned long long), stream);
+    const cudaError_t e = cudaMemsetAsync(row(), 0, used * sizeof(unsigned long long), stream);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
       ++n_missed;
@@ -315,7 +317,7 @@ cudaGraph_t GraphKernelTimer::Impl::stamp_copy(cudaGraph_t graph, const Copy& c,
   SIMPROF_CUDA_CHECK(detail::root_nodes(copy.get(), roots));
   int priority = detail::greatest_priority();
   auto add_stamp = [&](std::size_t slot, const cudaGraphNode_t* after, std::size_t n_after) {
-    unsigned long long* at = stamps.data() + c.offset + slot;
+    unsigned long long* at = row() + c.offset + slot;
     void* args[] = {&at};
     cudaGraphNode_t s = nullptr;
     SIMPROF_CUDA_CHECK(detail::add_stamp_node(copy.get(),

@@ -20,13 +20,13 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "readback_ring.hpp"
 #include "simprof/base/log.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/cuda/runtime/handle.hpp"
 #include "simprof/cuda/runtime/stream.hpp"
 #include "simprof/cuda/timing/kernel_timer.hpp"
 #include "stamp_graph.hpp"
+#include "stamp_ring.hpp"
 
 namespace simprof::cuda {
 
@@ -111,7 +111,8 @@ struct GraphKernelTimer::Impl final : StepListener {
   void poll_locked() noexcept;
   void read(std::size_t slot, std::uint64_t step, const Pending& p) noexcept;
   void release(cudaGraph_t copy) noexcept;
-  double calibrate();                      // one stamp's hop in a chain, ns
+  double calibrate();  // one stamp's hop in a chain, ns
+  unsigned long long* row() const noexcept { return engine.record<unsigned long long>(0); }
   ClockPoint probe_clock() noexcept;       // the ping-pong (start() and stop_and_collect() only)
   void add_spans(std::vector<Span>& out);  // the window's replays, with `mu` held
   // With `mu` held: a new window generation (readings of earlier ones are no window's, nothing
@@ -140,7 +141,7 @@ struct GraphKernelTimer::Impl final : StepListener {
   bool instrumented_launch() const noexcept { return sampled; }
   void copy_released(cudaGraph_t copy) noexcept { release(copy); }
 
-  // What a sampled step's reading holds, by its slot in `readings`.
+  // What a sampled step's reading holds, by its slot in the readings.
   struct Pending {
     std::size_t used = 0;   // stamps in use when the step ended
     bool traced = false;    // a trace window's step...
@@ -151,13 +152,14 @@ struct GraphKernelTimer::Impl final : StepListener {
   cudaStream_t stream;
   int device_id;
   GraphKernelTimerOptions options;
-  DeviceBuffer<unsigned long long> stamps;  // the row every copy's stamps write into
-  detail::ReadbackRing readings;            // the sampled steps' rows, read in step order
+  // The row every copy's stamps write into (the engine's one record, reused by each sampled step)
+  // and its publication on the step's stream.
+  detail::StampRing engine;
   // Guards what a background TraceSession's writer also reads: the ring's state, the copies, the
   // statistics and the window's readings. The loop's thread takes it on sampled steps and while
   // readings are on their way; the writer, never while it waits for the GPU.
   mutable std::mutex mu;
-  std::vector<Pending> pending;  // by slot of `readings`
+  std::vector<Pending> pending;  // by slot of the readings
   std::shared_ptr<detail::StampHook<Impl>> hook;
   std::vector<Copy> copies;
   std::size_t used = 0;  // the row's slots in use, free ranges included

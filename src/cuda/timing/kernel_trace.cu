@@ -224,7 +224,7 @@ std::uint64_t GraphKernelTimer::stop_and_collect(std::vector<Span>& out) {
     {
       const std::lock_guard<std::mutex> lock(m.mu);
       if (m.window_done >= m.window_sampled) break;
-      m.readings.arrivals(wait, [&m](std::size_t i) {
+      m.engine.readings().arrivals(wait, [&m](std::size_t i) {
         return m.pending[i].traced && m.pending[i].gen == m.window_gen;
       });
       if (wait.empty() && std::chrono::steady_clock::now() > deadline) {

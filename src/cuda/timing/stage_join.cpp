@@ -41,7 +41,7 @@ void DeviceStageTimer::Impl::device_step(const DeviceStep& d) {
 }
 
 void DeviceStageTimer::Impl::poll() noexcept {
-  readings.poll([this](std::size_t at, std::uint64_t step, bool arrived) {
+  engine.readings().poll([this](std::size_t at, std::uint64_t step, bool arrived) {
     Slot& sl = slots[step % options.ring];
     if (arrived && pacer && !(sl.have_device && sl.device.step == step)) return false;
     sl.unread = false;
@@ -52,7 +52,7 @@ void DeviceStageTimer::Impl::poll() noexcept {
       return true;
     }
     try {
-      join(*readings.host<const StepRecord>(at), step);
+      join(*engine.readings().host<const StepRecord>(at), step);
     } catch (...) {
       ++dropped;  // a vector could not grow: the step is lost, and counted
     }
@@ -62,7 +62,7 @@ void DeviceStageTimer::Impl::poll() noexcept {
 
 void DeviceStageTimer::Impl::synchronize() {
   SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream));
-  side.synchronize();
+  engine.synchronize();
   if (pacer) pacer->finish();
   poll();
 }

@@ -73,8 +73,8 @@ void DeviceStageTimer::Impl::boundary(StageId stage, int kind) noexcept {
     return;
   }
   detail::StampArgs a{};
-  a.recs = records.data();
-  a.step = step_index.data();
+  a.recs = engine.record<detail::StepRecord>(0);
+  a.step = engine.tag();
   a.ring = static_cast<unsigned>(options.ring);
   a.n = 1;
   a.stage[0] = static_cast<int>(stage);
@@ -129,7 +129,7 @@ void DeviceStageTimer::Impl::eager_stamp(StageId stage, int kind) noexcept {
     s.eager_lost = true;  // counted in dropped() when the step is joined
     return;
   }
-  detail::StepRecord& r = records.data()[slot_now];
+  detail::StepRecord& r = engine.record<detail::StepRecord>(0)[slot_now];
   if (s.eager_stamps == 0) {  // one launch mode for the whole step (its calibrated cost)
     plain_now = detail::kernel_tracer_window_open();
     s.plain = plain_now;
@@ -185,8 +185,8 @@ cudaGraph_t DeviceStageTimer::Impl::stamp_copy(cudaGraph_t graph, cudaError_t& e
   std::vector<cudaGraphNode_t> roots;
   if ((e = detail::root_nodes(copy.get(), roots)) != cudaSuccess)
     return failed("cudaGraphGetRootNodes");
-  detail::StepRecord* recs = records.data();
-  const unsigned* step = step_index.data();
+  detail::StepRecord* recs = engine.record<detail::StepRecord>(0);
+  const unsigned* step = engine.tag();
   unsigned ring = static_cast<unsigned>(options.ring);
   void* begin_args[] = {&recs, &step, &ring};
   int default_priority = 0;

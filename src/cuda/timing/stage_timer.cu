@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "simprof/cuda/timing/stage_timer.hpp"
 
-#include <cuda.h>  // the driver API's types: cuStreamWriteValue32 is reached through the runtime
-
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -12,7 +10,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "../cupti/cupti_hub.hpp"  // OwnNodes: the stamps are not the stage's work
 #include "simprof/base/clock.hpp"
 #include "simprof/base/log.hpp"
 #include "simprof/cuda/graphs/instrumentation.hpp"
@@ -26,10 +23,10 @@ namespace simprof::cuda {
 
 namespace {
 
+using detail::kNotTimed;
 using detail::kStageBegin;
 using detail::kStageEnd;
 using detail::StepRecord;
-constexpr unsigned kNotTimed = 0xffffffffu;
 
 // Starts step k's record at time t (once: an eager stamp before a replayed graph may have started
 // it).
@@ -110,15 +107,6 @@ __global__ void publish_kernel(const StepRecord* recs, StepRecord* to, unsigned 
   }
 }
 
-using WriteValue32 = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
-
-// cuStreamWriteValue32 without linking libcuda: the runtime hands out the driver's entry point.
-WriteValue32 write_value32() {
-  static const auto fn =
-      reinterpret_cast<WriteValue32>(detail::driver_entry_point("cuStreamWriteValue32"));
-  return fn;
-}
-
 // The options, validated; the ring rounded up to a power of two (a replayed graph's stamps find
 // their record by the step's low 32 bits modulo the ring, the host by the whole step: the two agree
 // only for a ring that divides 2^32).
@@ -175,26 +163,15 @@ DeviceStageTimer::Impl::Impl(StepProfiler& profiler, cudaStream_t s, DeviceStage
       stream(s),
       device_id(bind_device(s, "DeviceStageTimer")),
       options(checked(o)),
-      readings(options.ring, sizeof(StepRecord)),
-      records(options.ring),
-      step_index(1),
+      engine(s, options.ring, sizeof(StepRecord), options.ring, sizeof(StepRecord),
+             detail::Publish::kBeside),
       hook(std::make_shared<detail::StampHook<Impl>>(this)),
       slots(options.ring),
       latest(profiler),
       scratch(profiler) {
-  if (write_value32() == nullptr)
-    throw CudaError(cudaErrorNotSupported, "cudaGetDriverEntryPointByVersion(cuStreamWriteValue32)",
-                    __FILE__, __LINE__);
-  // On the timer's stream (a cudaMemset on the default stream is not ordered before a non-blocking
-  // stream's work: compute-sanitizer's initcheck saw a reader overtake one), done before the first
-  // step.
-  SIMPROF_CUDA_CHECK(cudaMemsetAsync(records.data(), 0, records.bytes(), stream));
-  SIMPROF_CUDA_CHECK(  // kNotTimed
-      cudaMemsetAsync(step_index.data(), 0xff, step_index.bytes(), stream));
-  SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream));
   items.reserve(2 * kMaxStamps + detail::kMaxAliases);
   measure_costs();
-  make_publish_graph();
+  set_publication();
   if (options.max_in_flight > 0) {
     pacer.emplace(prof, stream, pacer_options(options), StepPacer::Driven{});
     pacer->set_on_step([this](const DeviceStep& d) { device_step(d); });
@@ -202,31 +179,23 @@ DeviceStageTimer::Impl::Impl(StepProfiler& profiler, cudaStream_t s, DeviceStage
   attached = prof.attach(*this);  // last: nothing below can throw once the profiler calls us
 }
 
-void DeviceStageTimer::Impl::make_publish_graph() {
-  SIMPROF_CUDA_CHECK(cudaGraphCreate(publish_graph.out(), 0));
-  publish_recs = records.data();
+void DeviceStageTimer::Impl::set_publication() {
+  publish_recs = engine.record<StepRecord>(0);
   publish_ring = static_cast<unsigned>(options.ring);
   publish_args[0] = &publish_recs;
   publish_args[1] = &publish_to;
   publish_args[2] = &publish_ring;
   publish_args[3] = &publish_step;
   publish_args[4] = &publish_eager;
-  publish_params.func = reinterpret_cast<void*>(&publish_kernel);
-  publish_params.gridDim = dim3(1);
-  publish_params.blockDim = dim3(kPublishThreads);
-  publish_params.kernelParams = publish_args;
-  const cuda::detail::OwnNodes own;  // simprof's node: a kernel tracer gives it no stage
-  SIMPROF_CUDA_CHECK(
-      cudaGraphAddKernelNode(&publish_node, publish_graph.get(), nullptr, 0, &publish_params));
-  SIMPROF_CUDA_CHECK(cudaGraphInstantiate(publish_exec.out(), publish_graph.get(), 0));
+  engine.set_publication(
+      {reinterpret_cast<const void*>(&publish_kernel), kPublishThreads, publish_args});
 }
 
 DeviceStageTimer::Impl::~Impl() {
   hook->detach();  // a cache (or a user) that still holds it launches the plain graph from now on
   attached.detach();
-  // Stamps and publications may still be in flight; errors are not thrown here.
+  // Stamps may still be in flight (the engine waits for its publications); errors not thrown here.
   cudaStreamSynchronize(stream);
-  cudaStreamSynchronize(side.get());
 }
 
 void DeviceStageTimer::Impl::set_stream(cudaStream_t s) noexcept {
@@ -259,12 +228,11 @@ void DeviceStageTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t tick
   // replayed graph in the step finds its record through it (an eager stamp is told where its time
   // goes).
   const auto value = skip ? kNotTimed : static_cast<unsigned>(step);
-  const CUresult r = write_value32()(reinterpret_cast<CUstream>(stream),
-                                     reinterpret_cast<CUdeviceptr>(step_index.data()), value, 0);
-  if (r != CUDA_SUCCESS) {
+  const int r = engine.write_tag(stream, value);
+  if (r != 0) {
     if (reported) return;
     try {
-      report("cuStreamWriteValue32", describe_driver(static_cast<int>(r)));
+      report("cuStreamWriteValue32", describe_driver(r));
     } catch (...) {
     }
   }
@@ -296,22 +264,14 @@ void DeviceStageTimer::Impl::on_step_end(std::uint64_t step, std::int64_t ticks,
   // An unstamped step leaves the slot alone: it may still hold an unread step's publication.
   if (skip) return;
   slots[slot].completed = outcome == StepOutcome::kCompleted;
-  // On the timer's stream once the step's work is done: off the path of the next step.
-  cudaError_t e = cudaEventRecord(step_done.get(), stream);
-  if (e == cudaSuccess) e = cudaStreamWaitEvent(side.get(), step_done.get(), 0);
-  if (e != cudaSuccess) return lost_publication("cudaStreamWaitEvent", e);
   // Never full here: a stamped step's slot was free at its begin (slots[...].unread), and each
   // unread step holds one reading.
-  publish_step = step;  // the arguments are copied into the executable here
+  publish_step = step;
   publish_eager = slots[slot].eager_stamps;
-  publish_to = readings.device<StepRecord>(readings.next());
-  if ((e = cudaGraphExecKernelNodeSetParams(publish_exec.get(), publish_node, &publish_params)) !=
-      cudaSuccess)
-    return lost_publication("cudaGraphExecKernelNodeSetParams (the publication's step)", e);
-  if ((e = cudaGraphLaunch(publish_exec.get(), side.get())) != cudaSuccess)
-    return lost_publication("the publication's cudaGraphLaunch", e);
-  if ((e = readings.sent(side.get(), step)) != cudaSuccess)
-    return lost_publication("cudaEventRecord (the publication's arrival)", e);
+  publish_to = engine.next_reading<StepRecord>();
+  const char* what = nullptr;
+  if (const cudaError_t e = engine.publish(stream, step, 0, what); e != cudaSuccess)
+    return lost_publication(what, e);
   slots[slot].unread = true;
   poll();
 }

@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "readback_ring.hpp"
 #include "simprof/cuda/graphs/instrumentation.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/cuda/runtime/handle.hpp"
@@ -22,6 +21,7 @@
 #include "simprof/cuda/timing/stage_timer.hpp"
 #include "simprof/detail/ring.hpp"
 #include "stamp_graph.hpp"
+#include "stamp_ring.hpp"
 
 namespace simprof::cuda {
 
@@ -107,7 +107,7 @@ struct DeviceStageTimer::Impl final : StepListener {
   cudaError_t launch_eager_stamp(unsigned long long* at, detail::StepRecord* begin,
                                  unsigned tag) noexcept;
   bool merged_eager(StageId stage, int kind) noexcept;
-  void make_publish_graph();
+  void set_publication();
   void join(const detail::StepRecord& r, std::uint64_t step);
   cudaGraph_t stamp_copy(cudaGraph_t graph, cudaError_t& e, const char*& what);
   void unpaired(StageId id, std::uint64_t step);
@@ -187,24 +187,16 @@ struct DeviceStageTimer::Impl final : StepListener {
   int device_id;  // the current device when made: the stream's (bind_device)
   DeviceStageTimerOptions options;
   std::optional<StepPacer> pacer;  // driven: called first at each step begin and end
-  Stream side;                     // publishes each step's record, off the step's path
-  // The publication: a one-node graph, its step set before each launch. A plain launch of it leaks
-  // host memory inside CUPTI once CUPTI is loaded (docs/reliability.md); a graph launch does not.
-  GraphHandle publish_graph;  // kept: SetParams names its node, not the executable's
-  GraphExecHandle publish_exec;
-  cudaGraphNode_t publish_node = nullptr;
-  cudaKernelNodeParams publish_params{};
+  // The step records, their tag (the step in progress, written by the stream at its start) and
+  // their publication (publish_kernel with the arguments below, set before each).
+  detail::StampRing engine;
   void* publish_args[5] = {};
   const detail::StepRecord* publish_recs = nullptr;
   detail::StepRecord* publish_to = nullptr;  // the reading's slot, as the device sees it
   unsigned publish_ring = 0;
   unsigned long long publish_step = 0;
-  unsigned publish_eager = 0;  // the step's eager stamps
-  Event step_done{cudaEventDisableTiming};
-  detail::ReadbackRing readings;             // the published records, joined in step order
-  DeviceBuffer<detail::StepRecord> records;  // where stamps are written, by step % ring
-  DeviceBuffer<unsigned> step_index;  // the step in progress, written by the stream at its start
-  detail::CaptureStamps capture;      // stamp nodes of the capture in progress
+  unsigned publish_eager = 0;                     // the step's eager stamps
+  detail::CaptureStamps capture;                  // stamp nodes of the capture in progress
   std::shared_ptr<detail::StampHook<Impl>> hook;  // GraphCache's view, held weakly there
   std::vector<Slot> slots;                        // by step % ring
   bool began_eagerly = false;                     // the step in progress has an eager begin stamp
