@@ -14,11 +14,6 @@ constexpr CUpti_CallbackId kGraphNodeCalls[] = {CUPTI_CBID_RESOURCE_GRAPHNODE_CR
 
 constexpr CUpti_CallbackId kMarkCall = CUPTI_RUNTIME_TRACE_CBID_cudaRuntimeGetVersion_v3020;
 
-// Per thread, not the process's: the id of this thread's last marker call, and whether it is
-// inside an OwnNodes.
-thread_local std::uint32_t t_mark = 0;
-thread_local bool t_own_nodes = false;
-
 // The driver calls that launch a kernel or a graph (the per-thread-stream forms too).
 constexpr CUpti_CallbackId kDriverLaunches[] = {
     CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
@@ -50,6 +45,11 @@ CuptiProcess& CuptiProcess::get() noexcept {
   return *process;
 }
 
+CuptiProcess::Thread& CuptiProcess::this_thread() noexcept {
+  thread_local Thread self;
+  return self;
+}
+
 std::shared_ptr<void> CuptiProcess::shared_allocations(
     const std::function<std::shared_ptr<void>()>& make) {
   const std::lock_guard<std::mutex> lock(shared_mutex_);
@@ -74,7 +74,7 @@ void CUPTIAPI CuptiProcess::forward(void* self, CUpti_CallbackDomain domain, CUp
                                     const void* data) {
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && id == kMarkCall) {
     const auto* d = static_cast<const CUpti_CallbackData*>(data);
-    if (d->callbackSite == CUPTI_API_ENTER) t_mark = d->correlationId;
+    if (d->callbackSite == CUPTI_API_ENTER) CuptiProcess::this_thread().mark = d->correlationId;
     return;
   }
   auto& p = *static_cast<CuptiProcess*>(self);
@@ -139,10 +139,11 @@ CUptiResult enable_correlation_marks(CUpti_SubscriberHandle subscriber, bool on)
 }
 
 std::uint32_t correlation_mark() noexcept {
-  t_mark = 0;
+  CuptiProcess::Thread& self = CuptiProcess::this_thread();
+  self.mark = 0;
   int version = 0;
-  cudaRuntimeGetVersion(&version);  // its callback sets t_mark on this thread
-  return t_mark;
+  cudaRuntimeGetVersion(&version);  // its callback sets this thread's mark
+  return self.mark;
 }
 
 void set_cupti_handler(CuptiHandler handler, void* context) noexcept {
@@ -174,9 +175,11 @@ CUptiResult enable_launches(CUpti_SubscriberHandle subscriber, bool on) noexcept
   return CUPTI_SUCCESS;
 }
 
-OwnNodes::OwnNodes() noexcept : was_(t_own_nodes) { t_own_nodes = true; }
-OwnNodes::~OwnNodes() { t_own_nodes = was_; }
-bool OwnNodes::active() noexcept { return t_own_nodes; }
+OwnNodes::OwnNodes() noexcept : was_(CuptiProcess::this_thread().own_nodes) {
+  CuptiProcess::this_thread().own_nodes = true;
+}
+OwnNodes::~OwnNodes() { CuptiProcess::this_thread().own_nodes = was_; }
+bool OwnNodes::active() noexcept { return CuptiProcess::this_thread().own_nodes; }
 
 CUptiResult enable_graph_nodes(CUpti_SubscriberHandle subscriber, bool on) noexcept {
   if (subscriber == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;

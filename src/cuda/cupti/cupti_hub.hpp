@@ -31,10 +31,18 @@ using CuptiHandler = void (*)(void* context, CUpti_CallbackDomain domain, CUpti_
 ///     right after;
 ///   * the one KernelTracer (claim_tracer), which CUPTI's buffer and clock callbacks reach, and the
 ///     one DeviceAllocations (claim_allocations), shared by whoever asks (shared_allocations);
-///   * how many kernel tracer windows are open.
+///   * how many kernel tracer windows are open;
+///   * what its callbacks keep per thread (this_thread(): a callback runs on the calling thread).
 class CuptiProcess {
  public:
   static CuptiProcess& get() noexcept;
+  /// CUPTI's state of the calling thread, for the thread's life.
+  struct Thread {
+    std::uint32_t mark = 0;  ///< the id of the thread's last correlation mark (correlation_mark())
+    bool own_nodes = false;  ///< inside an OwnNodes
+    int in_runtime = 0;      ///< > 0 inside a runtime allocation call (DeviceAllocations)
+  };
+  static Thread& this_thread() noexcept;
   CuptiProcess(const CuptiProcess&) = delete;
   CuptiProcess& operator=(const CuptiProcess&) = delete;
 

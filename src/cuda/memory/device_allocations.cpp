@@ -29,9 +29,6 @@ struct State {
   std::unordered_map<std::uintptr_t, std::size_t> sizes;  // live allocations made while counting
 };
 
-// > 0 inside a runtime allocation call: the driver calls it makes are its own, not counted again.
-thread_local int t_in_runtime = 0;
-
 void allocated(State& s, std::uintptr_t ptr, std::size_t bytes) {
   s.allocs.fetch_add(1, std::memory_order_relaxed);
   s.alloc_bytes.fetch_add(bytes, std::memory_order_relaxed);
@@ -72,10 +69,10 @@ std::uintptr_t addr(const void* p) { return reinterpret_cast<std::uintptr_t>(p);
 
 void runtime_call(State& s, CUpti_CallbackId id, const CUpti_CallbackData* d) {
   if (d->callbackSite == CUPTI_API_ENTER) {
-    ++t_in_runtime;
+    ++detail::CuptiProcess::this_thread().in_runtime;
     return;
   }
-  --t_in_runtime;
+  --detail::CuptiProcess::this_thread().in_runtime;
   if (*static_cast<const cudaError_t*>(d->functionReturnValue) != cudaSuccess) return;
   switch (id) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020: {
@@ -111,7 +108,9 @@ void runtime_call(State& s, CUpti_CallbackId id, const CUpti_CallbackData* d) {
 }
 
 void driver_call(State& s, CUpti_CallbackId id, const CUpti_CallbackData* d) {
-  if (t_in_runtime > 0 || d->callbackSite != CUPTI_API_EXIT) return;
+  // Inside a runtime allocation call the driver calls it makes are its own, not counted again.
+  if (detail::CuptiProcess::this_thread().in_runtime > 0 || d->callbackSite != CUPTI_API_EXIT)
+    return;
   if (*static_cast<const CUresult*>(d->functionReturnValue) != CUDA_SUCCESS) return;
   switch (id) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
