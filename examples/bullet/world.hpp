@@ -136,7 +136,7 @@ class Pool {
 inline EngineZones* g_zones = nullptr;
 inline ReferenceProfile* g_reference = nullptr;
 // Which of the two profilers is outside the other in this step. The outer one's interval holds the
-// inner one's clock reads and bookkeeping (0.1-0.2 us a call), so the order swaps every step
+// inner one's clock reads and bookkeeping, so the order swaps every step
 // (between steps only: a zone's enter and leave see the same order) and neither is always the one
 // that holds the other's cost.
 inline std::atomic<bool> g_reference_outside{false};

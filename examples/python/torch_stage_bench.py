@@ -214,9 +214,9 @@ def stage_check(n_envs, kernels, graph, steps, out_dir, fw="torch"):
 
 def cost_check(n_envs, kernels, graph, iterations, steps, fw="torch"):
     """Interleaved loops, the median over iterations of each loop over its baseline. Every loop
-    works on one array: at 30,000 envs a loop's speed depends on where its 7.7 MB lie (on the H200,
-    loops with arrays of their own differed by up to 2 % with the same tools). "null" is a second
-    loop without tools: its ratio is the method's own spread, printed beside the costs."""
+    works on one array: at 30,000 envs a loop's speed depends on where its arrays lie (docs/python.md).
+    "null" is a second loop without tools: its ratio is the method's own spread, printed beside the
+    costs."""
     first = Loop(n_envs, kernels, graph, None, fw=fw)
     loops = {"plain": first}
     for name, tool in (("paced", "pacer"), ("timed", "timer"), ("null", None)):

@@ -501,8 +501,8 @@ def test_memory_tracker_counts_torchs_allocations():
 
 
 def test_a_stream_object_lives_as_long_as_what_uses_it():
-    # CUDA cannot be asked about a destroyed stream (cudaStreamGetDevice reads the freed stream: a
-    # crash on the H200), so a stream object handed to simprof is held until the handle is closed.
+    # CUDA cannot be asked about a destroyed stream (cudaStreamGetDevice reads the freed stream and
+    # may crash), so a stream object handed to simprof is held until the handle is closed.
     torch = torch_on_gpu()
     import gc
     import weakref

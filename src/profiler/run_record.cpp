@@ -15,7 +15,6 @@
 #include <fmt/format.h>
 
 #include "simprof/base/io.hpp"
-#include "simprof/trace/chrome_json.hpp"
 
 #ifndef SIMPROF_GIT_COMMIT
 #define SIMPROF_GIT_COMMIT "unknown"

@@ -17,53 +17,6 @@
 
 namespace simprof {
 
-std::string json_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 8);
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c < 0x20 || c == 0x7f) {
-      out += fmt::format("\\u{:04x}", c);
-    } else if (c < 0x80) {
-      out += static_cast<char>(c);
-    } else {
-      // A UTF-8 sequence passes through when it is well formed (shortest form, no surrogate, at
-      // most U+10FFFF: what JSON parsers accept); anything else becomes U+FFFD, a byte at a time.
-      const std::size_t len = c >= 0xf0 && c <= 0xf4  ? 4
-                              : c >= 0xe0 && c < 0xf0 ? 3
-                              : c >= 0xc2 && c < 0xe0 ? 2
-                                                      : 0;
-      bool ok = len != 0 && i + len <= s.size();
-      std::uint32_t cp = c & (0x7fu >> len);
-      for (std::size_t k = 1; ok && k < len; ++k) {
-        const auto d = static_cast<unsigned char>(s[i + k]);
-        ok = (d & 0xc0) == 0x80;
-        cp = (cp << 6) | (d & 0x3fu);
-      }
-      constexpr std::uint32_t kShortest[] = {0, 0, 0x80, 0x800, 0x10000};
-      ok = ok && cp >= kShortest[len] && cp <= 0x10ffff && (cp < 0xd800 || cp > 0xdfff);
-      if (ok) {
-        out.append(s.substr(i, len));
-        i += len;
-        continue;
-      }
-      out += "\xef\xbf\xbd";
-    }
-    ++i;
-  }
-  return out;
-}
-
 namespace {
 
 using chrome::append_us;

@@ -12,7 +12,7 @@ Rules:
     file's own room (its folder) or from a room it depends on (ROOM_DEPS: one way, no cycles);
     a public header includes only public headers;
   * core: the core (every room but cuda/ and the C API's CUDA half) includes no CUDA, CUPTI, NVTX
-    or NCCL header.
+    or NCCL header, and its rooms include each other's public headers one way only (CORE_USES);
 Known debts are listed in tools/layout/debt.txt with their size today: such a file or function may
 not grow, and when it shrinks or is paid off its line must be lowered or removed (a ratchet)."""
 import os
@@ -39,6 +39,18 @@ CORE = ('include/simprof/base', 'include/simprof/detail', 'include/simprof/memor
         'include/simprof/precision', 'include/simprof/profiler', 'include/simprof/timers',
         'include/simprof/trace', 'src/base', 'src/memory', 'src/precision', 'src/profiler',
         'src/timers', 'src/trace')
+# Which core rooms each core room's files (include/simprof/ROOM, src/ROOM) may include: one way, no
+# cycles (docs/architecture.md#which-way-the-dependencies-go).
+CORE_USES = {
+    'detail': set(),
+    'base': {'detail'},
+    'profiler': {'base', 'detail'},
+    'timers': {'base', 'detail'},
+    'precision': {'base', 'detail'},
+    'trace': {'profiler', 'base', 'detail'},
+    'memory': {'trace', 'profiler', 'base', 'detail'},
+}
+PUBLIC_ROOM = re.compile(r'^\s*#\s*include\s*"simprof/([a-z_]+)/', re.M)
 DEVICE_HEADER = re.compile(r'#\s*include\s*<(cuda|cupti|nvtx|nccl|cub/|thrust/)')
 QUOTED = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 
@@ -123,11 +135,23 @@ def room_breaches(root):
     return out
 
 
+def core_breaches(root):
+    out = []
+    for room, uses in sorted(CORE_USES.items()):
+        for top in (os.path.join('include', 'simprof', room), os.path.join('src', room)):
+            for rel in sources(root, top):
+                text = open(os.path.join(root, rel), encoding='utf-8', errors='replace').read()
+                for other in sorted(set(PUBLIC_ROOM.findall(text)) - uses - {room}):
+                    out.append(f'{rel}: the core room {room} includes simprof/{other}/, which it '
+                               'does not use (tools/layout/check.py CORE_USES)')
+    return out
+
+
 def main(argv):
     root = os.path.abspath(argv[1] if len(argv) > 1 else
                            os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
     debts = read_debts(os.path.join(root, 'tools', 'layout', 'debt.txt'))
-    breaches = size_breaches(root, debts) + room_breaches(root)
+    breaches = size_breaches(root, debts) + room_breaches(root) + core_breaches(root)
     for b in breaches:
         print(b)
     print(f'layout: {len(breaches)} breach{"es" if len(breaches) != 1 else ""}, '

@@ -55,6 +55,15 @@ def test_the_core_including_a_cuda_header_fails(tmp_path):
     assert rc == 1 and 'the core includes a device header' in out, out
 
 
+def test_a_core_room_including_one_above_it_fails(tmp_path):
+    rc, out = tree(tmp_path, {'src/profiler/r.cpp': '#include "simprof/trace/chrome_json.hpp"\n',
+                              'src/trace/t.cpp': '#include "simprof/profiler/listener.hpp"\n'})
+    assert rc == 1, out
+    assert ('src/profiler/r.cpp: the core room profiler includes simprof/trace/, which it does not '
+            'use') in out, out
+    assert 'src/trace/t.cpp' not in out, 'trace uses profiler: ' + out
+
+
 def test_debts_ratchet(tmp_path):
     files = {'src/base/a.cpp': lines(450)}
     assert tree(tmp_path, files, 'src/base/a.cpp 450\n')[0] == 0

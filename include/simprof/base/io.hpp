@@ -18,6 +18,9 @@ void write_file_atomic(const std::string& path, std::string_view text);
 
 /// `s` as XML text (SVG): <, >, & and " escaped.
 std::string xml_escape(std::string_view s);
+/// `s` as the body of a JSON string: quotes, backslashes and control characters escaped; valid
+/// UTF-8 passes through; invalid bytes become U+FFFD.
+std::string json_escape(std::string_view s);
 
 /// The NVIDIA kernel driver's version as `nvidia-smi` prints it ("580.159.04"), read from
 /// /proc/driver/nvidia/version; "" where there is none (no NVIDIA driver, not Linux). The CUDA

@@ -20,13 +20,10 @@
 #include <string>
 #include <string_view>
 
+#include "simprof/base/io.hpp"  // json_escape
 #include "simprof/trace/span.hpp"
 
 namespace simprof {
-
-/// `s` as the body of a JSON string: quotes, backslashes and control characters escaped; valid
-/// UTF-8 passes through; invalid bytes become U+FFFD.
-std::string json_escape(std::string_view s);
 
 /// The trace as Chrome Trace Event JSON: {Kineto's header, "traceEvents": [...],
 /// "otherData": {...}}. Metadata events first, then by time (stable: equal times keep the spans'
