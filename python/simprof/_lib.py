@@ -92,8 +92,7 @@ for _n, _a in [
     ("simprof_trace_file", [vp, size, ctypes.POINTER(cstr)]),
     ("simprof_kernel_tracer_new", [vp, vp, cint, ctypes.POINTER(vp)]),
     ("simprof_nvtx_new", [vp, ctypes.POINTER(vp)]),
-    ("simprof_collective_begin", [vp, cstr, i64, i64, cstr, cstr, cstr, ctypes.POINTER(cint), size,
-                                  ctypes.POINTER(vp)]),
+    ("simprof_collective_begin", [vp, vp, ctypes.POINTER(vp)]),
     ("simprof_stream_check", [vp, ctypes.POINTER(cint)]),
     ("simprof_step_pacer_new", [vp, vp, vp, ctypes.POINTER(vp)]),
     ("simprof_step_pacer_finish", [vp]),
@@ -151,7 +150,7 @@ for _n in ("simprof_options_free", "simprof_profiler_free", "simprof_manual_cloc
            "simprof_kernel_timer_free", "simprof_gpu_profile_free",
            "simprof_gpu_profile_options_init", "simprof_stage_timer_options_init",
            "simprof_trace_options_init", "simprof_step_pacer_options_init",
-           "simprof_kernel_timer_options_init",
+           "simprof_kernel_timer_options_init", "simprof_collective_info_init",
            "simprof_stopwatch_free", "simprof_memory_tracker_free"):
     _sig(_n, None, vp)
 _sig("simprof_steps", u64, vp)
@@ -176,6 +175,13 @@ _sig("simprof_memory_tracker_reason", cstr, vp)
 class PacerCounters(ctypes.Structure):
     """simprof_pacer_counters."""
     _fields_ = [("steps", u64), ("waits", u64), ("wait_s", dbl), ("most_in_flight", u64)]
+
+
+class CollectiveInfoC(ctypes.Structure):
+    """simprof_collective_info."""
+    _fields_ = [("size", size), ("op", cstr), ("in_nelems", i64), ("out_nelems", i64),
+                ("dtype", cstr), ("group_name", cstr), ("group_desc", cstr),
+                ("ranks", ctypes.POINTER(cint)), ("n_ranks", size)]
 
 
 class TraceOptionsC(ctypes.Structure):

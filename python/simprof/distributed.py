@@ -9,7 +9,9 @@ import contextlib
 import sys
 from typing import Any, Iterator, Optional, Sequence
 
-from ._lib import cint, lib, new
+import ctypes
+
+from ._lib import CollectiveInfoC, cint, lib, new
 from .core import StepProfiler
 from .errors import InvalidArgument
 
@@ -91,9 +93,14 @@ def collective(prof: StepProfiler, op: str, nelems: int, dtype: Any, group: Any 
     torch.distributed is initialised), a torch.distributed group or a simprof.ProcessGroup."""
     g = _group_of(group)
     ranks = (cint * len(g.ranks))(*g.ranks)
-    handle = new(lib.simprof_collective_begin, prof._h, str(op).encode(), int(nelems),
-                 int(nelems if out_nelems is None else out_nelems), _dtype_name(dtype).encode(),
-                 g.name.encode(), g.desc.encode(), ranks, len(g.ranks))
+    info = CollectiveInfoC()
+    lib.simprof_collective_info_init(ctypes.byref(info))
+    info.op, info.dtype = str(op).encode(), _dtype_name(dtype).encode()
+    info.in_nelems = int(nelems)
+    info.out_nelems = int(nelems if out_nelems is None else out_nelems)
+    info.group_name, info.group_desc = g.name.encode(), g.desc.encode()
+    info.ranks, info.n_ranks = ranks, len(g.ranks)
+    handle = new(lib.simprof_collective_begin, prof._h, ctypes.byref(info))
     try:
         yield
     finally:

@@ -1,14 +1,17 @@
 # SPDX-License-Identifier: MIT
 """One C API table: every function simprof.h (and simprof_cuda.h) declares has a ctypes prototype
-in simprof._lib whose every argument type and result type is the C one's (ctype_of), and the C API's CUDA functions
-(cuda.cpp, cuda_timers.cpp, gpu_profile.cpp) have a stub each in cuda_unavailable.cpp, which
-defines nothing else. A drift between the three copies fails here, naming the function."""
+in simprof._lib whose every argument type and result type is the C one's (ctype_of); every struct
+they define has a ctypes Structure with the same fields, in order, of the same types; and the C
+API's CUDA functions (cuda.cpp, cuda_timers.cpp, gpu_profile.cpp) have a stub each in
+cuda_unavailable.cpp, which defines nothing else. A drift between the copies fails here, naming the
+function or the field."""
 import ctypes
 import os
 import re
 
 import pytest
 
+from simprof import _lib
 from simprof._lib import FPS_CALLBACK, lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -130,3 +133,53 @@ def test_every_cuda_function_has_a_stub_without_cuda(table):
     assert cuda - stubs == set(), "no stub in cuda_unavailable.cpp: %s" % sorted(cuda - stubs)
     assert stubs - cuda == set(), "a stub with no CUDA function: %s" % sorted(stubs - cuda)
     assert cuda <= set(table), "defined, not declared in simprof.h: %s" % sorted(cuda - set(table))
+
+
+STRUCT = re.compile(r"typedef struct (simprof_[a-z_0-9]+) \{(.*?)\} \1;", re.S)
+FIELD_TYPES = {"int": ctypes.c_int, "int64_t": ctypes.c_int64, "uint64_t": ctypes.c_uint64,
+               "uint32_t": ctypes.c_uint32, "double": ctypes.c_double, "size_t": ctypes.c_size_t,
+               "char*": ctypes.c_char_p, "int*": ctypes.POINTER(ctypes.c_int)}
+
+
+def c_structs():
+    """{struct name: [(field, C type)]} of the structs the headers define."""
+    out = {}
+    for path in HEADERS:
+        for name, body in STRUCT.findall(source(path)):
+            fields = []
+            for decl in filter(None, (d.strip() for d in body.split(";"))):
+                decl = re.sub(r"\bconst\b", " ", decl).replace("*", "* ")
+                words = decl.split()
+                fields.append((words[-1], "".join(words[:-1])))
+            out[name] = fields
+    return out
+
+
+def py_structs():
+    """{struct name: its ctypes Structure} of _lib.py (each names its C struct in its docstring)."""
+    out = {}
+    for value in vars(_lib).values():
+        if isinstance(value, type) and issubclass(value, ctypes.Structure) and value.__doc__:
+            out[value.__doc__.strip().rstrip(".")] = value
+    return out
+
+
+def test_every_struct_has_a_structure_with_its_fields():
+    c, py = c_structs(), py_structs()
+    assert len(c) >= 12, "the headers' structs were not found: %s" % sorted(c)
+    assert set(c) == set(py), "C only: %s; Python only: %s" % (sorted(set(c) - set(py)),
+                                                               sorted(set(py) - set(c)))
+    wrong = []
+    for name, fields in sorted(c.items()):
+        got = [(f, t) for f, t in py[name]._fields_]
+        if [f for f, _ in fields] != [f for f, _ in got]:
+            wrong.append("%s: fields %s in C, %s in _lib.py" %
+                         (name, [f for f, _ in fields], [f for f, _ in got]))
+            continue
+        for (field, ctype), (_, t) in zip(fields, got):
+            want = FIELD_TYPES.get(ctype)
+            if want is None:
+                wrong.append("%s.%s: '%s' has no rule in FIELD_TYPES" % (name, field, ctype))
+            elif t is not want:
+                wrong.append("%s.%s: '%s' in C, %s in _lib.py" % (name, field, ctype, t.__name__))
+    assert not wrong, "\n".join(wrong)

@@ -48,15 +48,26 @@ struct simprof_collective {
 
 extern "C" {
 
-simprof_status simprof_collective_begin(simprof_profiler* p, const char* op, int64_t in_nelems,
-                                        int64_t out_nelems, const char* dtype,
-                                        const char* group_name, const char* group_desc,
-                                        const int* ranks, size_t n_ranks,
+void simprof_collective_info_init(simprof_collective_info* info) {
+  if (info == nullptr) return;
+  *info =
+      simprof_collective_info{sizeof(*info), nullptr, 0, 0, nullptr, nullptr, nullptr, nullptr, 0};
+}
+
+simprof_status simprof_collective_begin(simprof_profiler* p, const simprof_collective_info* info,
                                         simprof_collective** out) {
   SIMPROF_C_REQUIRE(p, "profiler");
+  SIMPROF_C_REQUIRE(info, "info");
   SIMPROF_C_REQUIRE(out, "out");
   *out = nullptr;
   return guarded([&] {
+    const simprof_collective_info in = simprof::c_api::checked_options(
+        info, simprof_collective_info_init, "simprof_collective_info");
+    const char* op = in.op;
+    const char* dtype = in.dtype;
+    const std::int64_t in_nelems = in.in_nelems, out_nelems = in.out_nelems;
+    const int* ranks = in.ranks;
+    const std::size_t n_ranks = in.n_ranks;
     using simprof::CollectiveOp;
     using simprof::DType;
     const CollectiveOp o = parse<CollectiveOp>(
@@ -80,8 +91,8 @@ simprof_status simprof_collective_begin(simprof_profiler* p, const char* op, int
       throw std::invalid_argument(
           fmt::format("simprof: collective ranks is NULL with n_ranks = {}", n_ranks));
     simprof::ProcessGroup g;
-    if (group_name) g.name = group_name;
-    if (group_desc) g.desc = group_desc;
+    if (in.group_name) g.name = in.group_name;
+    if (in.group_desc) g.desc = in.group_desc;
     if (n_ranks != 0) g.ranks.assign(ranks, ranks + n_ranks);
     // The profiler's copy: a trace session refers to it until the window is written.
     auto same = [&](const simprof::ProcessGroup& h) {

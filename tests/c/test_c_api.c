@@ -371,17 +371,39 @@ int main(void) {
     if (i == 0) { /* a collective in the window: a CPU span with Kineto's arguments */
       const int ranks[2] = {0, 1};
       simprof_collective* c = NULL;
-      CHECK(simprof_collective_begin(p, "all_sum", 8, 8, "Float", NULL, NULL, ranks, 2, &c) ==
-            SIMPROF_INVALID_ARGUMENT);
+      simprof_collective_info info;
+      simprof_collective_info_init(&info);
+      CHECK(info.size == sizeof(info) && info.op == NULL && info.n_ranks == 0);
+      CHECK(simprof_collective_begin(p, &info, &c) == SIMPROF_INVALID_ARGUMENT);
+      CHECK(strstr(simprof_last_error(), "collective op is NULL") != NULL);
+      info.op = "all_sum";
+      info.in_nelems = info.out_nelems = 8;
+      info.dtype = "Float";
+      info.ranks = ranks;
+      info.n_ranks = 2;
+      CHECK(simprof_collective_begin(p, &info, &c) == SIMPROF_INVALID_ARGUMENT);
       CHECK(strstr(simprof_last_error(), "op 'all_sum' (expected one of allreduce") != NULL);
-      CHECK(simprof_collective_begin(p, "allreduce", 8, 8, "float", NULL, NULL, ranks, 2, &c) ==
-            SIMPROF_INVALID_ARGUMENT);
+      info.op = "allreduce";
+      info.dtype = "float";
+      CHECK(simprof_collective_begin(p, &info, &c) == SIMPROF_INVALID_ARGUMENT);
       CHECK(strstr(simprof_last_error(), "dtype 'float'") != NULL);
-      CHECK(simprof_collective_begin(p, "all_reduce", 8, 8, "Float", NULL, NULL, NULL, 2, &c) ==
-            SIMPROF_INVALID_ARGUMENT);
+      info.op = "all_reduce";
+      info.dtype = "Float";
+      info.ranks = NULL;
+      CHECK(simprof_collective_begin(p, &info, &c) == SIMPROF_INVALID_ARGUMENT);
       CHECK(c == NULL);
-      CHECK(simprof_collective_begin(p, "all_reduce", 1024, 1024, "Float", "0", "default_pg", ranks,
-                                     2, &c) == SIMPROF_OK);
+      info.size = 8;
+      CHECK(simprof_collective_begin(p, &info, &c) == SIMPROF_INVALID_ARGUMENT);
+      CHECK(strstr(simprof_last_error(), "simprof_collective_info.size = 8") != NULL);
+      simprof_collective_info_init(&info);
+      info.op = "all_reduce";
+      info.in_nelems = info.out_nelems = 1024;
+      info.dtype = "Float";
+      info.group_name = "0";
+      info.group_desc = "default_pg";
+      info.ranks = ranks;
+      info.n_ranks = 2;
+      CHECK(simprof_collective_begin(p, &info, &c) == SIMPROF_OK);
       simprof_collective_end(c);
       simprof_collective_end(NULL);
     }

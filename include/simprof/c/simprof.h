@@ -148,14 +148,25 @@ simprof_status simprof_timer_svg(const simprof_timer_stats* stats, const char* t
  * op: torch.distributed's name as Kineto writes it ("allreduce", "allgather", "reduce_scatter",
  * "broadcast", "reduce", "all_to_all", "send", "recv", "barrier"; "all_reduce", "all_gather" are
  * taken too). dtype: torch's name ("Float", "Double", "Half", "BFloat16", "Int", "Long", "Byte",
- * "Bool"). group_name / group_desc: NULL for "0" / "default_pg"; ranks: the group's global ranks
- * (NULL with n_ranks 0: none given). The scope ends (and its handle is freed) with
- * simprof_collective_end; free it before the profiler. */
+ * "Bool"). The scope ends (and its handle is freed) with simprof_collective_end; free it before
+ * the profiler. */
 typedef struct simprof_collective simprof_collective;
-simprof_status simprof_collective_begin(simprof_profiler* prof, const char* op, int64_t in_nelems,
-                                        int64_t out_nelems, const char* dtype,
-                                        const char* group_name, const char* group_desc,
-                                        const int* ranks, size_t n_ranks, simprof_collective** out);
+/** A collective call (simprof_collective_info_init: no op or dtype, 0 elements, the default
+ * group). */
+typedef struct simprof_collective_info {
+  size_t size;            /**< sizeof(simprof_collective_info), set by _init */
+  const char* op;         /**< torch.distributed's or Kineto's name (required) */
+  int64_t in_nelems;      /**< elements in */
+  int64_t out_nelems;     /**< elements out */
+  const char* dtype;      /**< torch's name (required) */
+  const char* group_name; /**< NULL: "0" */
+  const char* group_desc; /**< NULL: "default_pg" */
+  const int* ranks;       /**< the group's global ranks (NULL with n_ranks 0: none given) */
+  size_t n_ranks;         /**< how many */
+} simprof_collective_info;
+void simprof_collective_info_init(simprof_collective_info* info);
+simprof_status simprof_collective_begin(simprof_profiler* prof, const simprof_collective_info* info,
+                                        simprof_collective** out);
 /* Ends the scope and frees the handle (NULL: nothing). */
 void simprof_collective_end(simprof_collective* collective);
 
