@@ -12,8 +12,8 @@
 #include "ratio_reporter.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/cuda/runtime/stream.hpp"
+#include "simprof/cuda/timing/device_timer_buffer.hpp"
 #include "simprof/cuda/timing/stopwatch.hpp"
-#include "simprof/cuda/timing/timer_buffer.hpp"
 
 namespace {
 

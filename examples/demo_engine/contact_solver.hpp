@@ -23,7 +23,7 @@
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/graphs/while_loop.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"
-#include "simprof/cuda/timing/timer_buffer.hpp"
+#include "simprof/cuda/timing/device_timer_buffer.hpp"
 #include "simprof/timers/timer_view.hpp"
 
 namespace simprof::engine {

@@ -28,8 +28,8 @@
 #include "simprof/cuda/graphs/while_loop.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/cuda/runtime/stream.hpp"
+#include "simprof/cuda/timing/device_timer_buffer.hpp"
 #include "simprof/cuda/timing/stopwatch.hpp"
-#include "simprof/cuda/timing/timer_buffer.hpp"
 #include "simprof/cuda/trace/kernel_tracer.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 #include "simprof/timers/timer_stats.hpp"  // TimerFrame

@@ -4,7 +4,7 @@
 #include "demo_engine/cuda_engine.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/cuda/runtime/stream.hpp"
-#include "simprof/cuda/timing/timer_buffer.hpp"
+#include "simprof/cuda/timing/device_timer_buffer.hpp"
 #include "timer_run.hpp"
 
 namespace simprof::examples {

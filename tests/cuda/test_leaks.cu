@@ -28,8 +28,8 @@
 #include "simprof/cuda/precision/device_comparer.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/cuda/runtime/stream.hpp"
+#include "simprof/cuda/timing/device_timer_buffer.hpp"
 #include "simprof/cuda/timing/stage_timer.hpp"
-#include "simprof/cuda/timing/timer_buffer.hpp"
 #include "test_util.hpp"
 
 // --- the sweep ----------------------------------------------------------------------------------

@@ -17,7 +17,7 @@
 #include "simprof/cuda/graphs/graph_cache.hpp"
 #include "simprof/cuda/graphs/while_loop.hpp"
 #include "simprof/cuda/precision/device_comparer.hpp"
-#include "simprof/cuda/timing/timer_buffer.hpp"
+#include "simprof/cuda/timing/device_timer_buffer.hpp"
 #include "simprof/cuda/trace/kernel_tracer.hpp"
 #include "simprof/precision/checker.hpp"
 #include "simprof/trace/session.hpp"

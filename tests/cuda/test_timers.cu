@@ -11,7 +11,7 @@
 #include "demo_engine/cuda_engine.hpp"
 #include "gpu_test.hpp"
 #include "simprof/cuda/graphs/graph_cache.hpp"
-#include "simprof/cuda/timing/timer_buffer.hpp"
+#include "simprof/cuda/timing/device_timer_buffer.hpp"
 
 using namespace simprof;
 using namespace simprof::cuda;

@@ -23,8 +23,6 @@ namespace {
 // to every stamp in the chain.
 __global__ void node_stamp_kernel(unsigned long long* at) { *at = global_timer_ns(); }
 
-constexpr int kCalibrationStamps = 33;
-
 GraphKernelTimerOptions checked(GraphKernelTimerOptions o) {
   if (o.sample_every < 1)
     throw std::invalid_argument(fmt::format(
@@ -64,7 +62,9 @@ GraphKernelTimer::Impl::Impl(StepProfiler& p, cudaStream_t s, GraphKernelTimerOp
   }
   open_stages.reserve(StepProfiler::kMaxDepth + 1);
   // The engine's record starts zeroed: a copy made during a sampled step finds its row clean.
-  hop_ns = detail::measured_once(device_id, &StampCost::hop_ns, [this] { return calibrate(); });
+  hop_ns = detail::measured_once(device_id, &StampCost::hop_ns, [this] {
+    return detail::measure_hop(stream, reinterpret_cast<const void*>(&node_stamp_kernel));
+  });
   attached = prof.attach(*this);  // last: nothing below can throw once the profiler calls us
 }
 
@@ -72,40 +72,6 @@ GraphKernelTimer::Impl::~Impl() {
   hook->detach();
   attached.detach();
   cudaStreamSynchronize(stream);  // stamps may be in flight; errors not thrown here
-}
-
-// What one stamp adds to a chain: a graph of kCalibrationStamps stamps, each after the previous
-// one, launched 3 times (the first loads and warms): the median gap between two consecutive stamps
-// of the last launch.
-double GraphKernelTimer::Impl::calibrate() {
-  DeviceBuffer<unsigned long long> t(kCalibrationStamps);
-  GraphHandle g;
-  SIMPROF_CUDA_CHECK(cudaGraphCreate(g.out(), 0));
-  cudaKernelNodeParams kp{};
-  kp.gridDim = dim3(1);
-  kp.blockDim = dim3(1);
-  kp.func = reinterpret_cast<void*>(&node_stamp_kernel);
-  cudaGraphNode_t prev = nullptr;
-  for (int i = 0; i < kCalibrationStamps; ++i) {
-    unsigned long long* at = t.data() + i;
-    void* args[] = {&at};
-    kp.kernelParams = args;
-    cudaGraphNode_t n = nullptr;
-    SIMPROF_CUDA_CHECK(
-        cudaGraphAddKernelNode(&n, g.get(), prev ? &prev : nullptr, prev ? 1 : 0, &kp));
-    prev = n;
-  }
-  GraphExecHandle exec;
-  SIMPROF_CUDA_CHECK(cudaGraphInstantiate(exec.out(), g.get(), 0));
-  for (int i = 0; i < 3; ++i) SIMPROF_CUDA_CHECK(cudaGraphLaunch(exec.get(), stream));
-  unsigned long long h[kCalibrationStamps] = {};
-  t.copy_to_host(h, kCalibrationStamps, stream);
-  SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream));
-  double gaps[kCalibrationStamps - 1];
-  for (int i = 0; i + 1 < kCalibrationStamps; ++i) gaps[i] = static_cast<double>(h[i + 1] - h[i]);
-  constexpr int mid = (kCalibrationStamps - 1) / 2;
-  std::nth_element(gaps, gaps + mid, gaps + (kCalibrationStamps - 1));
-  return gaps[mid];
 }
 
 void GraphKernelTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t) {

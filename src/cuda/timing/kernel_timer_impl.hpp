@@ -111,7 +111,6 @@ struct GraphKernelTimer::Impl final : StepListener {
   void poll_locked() noexcept;
   void read(std::size_t slot, std::uint64_t step, const Pending& p) noexcept;
   void release(cudaGraph_t copy) noexcept;
-  double calibrate();  // one stamp's hop in a chain, ns
   unsigned long long* row() const noexcept { return engine.record<unsigned long long>(0); }
   ClockPoint probe_clock() noexcept;       // the ping-pong (start() and stop_and_collect() only)
   void add_spans(std::vector<Span>& out);  // the window's replays, with `mu` held

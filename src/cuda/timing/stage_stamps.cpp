@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 // DeviceStageTimer's stage boundaries: noted for the stamped copy of a captured step (one leaf
 // stamp after the work captured before them), or stamped eagerly on the stream; and the copy
-// itself. The kernels and the publication are in stage_timer.cu, the calibration in
-// stage_calibrate.cu.
+// itself. The kernels, the publication and the stamp costs are in stage_timer.cu.
 #include <algorithm>
 
 #include <fmt/format.h>

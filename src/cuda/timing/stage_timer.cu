@@ -18,6 +18,7 @@
 #include "simprof/cuda/timing/device_clock.cuh"
 #include "simprof/profiler/report.hpp"
 #include "stage_timer_impl.hpp"
+#include "stamp_cost.hpp"
 
 namespace simprof::cuda {
 
@@ -177,6 +178,34 @@ DeviceStageTimer::Impl::Impl(StepProfiler& profiler, cudaStream_t s, DeviceStage
     pacer->set_on_step([this](const DeviceStep& d) { device_step(d); });
   }
   attached = prof.attach(*this);  // last: nothing below can throw once the profiler calls us
+}
+
+// The device's eager stamp costs, measured once per device: launched as eager stamps are
+// (programmatic dependents where the GPU has them and the stamp's code, compiled for 9.0 and up,
+// waits for them), and as plain launches (steps a kernel tracer traces).
+void DeviceStageTimer::Impl::measure_costs() {
+  int major = 0;
+  SIMPROF_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_id));
+  cudaFuncAttributes stamp_code{};
+  SIMPROF_CUDA_CHECK(cudaFuncGetAttributes(&stamp_code, detail::eager_stamp_kernel_fn()));
+  dependent_launch = major >= 9 && stamp_code.ptxVersion >= 90;
+  detail::set_dependent_launch(device_id, dependent_launch);
+  eager_stamp_ns =
+      detail::measured_once(device_id, &StampCost::eager_ns, [this] { return calibrate(); });
+  eager_stamp_plain_ns = detail::measured_once(device_id, &StampCost::eager_plain_ns, [this] {
+    if (!dependent_launch) return eager_stamp_ns;
+    plain_now = true;
+    struct Reset {
+      bool& plain;
+      ~Reset() { plain = false; }
+    } reset{plain_now};
+    return calibrate();
+  });
+}
+
+double DeviceStageTimer::Impl::calibrate() {
+  return detail::measure_eager(
+      stream, [this](unsigned long long* at) { return launch_eager_stamp(at, nullptr, 0); });
 }
 
 void DeviceStageTimer::Impl::set_publication() {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // DeviceStageTimer's insides: the device records, and the timer's state, one struct per ring slot.
 // Shared by its device side (stage_timer.cu: kernels, publication; stage_stamps.cpp: stamps,
-// capture; stage_calibrate.cu) and its host side (stage_join.cpp: joining, means). Private to
+// capture) and its host side (stage_join.cpp: joining, means). Private to
 // src/cuda/timing.
 #pragma once
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "simprof/cuda/timing/timer_buffer.hpp"
+#include "simprof/cuda/timing/device_timer_buffer.hpp"
 
 #include <fmt/format.h>
 

@@ -1,26 +1,27 @@
 // SPDX-License-Identifier: MIT
-// What DeviceStageTimer's eager stamps cost a stage: measured once per device (stamp_cost.hpp) on
-// the first timer's stream, with kernels of known length queued back to back with and without
-// stamps between them.
+// What the stamps cost, measured on the stream of the first timer that needs it (stamp_cost.hpp):
+// an eager stamp, with kernels of known length queued back to back with and without stamps between
+// them; a stamp node, as the gap between stamps chained in a graph.
 #include <algorithm>
 
 #include <spdlog/spdlog.h>
 
 #include "simprof/base/log.hpp"
+#include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/cuda/runtime/error.hpp"
+#include "simprof/cuda/runtime/handle.hpp"
 #include "simprof/cuda/timing/device_clock.cuh"
-#include "stage_timer_impl.hpp"
 #include "stamp_cost.hpp"
 
-namespace simprof::cuda {
+namespace simprof::cuda::detail {
 
 namespace {
 
 // Opens a hold_kernel's gate in mapped memory (the GPU polls it).
 void let_run(unsigned& gate) { reinterpret_cast<volatile unsigned&>(gate) = 1; }
 
-// calibrate()'s stand-in for an engine's kernel: launched as one is, it runs 2 us (long enough for
-// a dependent launched after it to be on the GPU when it ends).
+// measure_eager()'s stand-in for an engine's kernel: launched as one is, it runs 2 us (long enough
+// for a dependent launched after it to be on the GPU when it ends).
 __global__ void stand_in_kernel() {
   const unsigned long long t0 = global_timer_ns();
   while (global_timer_ns() - t0 < 2'000) {
@@ -40,32 +41,11 @@ __global__ void hold_kernel(unsigned long long ns, const volatile unsigned* go,
   if (*go == 0) *gave_up = 1;
 }
 
+constexpr int kCalibrationStamps = 33;  // a stamp node's chain
+
 }  // namespace
 
-// The device's eager stamp costs, measured once per device: launched as eager stamps are
-// (programmatic dependents where the GPU has them and the stamp's code, compiled for 9.0 and up,
-// waits for them), and as plain launches (steps a kernel tracer traces).
-void DeviceStageTimer::Impl::measure_costs() {
-  int major = 0;
-  SIMPROF_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_id));
-  cudaFuncAttributes stamp_code{};
-  SIMPROF_CUDA_CHECK(cudaFuncGetAttributes(&stamp_code, detail::eager_stamp_kernel_fn()));
-  dependent_launch = major >= 9 && stamp_code.ptxVersion >= 90;
-  detail::set_dependent_launch(device_id, dependent_launch);
-  eager_stamp_ns =
-      detail::measured_once(device_id, &StampCost::eager_ns, [this] { return calibrate(); });
-  eager_stamp_plain_ns = detail::measured_once(device_id, &StampCost::eager_plain_ns, [this] {
-    if (!dependent_launch) return eager_stamp_ns;
-    plain_now = true;
-    struct Reset {
-      bool& plain;
-      ~Reset() { plain = false; }
-    } reset{plain_now};
-    return calibrate();
-  });
-}
-
-double DeviceStageTimer::Impl::calibrate() {
+double measure_eager(cudaStream_t stream, const EagerStamp& launch_stamp) {
   // A stage read as on a sampled eager step, twice over: 8 kernels back to back between a begin
   // and an end stamp, then the same 8 kernels each in a child stage of its own (16 stamps more,
   // two between each two kernels, as between an engine's stages). A sixteenth of the difference
@@ -90,7 +70,7 @@ double DeviceStageTimer::Impl::calibrate() {
   } release{gate, stream};
   unsigned long long* next = t.data();
   const auto stamp = [&] {
-    if (const cudaError_t e = launch_eager_stamp(next++, nullptr, 0); e != cudaSuccess)
+    if (const cudaError_t e = launch_stamp(next++); e != cudaSuccess)
       throw CudaError(e, "cudaLaunchKernelEx (an eager stamp, calibrating)", __FILE__, __LINE__);
   };
   const auto kernel = [&] {
@@ -134,4 +114,38 @@ double DeviceStageTimer::Impl::calibrate() {
   return std::max(0.0, middle / (kPairs - 2 * (kPairs / 4)));
 }
 
-}  // namespace simprof::cuda
+// What one stamp adds to a chain: a graph of kCalibrationStamps stamps, each after the previous
+// one, launched 3 times (the first loads and warms): the median gap between two consecutive stamps
+// of the last launch.
+double measure_hop(cudaStream_t stream, const void* node_stamp) {
+  DeviceBuffer<unsigned long long> t(kCalibrationStamps);
+  GraphHandle g;
+  SIMPROF_CUDA_CHECK(cudaGraphCreate(g.out(), 0));
+  cudaKernelNodeParams kp{};
+  kp.gridDim = dim3(1);
+  kp.blockDim = dim3(1);
+  kp.func = const_cast<void*>(node_stamp);
+  cudaGraphNode_t prev = nullptr;
+  for (int i = 0; i < kCalibrationStamps; ++i) {
+    unsigned long long* at = t.data() + i;
+    void* args[] = {&at};
+    kp.kernelParams = args;
+    cudaGraphNode_t n = nullptr;
+    SIMPROF_CUDA_CHECK(
+        cudaGraphAddKernelNode(&n, g.get(), prev ? &prev : nullptr, prev ? 1 : 0, &kp));
+    prev = n;
+  }
+  GraphExecHandle exec;
+  SIMPROF_CUDA_CHECK(cudaGraphInstantiate(exec.out(), g.get(), 0));
+  for (int i = 0; i < 3; ++i) SIMPROF_CUDA_CHECK(cudaGraphLaunch(exec.get(), stream));
+  unsigned long long h[kCalibrationStamps] = {};
+  t.copy_to_host(h, kCalibrationStamps, stream);
+  SIMPROF_CUDA_CHECK(cudaStreamSynchronize(stream));
+  double gaps[kCalibrationStamps - 1];
+  for (int i = 0; i + 1 < kCalibrationStamps; ++i) gaps[i] = static_cast<double>(h[i + 1] - h[i]);
+  constexpr int mid = (kCalibrationStamps - 1) / 2;
+  std::nth_element(gaps, gaps + mid, gaps + (kCalibrationStamps - 1));
+  return gaps[mid];
+}
+
+}  // namespace simprof::cuda::detail
