@@ -4,7 +4,7 @@
 simulators mark theirs, and CUDA events at every step's end to time itself. `simprof run` profiles
 it unchanged (run_bench.py compares the two).
 
-    python3 nvtx_loop.py [--n-envs 1024] [--kernels 100] [--graph] [--steps 2000]
+    python3 nvtx_loop.py [--n-envs 1024] [--kernels 100] [--graph] [--steps 2000] [--torch-profiler]
 
 The step: K elementwise kernels (x.add_(0.5) over n_envs x 64 floats) in "physics" (60 %),
 "sensors" > "Cam" (25 %) and "rewards" (the rest), on the current stream, never synchronised
@@ -14,6 +14,7 @@ stage spans over the second half, from the events (one before physics, one after
 and the host's period over the second half.
 """
 import argparse
+import contextlib
 import json
 import time
 
@@ -32,6 +33,9 @@ def main():
     ap.add_argument("--kernels", type=int, default=100)
     ap.add_argument("--graph", action="store_true")
     ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--torch-profiler", action="store_true",
+                    help="the loop inside torch.profiler.profile (CPU and CUDA activities, every "
+                         "step traced, the trace kept in memory): its cost, for comparison")
     a = ap.parse_args()
     x = torch.zeros(a.n_envs, 64, device="cuda")
     counts = split(a.kernels)
@@ -58,8 +62,32 @@ def main():
     # Events before physics and after each stage: the stages' device spans and the step ends.
     marks = [[torch.cuda.Event(enable_timing=True) for _ in range(4)] for _ in range(a.steps)]
     torch.cuda.synchronize()
+    profiler = contextlib.nullcontext()
+    if a.torch_profiler:
+        acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+        profiler = torch.profiler.profile(activities=acts)
+    with profiler:
+        t0, t_half, t_end = loop(a, run, marks)
+    torch.cuda.synchronize()
+    # The period from step 63 (the end of simprof run --gpu's first sampled window, as it counts
+    # by default) to the last: the span its device rate (steps_per_s) is measured over.
+    first = min(63, a.steps // 4)
+    half = a.steps // 2
+    period_ms = marks[first][3].elapsed_time(marks[-1][3]) / (a.steps - 1 - first)
+    stage_us = {name: 1e3 * sum(marks[i][k].elapsed_time(marks[i][k + 1])
+                                for i in range(half, a.steps)) / (a.steps - half)
+                for k, name in enumerate(("physics", "sensors", "rewards"))}
+    print(json.dumps({"events_period_us": 1e3 * period_ms, "events_stage_us": stage_us,
+                      "host_period_us": 1e6 * (t_end - t_half) / (a.steps - half),
+                      "n_envs": a.n_envs, "kernels": a.kernels, "graph": a.graph,
+                      "steps": a.steps, "wall_s": t_end - t0}))
+
+
+def loop(a, run, marks):
+    """The steps, each marked by NVTX ranges and timed by events: (start, half-way, end)."""
     t0 = time.perf_counter()
     half = a.steps // 2
+    t_half = t0
     for i in range(a.steps):
         if i == half:
             t_half = time.perf_counter()
@@ -76,19 +104,7 @@ def main():
             with torch.cuda.nvtx.range("rewards"):
                 run[2]()
             m[3].record()
-    t_end = time.perf_counter()
-    torch.cuda.synchronize()
-    # The period from step 63 (the end of simprof run --gpu's first sampled window, as it counts
-    # by default) to the last: the span its device rate (steps_per_s) is measured over.
-    first = min(63, a.steps // 4)
-    period_ms = marks[first][3].elapsed_time(marks[-1][3]) / (a.steps - 1 - first)
-    stage_us = {name: 1e3 * sum(marks[i][k].elapsed_time(marks[i][k + 1])
-                                for i in range(half, a.steps)) / (a.steps - half)
-                for k, name in enumerate(("physics", "sensors", "rewards"))}
-    print(json.dumps({"events_period_us": 1e3 * period_ms, "events_stage_us": stage_us,
-                      "host_period_us": 1e6 * (t_end - t_half) / (a.steps - half),
-                      "n_envs": a.n_envs, "kernels": a.kernels, "graph": a.graph,
-                      "steps": a.steps, "wall_s": t_end - t0}))
+    return t0, t_half, time.perf_counter()
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
 did, are its stage times the device's, and what does it cost?
 
     python3 run_bench.py --simprof <simprof command> [--n-envs 1024 30000] [--kernels 100]
-        [--steps 3000] [--repeats 3] [--gpu-every 64] [--gpu-interval MS] [--json out.json]
+        [--steps 3000] [--repeats 3] [--gpu-every 64] [--gpu-interval MS] [--torch-profiler]
+        [--json out.json]
 
 Per size and mode (eager, torch.cuda.CUDAGraph), `repeats` rounds, each the loop alone and then
 under `simprof run --gpu`, every run timing itself with CUDA events (nvtx_loop.py):
@@ -20,6 +21,8 @@ under `simprof run --gpu`, every run timing itself with CUDA events (nvtx_loop.p
   cost    the events' device period under simprof run over the loop's alone, the median of the
           rounds; "null" compares the loop alone with itself across rounds (the spread of separate
           processes). Target: <= 2 %, met only where the null is within 1 %.
+  torch.profiler  with --torch-profiler, each round also runs the loop inside torch.profiler
+          (CPU and CUDA activities, every step traced): its cost the same way, for comparison.
 
 Exit status 0 when every target is met.
 """
@@ -47,8 +50,12 @@ def last_json(text):
 
 
 def one_config(a, n_envs, graph):
-    plain, profiled, fps, stages = [], [], [], []
+    plain, profiled, fps, stages, torch_prof = [], [], [], [], []
     for _ in range(a.repeats):
+        if a.torch_profiler:
+            t = subprocess.run(loop_args(n_envs, a.kernels, graph, a.steps) + ["--torch-profiler"],
+                               capture_output=True, text=True, check=True)
+            torch_prof.append(last_json(t.stdout))
         p = subprocess.run(loop_args(n_envs, a.kernels, graph, a.steps), capture_output=True,
                            text=True, check=True)
         plain.append(last_json(p.stdout))
@@ -86,6 +93,8 @@ def one_config(a, n_envs, graph):
            "period_us": base, "cost": cost, "null": null,
            "fps_ratio": med([f[0] for f in fps]), "fps_line_ratio": med([f[1] for f in fps]),
            "gpu_bound": gpu_bound, "stages": {}, "sampled_steps": stages[-1]["_sampled"]}
+    if torch_prof:
+        out["torch_profiler_cost"] = med([r["events_period_us"] for r in torch_prof]) / base - 1
     for name in ("physics", "sensors", "rewards"):
         ours = med([s[name][0] for s in stages])
         events = med([s[name][1] for s in stages])
@@ -113,6 +122,8 @@ def main():
     ap.add_argument("--modes", nargs="+", default=["eager", "graph"], choices=["eager", "graph"])
     ap.add_argument("--no-gpu", action="store_true",
                     help="simprof run --no-gpu: the host side's cost alone")
+    ap.add_argument("--torch-profiler", action="store_true",
+                    help="also the loop inside torch.profiler, each round: its cost beside ours")
     ap.add_argument("--json")
     a = ap.parse_args()
     results = []
@@ -128,6 +139,9 @@ def main():
                       "" if r["met"]["fps"] else " MISSED", r["fps_line_ratio"], 100 * r["cost"], 100 * r["null"],
                       "" if r["met"]["cost"] else (" NOISY" if r["null"] > 0.01 else " MISSED"),
                       st, "" if r["met"]["stages"] else " MISSED"), flush=True)
+            if "torch_profiler_cost" in r:
+                print("%6d envs %-5s torch.profiler cost %+.2f %%" % (
+                    n, r["mode"], 100 * r["torch_profiler_cost"]), flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"bench": "run_bench", "steps": a.steps, "repeats": a.repeats,

@@ -1,37 +1,14 @@
 // SPDX-License-Identifier: MIT
 // GraphKernelTimer: the device time of every kernel inside a replayed graph, without CUPTI.
 //
-// CUPTI's per-kernel tracing costs the host tens of microseconds per cudaGraphLaunch
-// (docs/gpu-truth.md): a replayed step of 100 short kernels turns launch-bound under it. This timer
-// instead gives each graph a stamped copy (graphs/instrumentation.hpp) and launches it on one step
-// in `sample_every`; every other step replays the graph as captured, untouched:
-//   * a one-thread stamp kernel after every node of the graph (empty nodes aside), put *in the
-//     chain*: the node's dependents wait for its stamp, not for the node. A stamp therefore runs as
-//     soon as its node ends and before anything that follows it — it cannot be held back behind
-//     the next work (a leaf stamp can: the scheduler may start it after later kernels filled the
-//     GPU) — and the copy costs the sampled replay about one stamp's run per node;
-//   * a node's start is its predecessors' ends: the latest of their stamps (the copy's begin stamp
-//     for a root; through empty nodes, their own predecessors'). A stamp before every node would
-//     double the stamps for a reading the predecessors' stamps already give;
-//   * a node's device time is (its stamp - its start) less `hop`: what one stamp adds to a chain
-//     (the stamp's own run and a launch gap), measured in every stamped replay by a second stamp
-//     right after the copy's begin stamp. What remains is the node's run plus the launch gap
-//     before it (and, where the graph's other branches fill every SM, the wait for a free one).
-// Each kernel node is named by its function (demangled, as Kineto names kernels), placed in the
-// stage that was open when it was captured (from the profiler's stage boundaries during the
-// capture), and identified by CUPTI's ids of the graph as captured and of its node. Statistics
-// (mean, min, max over the sampled replays) are per node; kernel_table() groups them by stage.
-// Works while another tool (Nsight Systems, torch.profiler) holds CUPTI: no CUPTI call subscribes.
-//
-// In a trace: added to a TraceSession (add_source), the timer stamps every step of each window
-// (trace_every_step) and writes each stamped node as a device span on `pid = device, tid = stream`
-// with Kineto's kernel fields (grid, block, registers, shared memory, "graph id", "graph node id")
-// and "stage". The GPU's clock is put on the trace's timebase by a ping-pong through page-locked
-// memory at each window's start and at its collection (the pair with the shortest round trip,
-// interpolated between the two): a span is placed within half that round trip (clock_error_ns()).
-// The spans of one replay share a correlation id of their own (2^32 and up: no launch record goes
-// with them; CUPTI's ids are 32-bit). Where a KernelTracer traces the same window, CUPTI's records
-// are the spans: the timer stamps none of its steps and adds none (said in otherData).
+// Each captured graph gets a stamped copy (graphs/instrumentation.hpp), launched on one step in
+// `sample_every`; other steps replay the graph untouched. A one-thread stamp follows every node in
+// the chain; a node's device time is its stamp less the latest of its predecessors' stamps, less
+// the replay's hop (what one stamp adds, measured in every stamped replay). Nodes are named by
+// their function, placed in the stage open when they were captured, and carry CUPTI's graph and
+// node ids; no CUPTI call subscribes, so it works beside Nsight Systems or torch.profiler. Added to
+// a TraceSession, it stamps every step of each window and writes each node as a Kineto kernel span.
+// How it works and what it costs: docs/gpu-truth.md ("Every kernel of a replayed graph").
 //
 /* clang-format off */
 //   simprof::cuda::GraphKernelTimer kernels(prof, stream);            // 1 replay in 128 stamped

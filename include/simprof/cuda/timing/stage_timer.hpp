@@ -1,28 +1,14 @@
 // SPDX-License-Identifier: MIT
-// DeviceStageTimer: device-side stage times next to the host ones, at a small measured cost
-// (docs/performance.md).
+// DeviceStageTimer: device-side stage times next to the host ones, on the GPU's global timer.
 //
-// On a GPU backend a host stage scope measures how long the host took to enqueue the stage's
-// kernels. Attached to a StepProfiler, a DeviceStageTimer takes the GPU's global timer at every
-// stage boundary of one step in `sample_every` (16 by default), and of no other:
-//   * in a step being captured into a graph (GraphCache), each boundary becomes a one-thread stamp
-//     kernel added to the graph as a leaf: it depends on the work captured before the boundary, and
-//     nothing waits for it. Boundaries with no work between them share one stamp. A GraphCache
-//     given the timer's instrumentation() keeps two executables (graphs/instrumentation.hpp): the
-//     stamped one, launched on sampled steps, and the graph without stamps, launched on every
-//     other step — which therefore runs exactly as it would without the timer;
-//   * in a sampled eager step, a one-thread stamp kernel is launched on the stream at each
-//     boundary, as a programmatic dependent of the work before it (compute capability 9.0 and up):
-//     the GPU schedules it once that work's last block has exited, and it takes the time as soon
-//     as that work is complete.
-// A sampled step's readings are copied to page-locked host memory by a kernel on a stream of the
-// timer's own after the step ends, and joined to the host's step by its index.
-//
-// It paces the loop too (a StepPacer, unless max_in_flight is 0): "period" is the time between
-// consecutive steps' ends and "step" a step's span, from CUDA events, and no reading is ever
-// overwritten. The pacer times the ends of 1 step in sample_every / 2 (the spanned ones, sampled
-// steps among them): the steps between two timed ends share their mean period. Without pacing, a
-// GPU a full ring behind leaves steps untimed (counted).
+// Attached to a StepProfiler, it stamps every stage boundary of one step in `sample_every` (16 by
+// default): in a captured graph (a GraphCache given instrumentation()) as a leaf stamp node of a
+// stamped copy launched on sampled steps only, and in an eager step as a one-thread kernel on the
+// stream after the work before it. A stage's device time runs from the end of the device work
+// before its first boundary to the end of its last kernel, summed over its scopes in the step,
+// children counted into their parents as on the host. It paces the loop too (a StepPacer, unless
+// max_in_flight is 0): "step" and "period" from CUDA events, and no reading is overwritten.
+// How it works and what it costs: docs/gpu-truth.md ("Device stage times").
 //
 /* clang-format off */
 //   simprof::cuda::DeviceStageTimer dev(prof, stream);
@@ -31,13 +17,6 @@
 //   dev.synchronize();
 //   dev.mean("physics");   // seconds on the GPU over the sampled steps; same names as on the host
 /* clang-format on */
-//
-// What a stage's device time is: from the end of the device work before its first boundary to the
-// end of its last kernel — its kernels' span plus the launch gap before the first one — summed over
-// the stage's scopes in the step, children counted into their parents as on the host. Stamps cost
-// the sampled step a short kernel's GPU time per eager boundary (a programmatic launch is cheaper
-// than a plain one, which is used before compute capability 9.0 and in steps a KernelTracer traces;
-// figures in docs/gpu-truth.md); the unsampled steps, nothing.
 #pragma once
 
 #include <cuda_runtime_api.h>
