@@ -17,9 +17,9 @@
 
 namespace simprof {
 
-thread_local EngineZones::ThreadState EngineZones::t_state;
+thread_local detail::EngineZonesState::ThreadState detail::EngineZonesState::t_state;
 
-EngineZones::ThreadLanes::~ThreadLanes() {
+detail::EngineZonesState::ThreadLanes::~ThreadLanes() {
   // Set before other thread_local destructors that may still call enter()/leave().
   t_state.gone = true;
   t_state.zones = nullptr;
@@ -28,7 +28,7 @@ EngineZones::ThreadLanes::~ThreadLanes() {
 
 // A function's own thread_local: its construction check stays here, out of the accesses to
 // t_state (which, constant-initialised, then needs none).
-EngineZones::ThreadLanes& EngineZones::thread_lanes() {
+detail::EngineZonesState::ThreadLanes& detail::EngineZonesState::thread_lanes() {
   thread_local ThreadLanes lanes;
   return lanes;
 }
@@ -37,13 +37,13 @@ namespace {
 std::atomic<std::uint64_t> g_next_zones_id{1};
 }  // namespace
 
-std::size_t EngineZones::NodeKeyHash::operator()(const NodeKey& k) const noexcept {
+std::size_t detail::EngineZonesState::NodeKeyHash::operator()(const NodeKey& k) const noexcept {
   const std::size_t a = std::hash<const void*>{}(k.parent);
   return a ^ (std::hash<const void*>{}(k.name) + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
 }
 
-SIMPROF_ZONES_COLD EngineZones::Node* EngineZones::NodeTable::refill(Slot& slot,
-                                                                     const NodeKey& key) {
+SIMPROF_ZONES_COLD detail::EngineZonesState::Node* detail::EngineZonesState::NodeTable::refill(
+    Slot& slot, const NodeKey& key) {
   if (const auto it = index.find(key); it != index.end()) {
     slot = Slot{key, it->second};
     return it->second;
@@ -60,7 +60,7 @@ SIMPROF_ZONES_COLD EngineZones::Node* EngineZones::NodeTable::refill(Slot& slot,
   return &nodes.back();
 }
 
-EngineZones::EngineZones(StepProfiler& prof, std::string_view under)
+detail::EngineZonesState::EngineZonesState(StepProfiler& prof, std::string_view under)
     : prof_(prof),
       id_(g_next_zones_id.fetch_add(1, std::memory_order_relaxed)),
       loop_thread_(std::this_thread::get_id()) {
@@ -69,20 +69,15 @@ EngineZones::EngineZones(StepProfiler& prof, std::string_view under)
   root_.stage = under_;
   loop_stack_.reserve(StepProfiler::kMaxDepth);
   draining_.reserve(64);
-  prof_.zones_.push_back(this);
   listeners_changed();
 }
 
-EngineZones::~EngineZones() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& l : lanes_) l->owner_gone.store(true, std::memory_order_release);
-  }
-  auto& z = prof_.zones_;
-  z.erase(std::remove(z.begin(), z.end(), this), z.end());
+detail::EngineZonesState::~EngineZonesState() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& l : lanes_) l->owner_gone.store(true, std::memory_order_release);
 }
 
-void EngineZones::listeners_changed() noexcept {
+void detail::EngineZonesState::listeners_changed() noexcept {
   span_listeners_.clear();
   try {
     for (StepListener* l : prof_.listeners_)
@@ -99,7 +94,7 @@ void EngineZones::listeners_changed() noexcept {
 // A repeated zone: the calling thread's last zone was one of this EngineZones', on the same side
 // (a worker's: no line of the EngineZones is read; the loop's: its id, beside its stack). Anything
 // else goes through enter_slow()/leave_slow(), which decide the side and remember it.
-void EngineZones::enter(const char* name) noexcept {
+void detail::EngineZonesState::enter(const char* name) noexcept {
   ThreadState& t = t_state;
   if (SIMPROF_LIKELY(t.zones == this)) {
     if (Lane* l = t.lane) {
@@ -112,7 +107,7 @@ void EngineZones::enter(const char* name) noexcept {
   enter_slow(name);
 }
 
-void EngineZones::leave() noexcept {
+void detail::EngineZonesState::leave() noexcept {
   ThreadState& t = t_state;
   if (SIMPROF_LIKELY(t.zones == this)) {
     if (Lane* l = t.lane) {
@@ -131,7 +126,7 @@ void EngineZones::leave() noexcept {
   leave_slow();
 }
 
-bool EngineZones::claim_loop_thread() noexcept {
+bool detail::EngineZonesState::claim_loop_thread() noexcept {
   if (std::this_thread::get_id() != loop_thread_) return false;
   ThreadState& t = t_state;  // the next zone here takes the loop's fast path
   t.zones = this;
@@ -140,7 +135,7 @@ bool EngineZones::claim_loop_thread() noexcept {
   return true;
 }
 
-SIMPROF_ZONES_NOINLINE void EngineZones::enter_slow(const char* name) noexcept {
+SIMPROF_ZONES_NOINLINE void detail::EngineZonesState::enter_slow(const char* name) noexcept {
   if (t_state.gone) return;
   if (claim_loop_thread()) return loop_enter(name);
   Lane* l = nullptr;
@@ -153,7 +148,7 @@ SIMPROF_ZONES_NOINLINE void EngineZones::enter_slow(const char* name) noexcept {
   worker_enter(*l, name);
 }
 
-SIMPROF_ZONES_NOINLINE void EngineZones::leave_slow() noexcept {
+SIMPROF_ZONES_NOINLINE void detail::EngineZonesState::leave_slow() noexcept {
   ThreadState& t = t_state;
   if (t.gone) return;
   if (claim_loop_thread()) return loop_leave();
@@ -169,7 +164,7 @@ SIMPROF_ZONES_NOINLINE void EngineZones::leave_slow() noexcept {
   worker_leave(t.frames[t.depth], now);
 }
 
-bool EngineZones::resolve(Node& n) noexcept {
+bool detail::EngineZonesState::resolve(Node& n) noexcept {
   if (n.stage != kNoStage) return true;
   if (n.bad) return false;
   try {
@@ -184,7 +179,7 @@ bool EngineZones::resolve(Node& n) noexcept {
   }
 }
 
-SIMPROF_FORCE_INLINE void EngineZones::loop_enter(const char* name) noexcept {
+SIMPROF_FORCE_INLINE void detail::EngineZonesState::loop_enter(const char* name) noexcept {
   const Node* parent = loop_stack_.empty() ? &root_ : loop_stack_.back().node;
   Node* n = nullptr;
   try {
@@ -205,7 +200,7 @@ SIMPROF_FORCE_INLINE void EngineZones::loop_enter(const char* name) noexcept {
 }
 
 // A loop zone whose stage begin_stage() refuses: already open (a scope of that name), or too deep.
-SIMPROF_ZONES_COLD void EngineZones::not_opened(const Node& n) noexcept {
+SIMPROF_ZONES_COLD void detail::EngineZonesState::not_opened(const Node& n) noexcept {
   try {
     prof_.begin_stage(n.stage);  // throws, naming the reason
     loop_stack_.back().opened = true;
@@ -216,7 +211,7 @@ SIMPROF_ZONES_COLD void EngineZones::not_opened(const Node& n) noexcept {
   }
 }
 
-SIMPROF_FORCE_INLINE void EngineZones::loop_leave() noexcept {
+SIMPROF_FORCE_INLINE void detail::EngineZonesState::loop_leave() noexcept {
   if (SIMPROF_UNLIKELY(loop_not_kept_ != 0)) {  // the innermost zone was not kept
     --loop_not_kept_;
     return;
@@ -231,7 +226,7 @@ SIMPROF_FORCE_INLINE void EngineZones::loop_leave() noexcept {
   prof_.close_stage(id, prof_.clock_.now());
 }
 
-SIMPROF_ZONES_COLD void EngineZones::stray_loop_leave() noexcept {
+SIMPROF_ZONES_COLD void detail::EngineZonesState::stray_loop_leave() noexcept {
   say_once(kStrayLeave, [] {
     return std::string(
         "simprof: EngineZones::leave() with no zone open on the loop's thread; ignored");
@@ -240,7 +235,7 @@ SIMPROF_ZONES_COLD void EngineZones::stray_loop_leave() noexcept {
 
 // A scope opened inside the zone is still open: ending the zone would break the nesting. The
 // step's end says so (the profiler's unbalanced-scopes error).
-SIMPROF_ZONES_COLD void EngineZones::left_around_a_scope(const Node& n) noexcept {
+SIMPROF_ZONES_COLD void detail::EngineZonesState::left_around_a_scope(const Node& n) noexcept {
   say_once(kNotOpened, [&] {
     return fmt::format(
         "simprof: engine zone '{}' left while stage '{}' is open inside it; the "
@@ -250,8 +245,8 @@ SIMPROF_ZONES_COLD void EngineZones::left_around_a_scope(const Node& n) noexcept
   });
 }
 
-SIMPROF_ZONES_COLD bool EngineZones::fill_slot(Lane& l, std::size_t slot,
-                                               const NodeKey& key) noexcept {
+SIMPROF_ZONES_COLD bool detail::EngineZonesState::fill_slot(Lane& l, std::size_t slot,
+                                                            const NodeKey& key) noexcept {
   try {
     Lane::Named named;
     if (const auto it = l.names.find(key); it != l.names.end()) {
@@ -277,7 +272,7 @@ SIMPROF_ZONES_COLD bool EngineZones::fill_slot(Lane& l, std::size_t slot,
 }
 
 // The innermost open zone of this EngineZones on the calling thread, under zones of others.
-SIMPROF_ZONES_COLD const EngineZones::Node* EngineZones::worker_parent(
+SIMPROF_ZONES_COLD const detail::EngineZonesState::Node* detail::EngineZonesState::worker_parent(
     const Lane* l) const noexcept {
   const ThreadState& t = t_state;
   for (std::uint32_t i = t.depth; i-- > 0;)
@@ -285,7 +280,7 @@ SIMPROF_ZONES_COLD const EngineZones::Node* EngineZones::worker_parent(
   return &root_;
 }
 
-SIMPROF_ZONES_COLD void EngineZones::too_deep() noexcept {
+SIMPROF_ZONES_COLD void detail::EngineZonesState::too_deep() noexcept {
   ++t_state.not_kept;  // its leave() pairs with it
   say_once(kTooDeep, [] {
     return fmt::format(
@@ -296,7 +291,8 @@ SIMPROF_ZONES_COLD void EngineZones::too_deep() noexcept {
 }
 
 // A worker's zone begins on lane l (the calling thread's, in t_state).
-SIMPROF_FORCE_INLINE void EngineZones::worker_enter(Lane& l, const char* name) noexcept {
+SIMPROF_FORCE_INLINE void detail::EngineZonesState::worker_enter(Lane& l,
+                                                                 const char* name) noexcept {
   ThreadState& t = t_state;
   const std::uint32_t d = t.depth;
   if (SIMPROF_UNLIKELY(d >= kMaxWorkerDepth || t.not_kept != 0)) return too_deep();
@@ -317,7 +313,8 @@ SIMPROF_FORCE_INLINE void EngineZones::worker_enter(Lane& l, const char* name) n
 }
 
 // A worker's zone f (popped off the calling thread's frames) ended at t.
-SIMPROF_FORCE_INLINE void EngineZones::worker_leave(const WorkerFrame& f, std::int64_t t) noexcept {
+SIMPROF_FORCE_INLINE void detail::EngineZonesState::worker_leave(const WorkerFrame& f,
+                                                                 std::int64_t t) noexcept {
   Lane& l = *f.lane;
   // A zone of 2^48 ticks or more (a day or more) has no place in a sum: it goes through the ring.
   const std::int64_t d = std::max<std::int64_t>(t - f.begin, 0);
@@ -331,7 +328,7 @@ SIMPROF_FORCE_INLINE void EngineZones::worker_leave(const WorkerFrame& f, std::i
   queue_zone(l, f, t, summed);
 }
 
-SIMPROF_ZONES_COLD void EngineZones::stray_worker_leave() noexcept {
+SIMPROF_ZONES_COLD void detail::EngineZonesState::stray_worker_leave() noexcept {
   say_once(kStrayLeave, [] {
     return std::string(
         "simprof: EngineZones::leave() with no zone open on a worker thread; ignored");
@@ -339,8 +336,9 @@ SIMPROF_ZONES_COLD void EngineZones::stray_worker_leave() noexcept {
 }
 
 // A worker zone through its thread's queue, for the listeners (or for its time: no sum).
-SIMPROF_ZONES_NOINLINE void EngineZones::queue_zone(Lane& l, const WorkerFrame& f, std::int64_t t,
-                                                    bool summed) noexcept {
+SIMPROF_ZONES_NOINLINE void detail::EngineZonesState::queue_zone(Lane& l, const WorkerFrame& f,
+                                                                 std::int64_t t,
+                                                                 bool summed) noexcept {
   const std::uint64_t h = l.head.load(std::memory_order_relaxed);
   if (h - l.tail.load(std::memory_order_acquire) >= kMaxPending) {
     if (l.dropped.fetch_add(1, std::memory_order_relaxed) == 0) {
@@ -357,22 +355,40 @@ SIMPROF_ZONES_NOINLINE void EngineZones::queue_zone(Lane& l, const WorkerFrame& 
   l.head.store(h + 1, std::memory_order_release);
 }
 
-std::optional<double> EngineZones::worker_cpu_seconds(StageId id) const noexcept {
+std::optional<double> detail::EngineZonesState::worker_cpu_seconds(StageId id) const noexcept {
   if (id >= cpu_in_.size() || cpu_in_[id] != cpu_serial_ || cpu_serial_ == 0) return std::nullopt;
   return prof_.clock_.seconds(cpu_ticks_[id]);
 }
 
-std::optional<double> EngineZones::worker_cpu_seconds(std::string_view name) const noexcept {
-  const StageId id = prof_.find_stage(name);
-  if (id == kNoStage) return std::nullopt;
-  return worker_cpu_seconds(id);
-}
-
-std::uint64_t EngineZones::dropped() const noexcept {
+std::uint64_t detail::EngineZonesState::dropped() const noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
   std::uint64_t n = dropped_;
   for (const auto& l : lanes_) n += l->dropped.load(std::memory_order_relaxed);
   return n;
 }
+
+// The public face: each call goes to the insides (inlined here, in their own file).
+EngineZones::EngineZones(StepProfiler& prof, std::string_view under)
+    : impl_(std::make_unique<detail::EngineZonesState>(prof, under)) {
+  prof.zones_.push_back(impl_.get());
+}
+
+EngineZones::~EngineZones() {
+  auto& z = impl_->profiler().zones_;
+  z.erase(std::remove(z.begin(), z.end(), impl_.get()), z.end());
+}
+
+void EngineZones::enter(const char* name) noexcept { impl_->enter(name); }
+void EngineZones::leave() noexcept { impl_->leave(); }
+std::optional<double> EngineZones::worker_cpu_seconds(StageId id) const noexcept {
+  return impl_->worker_cpu_seconds(id);
+}
+std::optional<double> EngineZones::worker_cpu_seconds(std::string_view name) const noexcept {
+  const StageId id = impl_->profiler().find_stage(name);
+  if (id == kNoStage) return std::nullopt;
+  return impl_->worker_cpu_seconds(id);
+}
+std::uint64_t EngineZones::dropped() const noexcept { return impl_->dropped(); }
+StageId EngineZones::under() const noexcept { return impl_->under(); }
 
 }  // namespace simprof

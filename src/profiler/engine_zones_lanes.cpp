@@ -13,7 +13,7 @@
 
 namespace simprof {
 
-EngineZones::Lane* EngineZones::lane() {
+detail::EngineZonesState::Lane* detail::EngineZonesState::lane() {
   ThreadState& t = t_state;
   auto& entries = thread_lanes().entries;
   for (const ThreadLanes::Entry& e : entries)
@@ -61,7 +61,7 @@ EngineZones::Lane* EngineZones::lane() {
 }
 
 // The loop's zones still open at the step's end: closed there, said once.
-void EngineZones::close_left_open(std::int64_t t) noexcept {
+void detail::EngineZonesState::close_left_open(std::int64_t t) noexcept {
   for (auto it = loop_stack_.rbegin(); it != loop_stack_.rend(); ++it) {
     if (!it->opened) continue;
     const StageId id = it->node->stage;
@@ -82,7 +82,7 @@ void EngineZones::close_left_open(std::int64_t t) noexcept {
 
 // At the step's end, on the loop's thread: close the zones left open, then take the workers' sums
 // that moved into the CPU times and their queued zones to the listeners.
-void EngineZones::step_ending(std::int64_t t) noexcept {
+void detail::EngineZonesState::step_ending(std::int64_t t) noexcept {
   close_left_open(t);
   // The lanes, taken under the lock only when a thread's first zone added one or a step end
   // removed some: most step ends take no lock (its line and code, cold after the engine's work,
@@ -150,7 +150,7 @@ void EngineZones::step_ending(std::int64_t t) noexcept {
   }
 }
 
-bool EngineZones::drained(const Lane& l) noexcept {
+bool detail::EngineZonesState::drained(const Lane& l) noexcept {
   if (l.head.load(std::memory_order_acquire) != l.tail.load(std::memory_order_relaxed))
     return false;
   const std::uint32_t n = l.n_sums.load(std::memory_order_acquire);
@@ -160,7 +160,7 @@ bool EngineZones::drained(const Lane& l) noexcept {
 }
 
 // A worker zone path's CPU ticks at the step end, into its stage's sum (kNoStage: none).
-void EngineZones::add_cpu(StageId stage, bool top, std::int64_t d) noexcept {
+void detail::EngineZonesState::add_cpu(StageId stage, bool top, std::int64_t d) noexcept {
   // Nested worker zones are inside their parent zone's time already; a top-level one also
   // counts into `under` and its parents (the loop's scopes do the same for "a/b" into "a").
   StageId p = stage;
@@ -184,7 +184,7 @@ void EngineZones::add_cpu(StageId stage, bool top, std::int64_t d) noexcept {
 }
 
 // One queued worker zone at the step end: the listeners, and the CPU sums if not summed already.
-void EngineZones::hand_over(const Finished& f) noexcept {
+void detail::EngineZonesState::hand_over(const Finished& f) noexcept {
   if (!resolve(*f.node)) return;
   if (!f.summed) add_cpu(f.node->stage, f.node->parent == &root_, f.end - f.begin);
   const StageId id = f.node->stage;

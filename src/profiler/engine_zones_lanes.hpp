@@ -15,14 +15,14 @@
 
 #include "simprof/base/log.hpp"
 
-#include "simprof/profiler/engine_zones.hpp"
+#include "engine_zones_impl.hpp"
 
 namespace simprof {
 
 // A worker thread's open zones, of every EngineZones that thread enters (their lanes tell them
 // apart: a lane is one thread's for one EngineZones, and frames of an EngineZones that is gone are
 // removed before its lane is freed, so a lane's address is never another's while a frame holds it).
-struct EngineZones::WorkerFrame {
+struct detail::EngineZonesState::WorkerFrame {
   Lane* lane;
   Node* node;
   std::atomic<std::uint64_t>* sum;  // the lane's sum for the node, null for none
@@ -59,7 +59,7 @@ constexpr const char* kNullName = "(null)";  // a null name's one pointer (the c
 // from the lane, with no pointer to load first); the ring's pages are committed as it goes round
 // (up to kMaxPending x 40 bytes, 640 KiB, per worker thread and EngineZones over a long run, and
 // only while spans are wanted or for paths beyond kMaxSums).
-struct alignas(64) EngineZones::Lane {
+struct alignas(64) detail::EngineZonesState::Lane {
   // A sum is one word, so that a reader takes it whole in one load and the step end reads 8 bytes
   // per path and thread: the ticks in the low 48 bits (modulo 2^48: the reader takes differences,
   // and 2^48 ticks are a day or more between two step ends), the zones in the high 16 (modulo
@@ -120,7 +120,7 @@ struct alignas(64) EngineZones::Lane {
 
 // The lanes of the calling thread. At the thread's exit each is marked, and the loop's thread
 // removes it once it has taken what it holds; the EngineZones may be gone by then (shared_ptr).
-struct EngineZones::ThreadLanes {
+struct detail::EngineZonesState::ThreadLanes {
   struct Entry {
     std::uint64_t owner;
     std::shared_ptr<Lane> lane;
@@ -133,10 +133,10 @@ struct EngineZones::ThreadLanes {
 // a repeated zone is told apart with one compare and no look at the EngineZones), and its open
 // worker zones. Trivially constructed and destructed, so that reading it is a plain access to the
 // thread's block (no initialisation check) and it can be read at any point of the thread's exit.
-struct EngineZones::ThreadState {
+struct detail::EngineZonesState::ThreadState {
   // The EngineZones of the thread's last zone, whose address a later one may take: a lane's
   // owner_gone, or loop_of, tells that apart. Null after the thread's lanes are gone.
-  const EngineZones* zones = nullptr;
+  const EngineZonesState* zones = nullptr;
   Lane* lane = nullptr;  // its lane (held in thread_lanes()); null: the thread is its loop's thread
   std::uint64_t loop_of = 0;  // with lane null: the id of the EngineZones whose loop thread it is
   bool gone = false;          // the thread is exiting and its lanes are gone: zones are ignored
@@ -150,7 +150,7 @@ struct EngineZones::ThreadState {
 // The message is made only the first time: a problem repeated in every zone (a stray leave, a
 // zone too deep) costs one load after that, no string and no lock.
 template <class MakeMessage>
-void EngineZones::say_once(Problem p, MakeMessage&& make) noexcept {
+void detail::EngineZonesState::say_once(Problem p, MakeMessage&& make) noexcept {
   if (said_.load(std::memory_order_relaxed) & p) return;
   try {
     {

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "engine_zones_impl.hpp"
 #include "simprof/profiler/engine_zones.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 

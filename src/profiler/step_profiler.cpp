@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "engine_zones_impl.hpp"
 #include "simprof/base/log.hpp"
 #include "simprof/profiler/engine_zones.hpp"
 

@@ -13,9 +13,7 @@
 //   prof.timings().at("physics");  // seconds in the latest step; also "step", "period", "sensors"
 /* clang-format on */
 //
-// An engine that times its own phases (MuJoCo's mjData.timer) hands the durations over with
-// record(); an engine that calls zone hooks (Bullet's profile zones) uses EngineZones
-// (engine_zones.hpp). Both count like scopes.
+// Engines' own timers: record() (MuJoCo's mjData.timer), EngineZones (Bullet's zone hooks).
 //
 // Semantics are Genesis's scene.timings (docs/profiling.md in full): "step" is the whole step
 // scope, "period" runs start to start; a stage absent from a step is absent, the first step has no
@@ -25,8 +23,7 @@
 // (enqueue) times: cuda::StepPacer and cuda::DeviceStageTimer give the GPU's (docs/gpu-truth.md).
 //
 // A StepProfiler belongs to the thread that runs the loop; set_show_fps() alone may be called from
-// another thread. The hot paths (stage enter/exit, step end) allocate nothing, take no lock and
-// format nothing once every stage has been seen once.
+// another thread. Once every stage was seen, the hot paths allocate, lock and format nothing.
 #pragma once
 
 #include <array>
@@ -54,7 +51,9 @@
 
 namespace simprof {
 
-class EngineZones;  // profiler/engine_zones.hpp
+namespace detail {
+class EngineZonesState;  // an EngineZones' insides (profiler/engine_zones.hpp)
+}  // namespace detail
 
 /// The live step rate and the per-step breakdown of a simulation loop: steps and named stages timed
 /// on one clock, their latest times, statistics and listeners (see the header comment).
@@ -233,7 +232,8 @@ class StepProfiler {
   void set_error_handler(std::function<void(const std::string&)> handler);
 
  private:
-  friend class EngineZones;  // registers itself in zones_, ends its zones at the step's end
+  friend class EngineZones;               // registers its state in zones_
+  friend class detail::EngineZonesState;  // ends its zones at the step's end
   template <bool>
   friend class BasicStepScope;
   template <bool>
@@ -316,7 +316,7 @@ class StepProfiler {
   std::size_t depth_ = 0;
   std::array<std::int64_t, kMaxDepth + 1> cursor_{};  // where record()'s next span starts, by depth
   std::vector<std::string> clocks_;                   // set_stage_clock(), by id (grown on use)
-  std::vector<EngineZones*> zones_;   // attached EngineZones (they register themselves)
+  std::vector<detail::EngineZonesState*> zones_;      // attached EngineZones' (they register)
   std::uint64_t zones_ended_in_ = 0;  // serial of the step whose zones end_zones() ended
   bool in_step_ = false, vetoed_ = false, have_prev_ = false;
   std::uint64_t serial_ = 0;            // steps begun; the current step's serial while in a step
