@@ -34,11 +34,12 @@ __global__ void tagged_stamp(unsigned long long* records, const unsigned* tag, u
   if (*tag != detail::kNotTimed) records[*tag * stride] = v;
 }
 
-// A publish kernel: the record the tag names (as it is when the publication runs) and the tag.
-__global__ void publish_tagged(const unsigned long long* records, const unsigned* tag,
-                               unsigned stride, unsigned long long* to) {
-  to[0] = records[*tag * stride];
-  to[1] = *tag;
+// A publish kernel as the stage timer's: the host names the step's record (the stream may have
+// written the next step's tag by the time it runs).
+__global__ void publish_record(const unsigned long long* records, unsigned k, unsigned stride,
+                               unsigned long long* to) {
+  to[0] = records[k * stride];
+  to[1] = k;
 }
 
 // A stream's host function: returns once the test releases it (or after 10 s).
@@ -141,10 +142,12 @@ TEST_F(GpuTest, BesideTheStepAPublicationCopiesTheRecordTheTagNamesAfterTheSteps
   const unsigned long long* records = engine.record<unsigned long long>(0);
   const unsigned* tag = engine.tag();
   auto stride = static_cast<unsigned>(engine.record_bytes() / sizeof(unsigned long long));
+  unsigned k = 0;
   unsigned long long* to = nullptr;
-  void* args[] = {&records, &tag, &stride, &to};
-  engine.set_publication({reinterpret_cast<const void*>(&publish_tagged), 1, args});
-  EXPECT_EQ(engine.record_bytes(), 64u) << "a record starts on a cache line";
+  void* args[] = {&records, &k, &stride, &to};
+  engine.set_publication({reinterpret_cast<const void*>(&publish_record), 1, args});
+  EXPECT_EQ(engine.record_bytes(), sizeof(unsigned long long)) << "records as kernels index them";
+  EXPECT_EQ(engine.record<unsigned long long>(3), records + 3);
   tagged_stamp<<<1, 1, 0, s.get()>>>(engine.record<unsigned long long>(0), tag, stride, 5);
   s.synchronize();
   EXPECT_EQ(engine.readings().in_flight(), 0u);
@@ -153,6 +156,7 @@ TEST_F(GpuTest, BesideTheStepAPublicationCopiesTheRecordTheTagNamesAfterTheSteps
     ASSERT_EQ(engine.write_tag(s.get(), step), 0);
     tagged_stamp<<<1, 1, 0, s.get()>>>(engine.record<unsigned long long>(0), tag, stride,
                                        100 + step);
+    k = step;
     to = engine.next_reading<unsigned long long>();
     ASSERT_EQ(engine.publish(s.get(), step, 0, what), cudaSuccess) << what;
   }
@@ -162,12 +166,12 @@ TEST_F(GpuTest, BesideTheStepAPublicationCopiesTheRecordTheTagNamesAfterTheSteps
   engine.readings().poll([&](std::size_t at, std::uint64_t step, bool arrived) {
     EXPECT_TRUE(arrived);
     const auto* r = engine.readings().host<const unsigned long long>(at);
-    EXPECT_EQ(r[1], step) << "the tag as the publication saw it";
+    EXPECT_EQ(r[1], step) << "the record the host named";
     got.emplace_back(step, r[0]);
     return true;
   });
   EXPECT_EQ(got, (Read{{2, 102}, {3, 103}}))
-      << "the stamp before the tag (kNotTimed) wrote nothing";
+      << "each step's record, read after its stamp";
 }
 
 TEST_F(GpuTest, OnTheStreamAPublicationCopiesTheHostsBytesOfItsOneRecord) {
@@ -193,4 +197,11 @@ TEST_F(GpuTest, OnTheStreamAPublicationCopiesTheHostsBytesOfItsOneRecord) {
     return true;
   });
   EXPECT_EQ(got, (Read{{6, 708}}));
+  // A full ring refuses a publication rather than overwrite an unread reading.
+  StampRing one(s.get(), 1, 8, 1, 8, Publish::kOnStream);
+  ASSERT_EQ(one.publish(s.get(), 1, 8, what), cudaSuccess) << what;
+  EXPECT_EQ(one.publish(s.get(), 2, 8, what), cudaErrorNotReady);
+  EXPECT_STREQ(what, "the publication (every reading is still unread)");
+  one.synchronize();
+  EXPECT_EQ(one.readings().in_flight(), 1u) << "refused: nothing sent";
 }

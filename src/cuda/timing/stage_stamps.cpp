@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // DeviceStageTimer's stage boundaries: noted for the stamped copy of a captured step (one leaf
 // stamp after the work captured before them), or stamped eagerly on the stream; and the copy
-// itself. The kernels, the publication and the stamp costs are in stage_timer.cu.
+// itself. The kernels and the publish kernel are in stage_timer.cu, the publication's launch in
+// stamp_ring.cpp.
 #include <algorithm>
 
 #include <fmt/format.h>

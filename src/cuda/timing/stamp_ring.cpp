@@ -7,6 +7,7 @@
 #include "simprof/cuda/runtime/error.hpp"
 
 #include <stdexcept>
+#include <vector>
 
 namespace simprof::cuda::detail {
 
@@ -24,17 +25,20 @@ WriteValue32 write_value32() {
 
 StampRing::StampRing(cudaStream_t stream, std::size_t records, std::size_t record_bytes,
                      std::size_t readings, std::size_t reading_bytes, Publish where)
-    : record_bytes_((record_bytes + 63) / 64 * 64),  // 8-byte fields stay aligned
-      records_(records * record_bytes_),
+    : record_bytes_(record_bytes),
+      records_(records * record_bytes),
       tag_(1),
       readings_(readings, reading_bytes) {
-  if (where == Publish::kBeside) side_.emplace();
+  if (record_bytes % 8 != 0)
+    throw std::invalid_argument("simprof: StampRing: a record's size is a multiple of 8 bytes");
   if (where == Publish::kOnStream && records != 1)
     throw std::invalid_argument(
         "simprof: StampRing: a publication on the step's stream has one record");
-  if (write_value32() == nullptr)
+  // Only a record per step needs the tag (a copy on the step's stream has one record).
+  if (where == Publish::kBeside && write_value32() == nullptr)
     throw CudaError(cudaErrorNotSupported, "cudaGetDriverEntryPointByVersion(cuStreamWriteValue32)",
                     __FILE__, __LINE__);
+  if (where == Publish::kBeside) side_.emplace();
   // On the timer's stream (a cudaMemset on the default stream is not ordered before a non-blocking
   // stream's work: compute-sanitizer's initcheck saw a reader overtake one), done before the first
   // step.
@@ -55,10 +59,13 @@ void StampRing::set_publication(PublishKernel publish) {
 }
 
 StampRing::~StampRing() {
-  if (side_) cudaStreamSynchronize(side_->get());  // publications in flight; errors not thrown
+  // Publications in flight write into readings_ (freed after this): wait; errors not thrown here.
+  if (side_) cudaStreamSynchronize(side_->get());
+  for (std::size_t i = 0; i < readings_.size(); ++i) cudaEventSynchronize(readings_.arrival(i));
 }
 
 int StampRing::write_tag(cudaStream_t stream, unsigned value) noexcept {
+  if (write_value32() == nullptr) return static_cast<int>(CUDA_ERROR_NOT_SUPPORTED);
   return static_cast<int>(write_value32()(reinterpret_cast<CUstream>(stream),
                                           reinterpret_cast<CUdeviceptr>(tag_.data()), value, 0));
 }
@@ -66,6 +73,10 @@ int StampRing::write_tag(cudaStream_t stream, unsigned value) noexcept {
 cudaError_t StampRing::publish(cudaStream_t stream, std::uint64_t step, std::size_t bytes,
                                const char*& what) noexcept {
   cudaError_t e = cudaSuccess;
+  if (readings_.full()) {  // an unread reading would be overwritten: refused, loudly
+    what = "the publication (every reading is still unread)";
+    return cudaErrorNotReady;
+  }
   if (!side_) {
     // A copy, not a kernel: between two replays of a GPU-bound graph it costs the stream less
     // (docs/performance.md).
@@ -80,9 +91,11 @@ cudaError_t StampRing::publish(cudaStream_t stream, std::uint64_t step, std::siz
     return e;
   }
   // Once the step's work is done, beside it: off the path of the next step.
-  e = cudaEventRecord(step_done_.get(), stream);
-  if (e == cudaSuccess) e = cudaStreamWaitEvent(side_->get(), step_done_.get(), 0);
-  if (e != cudaSuccess) {
+  if ((e = cudaEventRecord(step_done_.get(), stream)) != cudaSuccess) {
+    what = "cudaEventRecord (the step's end, for the publication)";
+    return e;
+  }
+  if ((e = cudaStreamWaitEvent(side_->get(), step_done_.get(), 0)) != cudaSuccess) {
     what = "cudaStreamWaitEvent (the publication's wait for its step)";
     return e;
   }
@@ -102,6 +115,9 @@ cudaError_t StampRing::publish(cudaStream_t stream, std::uint64_t step, std::siz
 
 void StampRing::synchronize() {
   if (side_) SIMPROF_CUDA_CHECK(cudaStreamSynchronize(side_->get()));
+  std::vector<cudaEvent_t> sent;
+  readings_.arrivals(sent, [](std::size_t) { return true; });
+  for (const cudaEvent_t e : sent) SIMPROF_CUDA_CHECK(cudaEventSynchronize(e));
 }
 
 }  // namespace simprof::cuda::detail

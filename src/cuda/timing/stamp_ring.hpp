@@ -2,8 +2,9 @@
 // The stamping timers' one engine (DeviceStageTimer's stage stamps and GraphKernelTimer's node
 // stamps are two strategies over it): device records the stamps write, the tag the stream writes
 // before a step's work (a stamp of a replayed graph finds its record through it), and the
-// publication: once a stamped step's work is done, the strategy's publish kernel copies the step's
-// record into a page-locked reading, and the readings are read in the order they were sent.
+// publication: once a stamped step's work is done, the step's record goes into a page-locked
+// reading (Publish: by the strategy's kernel beside the step, or by a copy on its stream), and the
+// readings are read in the order they were sent.
 // Private to src/cuda/timing.
 #pragma once
 
@@ -38,15 +39,16 @@ enum class Publish { kBeside, kOnStream };
 
 class StampRing {
  public:
-  /// `records` device records of `record_bytes` each (zeroed), and `readings` page-locked readings
-  /// of `reading_bytes` each; the tag reads kNotTimed. Made on `stream` (the timer's device).
+  /// `records` device records of `record_bytes` each (zeroed; a multiple of 8), and `readings`
+  /// page-locked readings of `reading_bytes` each; the tag reads kNotTimed. Made on the current
+  /// device, which must be `stream`'s (the timer binds it).
   StampRing(cudaStream_t stream, std::size_t records, std::size_t record_bytes,
             std::size_t readings, std::size_t reading_bytes, Publish where);
   ~StampRing();
   StampRing(const StampRing&) = delete;
   StampRing& operator=(const StampRing&) = delete;
 
-  /// A record's stride: record_bytes rounded up to a cache line (8-byte fields stay aligned).
+  /// A record's stride: record_bytes, as the strategies' kernels index them (recs[k % ring]).
   std::size_t record_bytes() const noexcept { return record_bytes_; }
   template <class T>
   T* record(std::size_t i) const noexcept {
@@ -68,10 +70,11 @@ class StampRing {
   }
   /// Step `step`'s publication into next_reading(), after the work queued on `stream` so far: the
   /// publish kernel with its arguments as they are now (kBeside), or the record's first `bytes`
-  /// (kOnStream). On failure `what` names the call.
+  /// (kOnStream). On failure `what` names the call; a full ring of readings is refused
+  /// (cudaErrorNotReady: the caller checks readings().full() first).
   cudaError_t publish(cudaStream_t stream, std::uint64_t step, std::size_t bytes,
                       const char*& what) noexcept;
-  /// Waits until every publication sent has run.
+  /// Waits until every publication sent has arrived.
   void synchronize();
 
  private:
