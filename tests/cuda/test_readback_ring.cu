@@ -170,8 +170,7 @@ TEST_F(GpuTest, BesideTheStepAPublicationCopiesTheRecordTheTagNamesAfterTheSteps
     got.emplace_back(step, r[0]);
     return true;
   });
-  EXPECT_EQ(got, (Read{{2, 102}, {3, 103}}))
-      << "each step's record, read after its stamp";
+  EXPECT_EQ(got, (Read{{2, 102}, {3, 103}})) << "each step's record, read after its stamp";
 }
 
 TEST_F(GpuTest, OnTheStreamAPublicationCopiesTheHostsBytesOfItsOneRecord) {
