@@ -63,15 +63,10 @@ simprof_status simprof_collective_begin(simprof_profiler* p, const simprof_colle
   return guarded([&] {
     const simprof_collective_info in = simprof::c_api::checked_options(
         info, simprof_collective_info_init, "simprof_collective_info");
-    const char* op = in.op;
-    const char* dtype = in.dtype;
-    const std::int64_t in_nelems = in.in_nelems, out_nelems = in.out_nelems;
-    const int* ranks = in.ranks;
-    const std::size_t n_ranks = in.n_ranks;
     using simprof::CollectiveOp;
     using simprof::DType;
     const CollectiveOp o = parse<CollectiveOp>(
-        "op", op,
+        "op", in.op,
         {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter,
          CollectiveOp::kBroadcast, CollectiveOp::kReduce, CollectiveOp::kAllToAll,
          CollectiveOp::kSend, CollectiveOp::kRecv, CollectiveOp::kBarrier},
@@ -80,20 +75,21 @@ simprof_status simprof_collective_begin(simprof_profiler* p, const simprof_colle
          {"all_gather_into_tensor", CollectiveOp::kAllGather},
          {"reduce_scatter_tensor", CollectiveOp::kReduceScatter},
          {"all_to_all_single", CollectiveOp::kAllToAll}});
-    const DType d = parse<DType>("dtype", dtype,
+    const DType d = parse<DType>("dtype", in.dtype,
                                  {DType::kFloat, DType::kDouble, DType::kHalf, DType::kBFloat16,
                                   DType::kInt, DType::kLong, DType::kByte, DType::kBool},
                                  {});
-    if (in_nelems < 0 || out_nelems < 0)
-      throw std::invalid_argument(fmt::format(
-          "simprof: collective of {} elements in, {} out (expected >= 0)", in_nelems, out_nelems));
-    if (ranks == nullptr && n_ranks != 0)
+    if (in.in_nelems < 0 || in.out_nelems < 0)
       throw std::invalid_argument(
-          fmt::format("simprof: collective ranks is NULL with n_ranks = {}", n_ranks));
+          fmt::format("simprof: collective of {} elements in, {} out (expected >= 0)", in.in_nelems,
+                      in.out_nelems));
+    if (in.ranks == nullptr && in.n_ranks != 0)
+      throw std::invalid_argument(
+          fmt::format("simprof: collective ranks is NULL with n_ranks = {}", in.n_ranks));
     simprof::ProcessGroup g;
     if (in.group_name) g.name = in.group_name;
     if (in.group_desc) g.desc = in.group_desc;
-    if (n_ranks != 0) g.ranks.assign(ranks, ranks + n_ranks);
+    if (in.n_ranks != 0) g.ranks.assign(in.ranks, in.ranks + in.n_ranks);
     // The profiler's copy: a trace session refers to it until the window is written.
     auto same = [&](const simprof::ProcessGroup& h) {
       return h.name == g.name && h.desc == g.desc && h.ranks == g.ranks;
@@ -102,7 +98,7 @@ simprof_status simprof_collective_begin(simprof_profiler* p, const simprof_colle
     const simprof::ProcessGroup& kept =
         it != p->groups.end() ? *it : p->groups.emplace_back(std::move(g));
     auto c = std::make_unique<simprof_collective>();
-    c->scope.emplace(p->prof, simprof::Collective{o, d, in_nelems, out_nelems, &kept});
+    c->scope.emplace(p->prof, simprof::Collective{o, d, in.in_nelems, in.out_nelems, &kept});
     *out = c.release();
   });
 }

@@ -65,9 +65,10 @@ StampRing::~StampRing() {
 }
 
 int StampRing::write_tag(cudaStream_t stream, unsigned value) noexcept {
-  if (write_value32() == nullptr) return static_cast<int>(CUDA_ERROR_NOT_SUPPORTED);
-  return static_cast<int>(write_value32()(reinterpret_cast<CUstream>(stream),
-                                          reinterpret_cast<CUdeviceptr>(tag_.data()), value, 0));
+  const WriteValue32 write = write_value32();
+  if (write == nullptr) return static_cast<int>(CUDA_ERROR_NOT_SUPPORTED);
+  return static_cast<int>(write(reinterpret_cast<CUstream>(stream),
+                                reinterpret_cast<CUdeviceptr>(tag_.data()), value, 0));
 }
 
 cudaError_t StampRing::publish(cudaStream_t stream, std::uint64_t step, std::size_t bytes,
