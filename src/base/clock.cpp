@@ -53,7 +53,7 @@ bool detect_invariant_tsc() noexcept {
 
 double calibrate_tsc() {
   // Best of three 4 ms windows against the steady clock: the relative error is the steady clock's
-  // jitter (tens of ns) over 4 ms, about 1e-5.
+  // jitter over 4 ms.
   double best = 0.0;
   double best_window = 1e30;
   for (int i = 0; i < 3; ++i) {

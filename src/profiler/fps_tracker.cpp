@@ -190,7 +190,7 @@ void FpsTracker::complete_sample(std::int64_t now) {
   // decay by alpha per sample interval, and a sample weighs its duration in intervals (a full one
   // 1, the short tail a flush() completes a fraction). The rate is their ratio: the first sample
   // is the rate, and the first samples of a run never dominate it (a plain EMA seeded with the
-  // first sample keeps alpha^n of it after n samples: 74 % after 6 at alpha 0.95).
+  // first sample keeps alpha^n of it after n samples).
   const double f = duration / (static_cast<double>(interval_.count()) * 1e-9);
   const double decay = std::pow(alpha_, f);
   if (samples_ == 0) weighted_ = weights_ = 0;

@@ -15,9 +15,9 @@
 //   * the next run captures the body (thread-local mode), makes an executable and launches it;
 //   * every later run is one cudaGraphLaunch.
 // The cache holds at most `capacity` executables. A new key beyond that takes over the least
-// recently used executable with cudaGraphExecUpdate when the topology allows it (tens of us), and
-// instantiates a new one (hundreds of us) only when the update is refused. capacity = 1 makes every
-// shape change an update.
+// recently used executable with cudaGraphExecUpdate when the topology allows it (an update costs a
+// fraction of an instantiation), and instantiates a new one only when the update is refused.
+// capacity = 1 makes every shape change an update.
 //
 // A body that cannot be captured (a synchronisation, a synchronous copy or legacy-stream use, an
 // allocation, a capture ended on another thread, an invalidated capture) gets a named diagnosis,
