@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // GraphKernelTimer's sampling and stamped copies: which steps run the copies, the copy of each
 // captured graph with a stamp after every node, and each sampled step's row read back. The
-// readings are in kernel_read.cpp, the trace windows in kernel_trace.cu.
+// readings are in kernel_read.cpp, the trace windows in kernel_trace.cpp.
 #include <cupti.h>  // cuptiGetGraphId / cuptiGetGraphNodeId: ids only, no subscription
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
-#include <unordered_set>
 
 #include "../cupti/cupti_hub.hpp"  // OwnNodes: the stamps are not the stage's work
 #include "kernel_timer_impl.hpp"
@@ -52,8 +52,7 @@ GraphKernelTimer::Impl::Impl(StepProfiler& p, cudaStream_t s, GraphKernelTimerOp
              options.max_stamps * sizeof(unsigned long long), detail::Publish::kOnStream),
       pending(options.ring),
       hook(std::make_shared<detail::StampHook<Impl>>(this)),
-      probe_stream(cudaStreamNonBlocking, detail::greatest_priority()),
-      probe_box(2 + kProbeRounds, cudaHostAllocMapped) {
+      ranges(options.max_stamps) {
   // The number CUPTI's kernel records give the stream (no subscription), else the runtime's.
   if (cuptiGetStreamIdEx(nullptr, stream, 0, &stream_id) != CUPTI_SUCCESS) {
     unsigned long long id = 0;
@@ -120,8 +119,9 @@ void GraphKernelTimer::Impl::begin_sample(std::uint64_t step) noexcept {
     ++n_missed;
     return;  // the step itself is being captured by someone: no eager work can go in it
   }
-  if (used > 0) {
-    const cudaError_t e = cudaMemsetAsync(row(), 0, used * sizeof(unsigned long long), stream);
+  if (ranges.used() > 0) {
+    const cudaError_t e =
+        cudaMemsetAsync(row(), 0, ranges.used() * sizeof(unsigned long long), stream);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
       ++n_missed;
@@ -182,6 +182,7 @@ cudaGraph_t GraphKernelTimer::Impl::instrumented_copy(cudaGraph_t graph) noexcep
     copies.push_back(std::move(c));
     return copy;
   } catch (const std::exception& e) {
+    (void)cudaGetLastError();  // the graph replays without stamps; the error is said here
     ++n_unstamped;
     say("a graph replays without stamps: {}", e.what());
   } catch (...) {
@@ -194,7 +195,7 @@ cudaGraph_t GraphKernelTimer::Impl::build_copy(cudaGraph_t graph, Copy& c) {
   std::vector<cudaGraphNode_t> stamped;
   if (!plan_copy(graph, c, stamped)) return nullptr;
   cudaGraph_t copy = stamp_copy(graph, c, stamped);
-  reserve_range(c);
+  ranges.take(c.offset, c.slots());
   return copy;
 }
 
@@ -208,36 +209,40 @@ bool GraphKernelTimer::Impl::plan_copy(cudaGraph_t graph, Copy& c,
   const bool known = graph == capture_graph;
   std::vector<cudaGraphNode_t> nodes;
   SIMPROF_CUDA_CHECK(detail::all_nodes(graph, nodes));
-  std::unordered_map<cudaGraphNode_t, std::uint32_t> slot_of;  // stamped node -> its slot
   std::unordered_map<cudaGraphNode_t, std::uint32_t> index_of;
-  std::vector<cudaGraphNodeType> types;  // of the stamped nodes
-  for (const cudaGraphNode_t n : nodes) {
-    index_of[n] = static_cast<std::uint32_t>(index_of.size());
+  for (const cudaGraphNode_t n : nodes)
+    index_of.emplace(n, static_cast<std::uint32_t>(index_of.size()));
+  // The graph's shape in indices (what each node's start is comes from it: start_slots).
+  detail::GraphShape shape;
+  shape.deps.resize(nodes.size());
+  shape.slot.assign(nodes.size(), detail::kNoSlot);
+  std::vector<std::uint32_t> stamped_at;  // the stamped nodes' indices
+  std::vector<cudaGraphNodeType> types;   // ... and types
+  std::vector<cudaGraphNode_t> deps;
+  std::vector<cudaGraphEdgeData> data;
+  for (std::uint32_t i = 0; i < nodes.size(); ++i) {
+    SIMPROF_CUDA_CHECK(detail::edges_of(nodes[i], false, deps, data));
+    for (const cudaGraphNode_t d : deps) shape.deps[i].push_back(index_of.at(d));
     cudaGraphNodeType t{};
-    SIMPROF_CUDA_CHECK(cudaGraphNodeGetType(n, &t));
+    SIMPROF_CUDA_CHECK(cudaGraphNodeGetType(nodes[i], &t));
     if (t == cudaGraphNodeTypeEmpty) continue;
-    slot_of[n] = kFirstNode + static_cast<std::uint32_t>(stamped.size());
-    stamped.push_back(n);
+    shape.slot[i] = kFirstNode + static_cast<std::uint32_t>(stamped.size());
+    stamped.push_back(nodes[i]);
+    stamped_at.push_back(i);
     types.push_back(t);
   }
   if (stamped.empty()) return false;
-  const std::size_t need = kFirstNode + stamped.size();
-  // A retired copy's range (first fit), else the end of the row.
-  const auto fit = std::find_if(free_ranges.begin(), free_ranges.end(),
-                                [&](const auto& r) { return r.second >= need; });
-  if (fit == free_ranges.end() && used + need > options.max_stamps) {
+  const std::optional<std::size_t> at = ranges.find(kFirstNode + stamped.size());
+  if (!at) {
     ++n_unstamped;
     say("a graph of {} nodes replays without stamps: the copies made hold {} of max_stamps = {}",
-        stamped.size(), used, options.max_stamps);
+        stamped.size(), ranges.used(), options.max_stamps);
     return false;
   }
-  c.offset = fit != free_ranges.end() ? fit->first : used;
+  c.offset = *at;
   c.graph_id = 0;
   std::uint32_t gid = 0;
   if (cuptiGetGraphId(graph, &gid) == CUPTI_SUCCESS) c.graph_id = gid;
-  // What each stamped node's start is: its dependencies' stamps, through empty nodes.
-  std::vector<cudaGraphNode_t> deps;
-  std::vector<cudaGraphEdgeData> data;
   c.nodes.reserve(stamped.size());
   for (std::size_t i = 0; i < stamped.size(); ++i) {
     const cudaGraphNode_t n = stamped[i];
@@ -248,25 +253,8 @@ bool GraphKernelTimer::Impl::plan_copy(cudaGraph_t graph, Copy& c,
     if (info.stage != kNoStage) info.stage_name = std::string(prof.stage_name(info.stage));
     std::uint64_t nid = 0;
     if (cuptiGetGraphNodeId(n, &nid) == CUPTI_SUCCESS) info.node_id = nid;
-    info.index = index_of.at(n);
-    std::vector<cudaGraphNode_t> walk{n};
-    std::unordered_set<cudaGraphNode_t> seen;
-    while (!walk.empty()) {
-      const cudaGraphNode_t w = walk.back();
-      walk.pop_back();
-      SIMPROF_CUDA_CHECK(detail::edges_of(w, false, deps, data));
-      if (deps.empty()) info.starts.push_back(kHopSlot);  // a root (or an empty one)
-      for (const cudaGraphNode_t d : deps) {
-        if (!seen.insert(d).second) continue;
-        const auto s = slot_of.find(d);
-        if (s != slot_of.end())
-          info.starts.push_back(s->second);
-        else
-          walk.push_back(d);  // an empty node: its own dependencies
-      }
-    }
-    std::sort(info.starts.begin(), info.starts.end());
-    info.starts.erase(std::unique(info.starts.begin(), info.starts.end()), info.starts.end());
+    info.index = stamped_at[i];
+    info.starts = detail::start_slots(shape, stamped_at[i]);
     c.nodes.push_back(std::move(info));
   }
   return true;
@@ -277,54 +265,31 @@ bool GraphKernelTimer::Impl::plan_copy(cudaGraph_t graph, Copy& c,
 cudaGraph_t GraphKernelTimer::Impl::stamp_copy(cudaGraph_t graph, const Copy& c,
                                                const std::vector<cudaGraphNode_t>& stamped) {
   const detail::OwnNodes own;  // a kernel tracer gives the stamps no stage
-  GraphHandle copy;
-  SIMPROF_CUDA_CHECK(cudaGraphClone(copy.out(), graph));
-  std::vector<cudaGraphNode_t> roots;
-  SIMPROF_CUDA_CHECK(detail::root_nodes(copy.get(), roots));
+  detail::StampedCopy copy(graph);
   int priority = detail::greatest_priority();
   auto add_stamp = [&](std::size_t slot, const cudaGraphNode_t* after, std::size_t n_after) {
     unsigned long long* at = row() + c.offset + slot;
     void* args[] = {&at};
-    cudaGraphNode_t s = nullptr;
-    SIMPROF_CUDA_CHECK(detail::add_stamp_node(copy.get(),
-                                              reinterpret_cast<void*>(&node_stamp_kernel), args,
-                                              after, n_after, priority, s));
-    return s;
+    return copy.add_stamp(reinterpret_cast<const void*>(&node_stamp_kernel), args, after, n_after,
+                          priority);
   };
   const cudaGraphNode_t begin = add_stamp(kBeginSlot, nullptr, 0);
   const cudaGraphNode_t hop = add_stamp(kHopSlot, &begin, 1);
-  for (const cudaGraphNode_t r : roots) SIMPROF_CUDA_CHECK(detail::add_edge(copy.get(), hop, r));
+  copy.before_roots(hop);
   std::vector<cudaGraphNode_t> outs;
   std::vector<cudaGraphEdgeData> data;
   for (std::size_t i = 0; i < stamped.size(); ++i) {
-    cudaGraphNode_t mine = nullptr;
-    SIMPROF_CUDA_CHECK(cudaGraphNodeFindInClone(&mine, stamped[i], copy.get()));
+    const cudaGraphNode_t mine = copy.clone_of(stamped[i]);
     SIMPROF_CUDA_CHECK(detail::edges_of(mine, true, outs, data));
     const cudaGraphNode_t s = add_stamp(kFirstNode + i, &mine, 1);
     // In the chain: what waited for the node waits for its stamp. An edge with data of its own (a
     // programmatic port) stays as it is, and the stamp is added before its node as well.
     for (std::size_t k = 0; k < outs.size(); ++k) {
-      if (detail::default_edge(data[k]))
-        SIMPROF_CUDA_CHECK(detail::remove_edge(copy.get(), mine, outs[k]));
-      SIMPROF_CUDA_CHECK(detail::add_edge(copy.get(), s, outs[k]));
+      if (detail::default_edge(data[k])) copy.remove_edge(mine, outs[k]);
+      copy.add_edge(s, outs[k]);
     }
   }
   return copy.release();
-}
-
-// The copy's slots taken: from the retired range it fits in (first fit), or the end of the row.
-void GraphKernelTimer::Impl::reserve_range(Copy& c) {
-  const std::size_t need = c.slots();
-  const auto fit = std::find_if(free_ranges.begin(), free_ranges.end(), [&](const auto& r) {
-    return r.first == c.offset && r.second >= need;
-  });
-  if (fit != free_ranges.end()) {
-    fit->first += need;
-    fit->second -= need;
-    if (fit->second == 0) free_ranges.erase(fit);
-  } else {
-    used += need;
-  }
 }
 
 void GraphKernelTimer::Impl::capture_begins(cudaStream_t s) noexcept {
@@ -344,7 +309,7 @@ void GraphKernelTimer::Impl::release(cudaGraph_t made) noexcept {
       c.retired_from = prof.in_step() ? step_now : step_now + 1;
       c.made = nullptr;  // the graph goes after this call: its address may be handed out again
       try {
-        free_ranges.emplace_back(c.offset, c.slots());
+        ranges.give_back(c.offset, c.slots());
       } catch (...) {  // out of memory: the range stays taken
       }
       return;

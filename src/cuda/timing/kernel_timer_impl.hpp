@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // GraphKernelTimer's insides: a stamped copy's nodes and slots, and the timer's state. Shared by
-// kernel_timer.cu (sampling, stamped copies), kernel_read.cpp (readings, table), kernel_trace.cu
-// (trace windows) and node_describe.cpp. Private to src/cuda/timing.
+// kernel_timer.cu (sampling, stamped copies), kernel_read.cpp (readings), kernel_trace.cpp (trace
+// windows) and node_describe.cpp; its arithmetic is node_stamps.*. Private to src/cuda/timing.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -20,6 +20,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "clock_probe.hpp"
+#include "node_stamps.hpp"
+#include "said_once.hpp"
 #include "simprof/base/log.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/cuda/runtime/handle.hpp"
@@ -55,19 +58,10 @@ namespace detail {
 void describe_node(cudaGraphNode_t node, cudaGraphNodeType type, int device, NodeInfo& info);
 }  // namespace detail
 
-// The clock alignment's rounds (kernel_trace.cu).
-constexpr int kProbeRounds = 16;
-
-// The GPU's global timer against the trace's timebase at one instant: the ping-pong round with the
-// shortest round trip (its midpoint on the host), and half that round trip (how far off it can be).
-struct ClockPoint {
-  bool ok = false;
-  std::int64_t device_ns = 0, host_ns = 0, error_ns = 0;
-};
-
-// A copy's stamps in the device row, from `offset`: the begin stamp, the hop stamp right after it
-// (what one stamp adds to a chain, in this replay), then one per node (node i at kFirstNode + i).
-constexpr std::uint32_t kBeginSlot = 0, kHopSlot = 1, kFirstNode = 2;
+using detail::ClockPoint;
+using detail::kBeginSlot;
+using detail::kFirstNode;
+using detail::kHopSlot;
 
 // A stamped copy: its stamps' slots in the device row [offset, offset + kFirstNode + nodes.size()).
 struct Copy {
@@ -104,7 +98,6 @@ struct GraphKernelTimer::Impl final : StepListener {
   bool plan_copy(cudaGraph_t graph, Copy& c, std::vector<cudaGraphNode_t>& stamped);
   cudaGraph_t stamp_copy(cudaGraph_t graph, const Copy& c,
                          const std::vector<cudaGraphNode_t>& stamped);
-  void reserve_range(Copy& c);
   // With `mu` held: the sampled step's row zeroed (begin) and read back (finish); the readings in.
   void begin_sample(std::uint64_t step) noexcept;
   void finish_sample(std::uint64_t step) noexcept;
@@ -112,7 +105,6 @@ struct GraphKernelTimer::Impl final : StepListener {
   void read(std::size_t slot, std::uint64_t step, const Pending& p) noexcept;
   void release(cudaGraph_t copy) noexcept;
   unsigned long long* row() const noexcept { return engine.record<unsigned long long>(0); }
-  ClockPoint probe_clock() noexcept;       // the ping-pong (start() and stop_and_collect() only)
   void add_spans(std::vector<Span>& out);  // the window's replays, with `mu` held
   // With `mu` held: a new window generation (readings of earlier ones are no window's, nothing
   // counted yet); the step in progress, already stamped, made the window's.
@@ -123,13 +115,13 @@ struct GraphKernelTimer::Impl final : StepListener {
   void say(fmt::format_string<Args...> f, Args&&... args) noexcept {
     say_once(said, f, std::forward<Args>(args)...);
   }
-  // One warning for the timer's life per `flag`: a problem with its own fix is said apart.
+  // One warning for the timer's life per `once`: a problem with its own fix is said apart.
   template <class... Args>
-  void say_once(std::atomic<bool>& flag, fmt::format_string<Args...> f, Args&&... args) noexcept {
-    if (flag.exchange(true)) return;
+  void say_once(detail::SaidOnce& once, fmt::format_string<Args...> f, Args&&... args) noexcept {
+    if (once.said()) return;
     try {
-      simprof::default_logger()->warn("simprof: GraphKernelTimer: {} (said once; counted after)",
-                                      fmt::format(f, std::forward<Args>(args)...));
+      once.warn("simprof: GraphKernelTimer: {} (said once; counted after)",
+                fmt::format(f, std::forward<Args>(args)...));
     } catch (...) {
     }
   }
@@ -161,11 +153,10 @@ struct GraphKernelTimer::Impl final : StepListener {
   std::vector<Pending> pending;  // by slot of the readings
   std::shared_ptr<detail::StampHook<Impl>> hook;
   std::vector<Copy> copies;
-  std::size_t used = 0;  // the row's slots in use, free ranges included
-  std::vector<std::pair<std::size_t, std::size_t>> free_ranges;  // retired copies' (offset, size)
-  std::uint64_t step_now = 0;                                    // the step in progress
-  bool begun = false;    // a step is in progress (our on_step_begin ran, on_step_end not yet)
-  bool sampled = false;  // the step in progress runs the stamped copies
+  detail::SlotRanges ranges;   // the row's slots the copies hold
+  std::uint64_t step_now = 0;  // the step in progress
+  bool begun = false;          // a step is in progress (our on_step_begin ran, on_step_end not yet)
+  bool sampled = false;        // the step in progress runs the stamped copies
   std::uint64_t sampled_step = 0;
   bool sampled_traced = false;  // ...in a trace window of generation sampled_gen
   std::uint64_t sampled_gen = 0;
@@ -180,9 +171,9 @@ struct GraphKernelTimer::Impl final : StepListener {
   double hop_sum_ns = 0;  // over the replays read
   std::uint64_t n_replays = 0, n_missed = 0, n_dropped = 0, n_unstamped = 0;
   std::function<void(const KernelReplay&)> on_replay;
-  KernelReplay replay;                 // scratch for on_replay
-  std::atomic<bool> said{false};       // the loop's thread and a background writer may both say
-  std::atomic<bool> said_ring{false};  // the host outran the ring (its own fix: pace the loop)
+  KernelReplay replay;         // scratch for on_replay
+  detail::SaidOnce said;       // the loop's thread and a background writer may both say
+  detail::SaidOnce said_ring;  // the host outran the ring (its own fix: pace the loop)
 
   // Trace windows (TraceSource). The window's flags and counts are under `mu`.
   TimeBase time_base;
@@ -208,10 +199,7 @@ struct GraphKernelTimer::Impl final : StepListener {
 
   ClockPoint clock_from, clock_to;  // at the window's start, at its collection
   std::atomic<double> clock_error{0};
-  // The ping-pong: its own stream (the greatest priority) and page-locked box.
-  Stream probe_stream;
-  PinnedBuffer<unsigned long long> probe_box;
-  std::uint64_t probe_gen = 0;
+  detail::ClockProbe probe;     // start() and stop_and_collect() only
   ListenerAttachment attached;  // last: the first to go, so no call reaches a half-gone listener
 };
 

@@ -21,7 +21,7 @@ using detail::kStageBegin;
 using detail::kStageEnd;
 
 void DeviceStageTimer::Impl::report(const char* what, cudaError_t e) noexcept {
-  if (reported) return;
+  if (failure.said()) return;
   try {
     report(what, describe(e));
   } catch (...) {
@@ -29,29 +29,19 @@ void DeviceStageTimer::Impl::report(const char* what, cudaError_t e) noexcept {
 }
 
 void DeviceStageTimer::Impl::report(const char* what, const std::string& why) noexcept {
-  if (reported) return;
-  reported = true;
-  try {
-    simprof::default_logger()->error("simprof: DeviceStageTimer: {} failed: {}", what, why);
-  } catch (...) {
-  }
+  failure.error("simprof: DeviceStageTimer: {} failed: {}", what, why);
 }
 
 void DeviceStageTimer::Impl::note_unstamped(std::uint64_t step) noexcept {
   ++n_unstamped;
-  if (said_unstamped) return;
-  said_unstamped = true;
-  try {
-    simprof::default_logger()->warn(
-        "simprof: DeviceStageTimer: sampled step {} ran no stage boundary and no stamped graph, "
-        "while earlier steps had stages: a graph replayed without the timer's stamps (or another "
-        "tool's copy ran), so its stages are not timed in this step, or a step without stages. "
-        "Give the GraphCache the timer's instrumentation() "
-        "(cache.attach(timer.instrumentation())), "
-        "or use simprof::cuda::GpuProfile, which wires it (said once; counted in unstamped())",
-        step);
-  } catch (...) {
-  }
+  unstamped_said.warn(
+      "simprof: DeviceStageTimer: sampled step {} ran no stage boundary and no stamped graph, "
+      "while earlier steps had stages: a graph replayed without the timer's stamps (or another "
+      "tool's copy ran), so its stages are not timed in this step, or a step without stages. "
+      "Give the GraphCache the timer's instrumentation() "
+      "(cache.attach(timer.instrumentation())), "
+      "or use simprof::cuda::GpuProfile, which wires it (said once; counted in unstamped())",
+      step);
 }
 
 void DeviceStageTimer::Impl::on_stage_begin(StageId id, std::int64_t) { boundary(id, kStageBegin); }
@@ -115,7 +105,7 @@ bool DeviceStageTimer::Impl::merged_eager(StageId stage, int kind) noexcept {
       s.n_aliases >= detail::kMaxAliases ||
       simprof::detail::steady_now_ns() - last_eager_ns >= options.merge_within_ns)
     return false;
-  s.aliases[s.n_aliases++] = Alias{s.eager_stamps, static_cast<int>(stage), kind};
+  s.aliases[s.n_aliases++] = detail::MergedMark{s.eager_stamps, static_cast<int>(stage), kind};
   ++n_merged;
   return true;
 }
@@ -143,24 +133,22 @@ void DeviceStageTimer::Impl::eager_stamp(StageId stage, int kind) noexcept {
     return;
   }
   began_eagerly = true;
-  s.eager_at[s.eager_stamps++] = EagerAt{static_cast<int>(stage), kind};
+  s.eager_at[s.eager_stamps++] = detail::StageMark{static_cast<int>(stage), kind};
   if (options.merge_within_ns != 0) last_eager_ns = simprof::detail::steady_now_ns();
 }
 
 cudaGraph_t DeviceStageTimer::Impl::instrumented_copy(cudaGraph_t graph) noexcept {
   detail::CaptureStamps& c = capture;
   if (graph == nullptr || c.graph != graph || c.stamps.empty()) return nullptr;
-  cudaError_t e = cudaSuccess;
-  const char* call = "";
   cudaGraph_t copy = nullptr;
   try {
-    copy = stamp_copy(graph, e, call);
+    copy = stamp_copy(graph);
+  } catch (const CudaError& x) {
+    (void)cudaGetLastError();  // the graph replays without stamps; the error is said here
+    report("instrumenting a graph", x.what());
+    return nullptr;
   } catch (...) {
     report("instrumenting a graph (out of memory)", cudaErrorMemoryAllocation);
-    return nullptr;
-  }
-  if (copy == nullptr) {
-    report(call, e);
     return nullptr;
   }
   c = detail::CaptureStamps{};
@@ -168,32 +156,19 @@ cudaGraph_t DeviceStageTimer::Impl::instrumented_copy(cudaGraph_t graph) noexcep
 }
 
 // The copy: the captured graph's clone, a begin node (the default priority), and each noted stamp
-// as a leaf after its captured work and the begin node (the greatest priority). Null on a failed
-// call, with its error and name.
-cudaGraph_t DeviceStageTimer::Impl::stamp_copy(cudaGraph_t graph, cudaError_t& e,
-                                               const char*& call) {
+// as a leaf after its captured work and the begin node (the greatest priority).
+cudaGraph_t DeviceStageTimer::Impl::stamp_copy(cudaGraph_t graph) {
   // The stamp nodes are simprof's: a kernel tracer gives them no stage (the copy's clones of the
   // captured nodes keep theirs).
   const cuda::detail::OwnNodes own;
-  const auto failed = [&](const char* what) -> cudaGraph_t {
-    call = what;
-    return nullptr;
-  };
-  GraphHandle copy;
-  if ((e = cudaGraphClone(copy.out(), graph)) != cudaSuccess) return failed("cudaGraphClone");
-  // The captured work's roots, before any stamp is added: the step's first stamps run before them.
-  std::vector<cudaGraphNode_t> roots;
-  if ((e = detail::root_nodes(copy.get(), roots)) != cudaSuccess)
-    return failed("cudaGraphGetRootNodes");
+  detail::StampedCopy copy(graph);
   detail::StepRecord* recs = engine.record<detail::StepRecord>(0);
   const unsigned* step = engine.tag();
   unsigned ring = static_cast<unsigned>(options.ring);
   void* begin_args[] = {&recs, &step, &ring};
   int default_priority = 0;
-  cudaGraphNode_t begin = nullptr;
-  if ((e = detail::add_stamp_node(copy.get(), detail::begin_kernel_fn(), begin_args, nullptr, 0,
-                                  default_priority, begin)) != cudaSuccess)
-    return failed("cudaGraphAddKernelNode");
+  const cudaGraphNode_t begin =
+      copy.add_stamp(detail::begin_kernel_fn(), begin_args, nullptr, 0, default_priority);
   // A stamp is a leaf beside the next work: when that work fills the GPU, a stamp of the default
   // priority waits for its blocks to drain (a stage then reads short; docs/python.md). At the
   // greatest priority the block scheduler takes it at the next free slot.
@@ -202,28 +177,18 @@ cudaGraph_t DeviceStageTimer::Impl::stamp_copy(cudaGraph_t graph, cudaError_t& e
   std::vector<cudaGraphNode_t> deps;
   for (detail::CaptureStamps::Stamp& s : capture.stamps) {
     deps.clear();
-    for (const cudaGraphNode_t d : s.deps) {
-      cudaGraphNode_t mine = nullptr;
-      if ((e = cudaGraphNodeFindInClone(&mine, d, copy.get())) != cudaSuccess)
-        return failed("cudaGraphNodeFindInClone");
-      deps.push_back(mine);
-    }
+    for (const cudaGraphNode_t d : s.deps) deps.push_back(copy.clone_of(d));
     deps.push_back(begin);
     void* args[] = {&s.args};
-    cudaGraphNode_t node = nullptr;
-    if ((e = detail::add_stamp_node(copy.get(), detail::stamp_kernel_fn(), args, deps.data(),
-                                    deps.size(), priority, node)) != cudaSuccess)
-      return failed("cudaGraphAddKernelNode");
+    const cudaGraphNode_t node =
+        copy.add_stamp(detail::stamp_kernel_fn(), args, deps.data(), deps.size(), priority);
     if (s.deps.empty()) heads.push_back(node);
   }
   // The stamps noted before any captured work (the first stage's begin) come before the graph's
   // roots, not beside them: a root branch of one tiny kernel is not run first, and it can run
   // well into the work it was to mark (the first stage then reads short; docs/python.md).
   if (heads.empty()) heads.push_back(begin);
-  for (const cudaGraphNode_t h : heads)
-    for (const cudaGraphNode_t r : roots)
-      if ((e = detail::add_edge(copy.get(), h, r)) != cudaSuccess)
-        return failed("cudaGraphAddDependencies");
+  for (const cudaGraphNode_t h : heads) copy.before_roots(h);
   return copy.release();
 }
 

@@ -170,7 +170,6 @@ DeviceStageTimer::Impl::Impl(StepProfiler& profiler, cudaStream_t s, DeviceStage
       slots(options.ring),
       latest(profiler),
       scratch(profiler) {
-  items.reserve(2 * kMaxStamps + detail::kMaxAliases);
   measure_costs();
   set_publication();
   if (options.max_in_flight > 0) {
@@ -259,7 +258,7 @@ void DeviceStageTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t tick
   const auto value = skip ? kNotTimed : static_cast<unsigned>(step);
   const int r = engine.write_tag(stream, value);
   if (r != 0) {
-    if (reported) return;
+    if (failure.said()) return;
     try {
       report("cuStreamWriteValue32", describe_driver(r));
     } catch (...) {

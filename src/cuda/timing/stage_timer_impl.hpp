@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // DeviceStageTimer's insides: the device records, and the timer's state, one struct per ring slot.
 // Shared by its device side (stage_timer.cu: kernels, publication; stage_stamps.cpp: stamps,
-// capture) and its host side (stage_join.cpp: joining, means). Private to
-// src/cuda/timing.
+// capture) and its host side (stage_join.cpp: joining, means); its arithmetic is stage_walk.*.
+// Private to src/cuda/timing.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -14,12 +14,14 @@
 #include <string>
 #include <vector>
 
+#include "said_once.hpp"
 #include "simprof/cuda/graphs/instrumentation.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/cuda/runtime/handle.hpp"
 #include "simprof/cuda/runtime/stream.hpp"
 #include "simprof/cuda/timing/stage_timer.hpp"
 #include "simprof/detail/ring.hpp"
+#include "stage_walk.hpp"
 #include "stamp_graph.hpp"
 #include "stamp_ring.hpp"
 
@@ -27,14 +29,7 @@ namespace simprof::cuda {
 
 namespace detail {
 
-enum StampKind : int { kStageBegin = 1, kStageEnd = 2 };
 constexpr int kMaxAliases = 128;  // eager boundaries a step may merge into earlier stamps
-
-struct StampEntry {
-  std::int32_t stage;
-  std::int32_t kind;
-  unsigned long long t;
-};
 
 // One step's readings. `step` tags the record with the host's step index (low 32 bits): a stamp
 // of a replayed graph finds its record through the step index the stream wrote before the step's
@@ -109,7 +104,7 @@ struct DeviceStageTimer::Impl final : StepListener {
   bool merged_eager(StageId stage, int kind) noexcept;
   void set_publication();
   void join(const detail::StepRecord& r, std::uint64_t step);
-  cudaGraph_t stamp_copy(cudaGraph_t graph, cudaError_t& e, const char*& what);
+  cudaGraph_t stamp_copy(cudaGraph_t graph);  // throws CudaError
   void unpaired(StageId id, std::uint64_t step);
   void device_step(const DeviceStep& d);
   cudaGraph_t instrumented_copy(cudaGraph_t graph) noexcept;
@@ -136,17 +131,6 @@ struct DeviceStageTimer::Impl final : StepListener {
   }
   void copy_released(cudaGraph_t) noexcept {}
 
-  // What an eager stamp marks (its time is the record's `eager` at the same place).
-  struct EagerAt {
-    int stage = 0;
-    int kind = 0;
-  };
-  // An eager boundary that shared an earlier eager stamp's instant (merge_within_ns).
-  struct Alias {
-    unsigned source = 0;  // that stamp's place among the step's eager stamps (from 1)
-    int stage = 0;
-    int kind = 0;
-  };
   // One step's place in the ring (step % ring), from its start to its join.
   struct Slot {
     bool stamped = false;       // the step is stamped
@@ -154,19 +138,12 @@ struct DeviceStageTimer::Impl final : StepListener {
     unsigned eager_stamps = 0;  // eager stamps launched in the step
     bool eager_lost = false;  // an eager boundary went unstamped (past kMaxStamps, a failed launch)
     bool plain = false;       // its eager stamps were plain launches (a kernel tracer's window)
-    std::array<EagerAt, kMaxStamps> eager_at;
+    std::array<detail::StageMark, kMaxStamps> eager_at;
     unsigned n_aliases = 0;
-    std::array<Alias, detail::kMaxAliases> aliases;
+    std::array<detail::MergedMark, detail::kMaxAliases> aliases;
     bool completed = false;  // the host's outcome
     DeviceStep device;       // the pacer's times, until joined
     bool have_device = false;
-  };
-  // A stage while join() walks a step's stamps in time order.
-  enum class OpenState : std::uint8_t { kClosed, kOpen, kEndFirst /* its end came first */ };
-  struct Open {
-    std::int64_t at = 0;  // its begin stamp's time
-    unsigned eager = 0;   // the step's eager stamps before its begin's (in time order)
-    OpenState state = OpenState::kClosed;
   };
   // A stage's device seconds over the joined steps: their sum and the latest ones (samples()).
   struct Sum {
@@ -217,41 +194,24 @@ struct DeviceStageTimer::Impl final : StepListener {
   bool step_copy = false;
   bool seen_boundaries = false;
   std::uint64_t n_unstamped = 0;
-  bool said_unstamped = false;
   // When the latest eager stamp's launch returned (steady clock, ns; kept with merging on only):
   // merge_within_ns from it.
   std::int64_t last_eager_ns = 0;
-  // Scratch for join(): entries and merged boundaries in time order (reserved: no allocation).
-  // At the same instant a graph's entries come first (in reserved order), then the eager stamps
-  // (in stream order), each followed by the boundaries merged into it.
-  enum class Source : std::uint8_t { kGraph, kEager };
-  struct Item {
-    unsigned long long t = 0;
-    Source source = Source::kGraph;
-    unsigned place = 0;  // the graph entry's index, or the eager stamp's place (a merged boundary:
-                         // its stamp's)
-    unsigned sub = 0;    // 0 for the stamp itself, k + 1 for the k-th merged boundary
-    int stage = 0;
-    int kind = 0;
-  };
-  std::vector<Item> items;
-  // join()'s two halves: the step's stamps in time order, then the stages' times from them.
-  void sort_items(const detail::StepRecord& r, const Slot& sl);
-  void walk_items(const Slot& sl, std::uint64_t step, bool lost);
+  detail::StageWalk walk{2 * kMaxStamps + detail::kMaxAliases};  // join()'s arithmetic
   bool skip = false;       // this step is not stamped (not sampled, or the ring was full)
   bool capturing = false;  // a step is being captured (GraphCache's, or a ForeignCapture)
   cudaStream_t capture_stream = nullptr;  // ... on this stream
   double eager_stamp_ns = 0;  // what one eager stamp adds to a stage around it (calibrate())
   TimingsSnapshot latest;
   TimingsSnapshot scratch;
-  std::vector<Sum> sums;   // by stage
-  Sum loop[2];             // step, period of the unstamped steps (from the pacer)
-  std::vector<Open> open;  // by stage, scratch for join()
+  std::vector<Sum> sums;  // by stage
+  Sum loop[2];            // step, period of the unstamped steps (from the pacer)
   std::uint64_t prev_step = 0;
   std::uint64_t prev_begin_ns = 0;
   bool have_prev = false;
   std::uint64_t joined = 0, dropped = 0, n_unpaired = 0, n_merged = 0;
-  bool reported = false;
+  // Said once each: a failed CUDA call (the first only), an unstamped step, an unpaired stage.
+  detail::SaidOnce failure, unstamped_said, unpaired_said;
   ListenerAttachment attached;  // last: the first to go, so no call reaches a half-gone listener
 };
 

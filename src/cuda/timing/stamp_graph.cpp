@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "stamp_graph.hpp"
 
+#include "simprof/cuda/runtime/error.hpp"
+
 namespace simprof::cuda::detail {
 
 cudaError_t all_nodes(cudaGraph_t g, std::vector<cudaGraphNode_t>& out) {
@@ -97,6 +99,36 @@ cudaError_t add_stamp_node(cudaGraph_t g, const void* func, void** args,
     }
   }
   return cudaSuccess;
+}
+
+StampedCopy::StampedCopy(cudaGraph_t graph) {
+  SIMPROF_CUDA_CHECK(cudaGraphClone(copy_.out(), graph));
+  SIMPROF_CUDA_CHECK(root_nodes(copy_.get(), roots_));
+}
+
+cudaGraphNode_t StampedCopy::clone_of(cudaGraphNode_t original) const {
+  cudaGraphNode_t mine = nullptr;
+  SIMPROF_CUDA_CHECK(cudaGraphNodeFindInClone(&mine, original, copy_.get()));
+  return mine;
+}
+
+cudaGraphNode_t StampedCopy::add_stamp(const void* func, void** args, const cudaGraphNode_t* after,
+                                       std::size_t n_after, int& priority) {
+  cudaGraphNode_t node = nullptr;
+  SIMPROF_CUDA_CHECK(add_stamp_node(copy_.get(), func, args, after, n_after, priority, node));
+  return node;
+}
+
+void StampedCopy::add_edge(cudaGraphNode_t from, cudaGraphNode_t to) {
+  SIMPROF_CUDA_CHECK(detail::add_edge(copy_.get(), from, to));
+}
+
+void StampedCopy::remove_edge(cudaGraphNode_t from, cudaGraphNode_t to) {
+  SIMPROF_CUDA_CHECK(detail::remove_edge(copy_.get(), from, to));
+}
+
+void StampedCopy::before_roots(cudaGraphNode_t node) {
+  for (const cudaGraphNode_t r : roots_) add_edge(node, r);
 }
 
 }  // namespace simprof::cuda::detail

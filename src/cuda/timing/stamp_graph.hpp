@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "simprof/cuda/graphs/instrumentation.hpp"
+#include "simprof/cuda/runtime/handle.hpp"
 
 namespace simprof::cuda::detail {
 
@@ -29,6 +30,27 @@ int greatest_priority() noexcept;
 cudaError_t add_stamp_node(cudaGraph_t g, const void* func, void** args,
                            const cudaGraphNode_t* deps, std::size_t n_deps, int& priority,
                            cudaGraphNode_t& out);
+
+// A captured graph's clone, which a timer adds its stamps to (the captured graph is never
+// touched). Each call throws CudaError naming the CUDA call that failed.
+class StampedCopy {
+ public:
+  explicit StampedCopy(cudaGraph_t graph);  // the clone, and its roots before any stamp
+  // The captured work's roots.
+  const std::vector<cudaGraphNode_t>& roots() const noexcept { return roots_; }
+  cudaGraphNode_t clone_of(cudaGraphNode_t original) const;
+  // add_stamp_node() on the copy.
+  cudaGraphNode_t add_stamp(const void* func, void** args, const cudaGraphNode_t* after,
+                            std::size_t n_after, int& priority);
+  void add_edge(cudaGraphNode_t from, cudaGraphNode_t to);
+  void remove_edge(cudaGraphNode_t from, cudaGraphNode_t to);
+  void before_roots(cudaGraphNode_t node);                    // an edge from `node` to each root
+  cudaGraph_t release() noexcept { return copy_.release(); }  // the caller's from now
+
+ private:
+  GraphHandle copy_;
+  std::vector<cudaGraphNode_t> roots_;
+};
 
 // GraphCache's view of a stamping timer, held weakly there; a user may keep it (instrumentation()
 // hands out a shared_ptr): the timer's destructor detaches it, and a detached hook adds nothing.

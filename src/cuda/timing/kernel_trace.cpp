@@ -1,97 +1,17 @@
 // SPDX-License-Identifier: MIT
 // GraphKernelTimer as a trace source: windows of stamped steps, the GPU's clock aligned to the
-// trace's by a ping-pong kernel, and each window's replays as device spans.
+// trace's (ClockProbe, ClockMap), and each window's replays as device spans.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
-#include <limits>
 #include <thread>
 
 #include "../cupti/cupti_hub.hpp"
 #include "../cupti/describe_devices.hpp"
 #include "../runtime/on_device.hpp"
 #include "kernel_timer_impl.hpp"
-#include "simprof/cuda/timing/device_clock.cuh"
 
 namespace simprof::cuda {
-
-namespace {
-
-// The clock alignment's ping-pong (page-locked memory both sides read and write): box[0] is the
-// host's "go" (the probe's generation << 32 | round + 1), box[1] the device's answer (the same
-// value once it has written box[2 + round], the global timer). A probe of another generation (one
-// left behind by a probe that timed out) returns at once.
-__global__ void clock_probe_kernel(volatile unsigned long long* box, unsigned long long gen,
-                                   int rounds) {
-  const unsigned long long t0 = global_timer_ns();
-  for (int i = 0; i < rounds; ++i) {
-    const unsigned long long want = gen << 32 | static_cast<unsigned long long>(i + 1);
-    unsigned long long go = 0;
-    while ((go = box[0]) != want)  // a host that gave up (or is gone): 50 ms at the most
-      if (go >> 32 != gen || global_timer_ns() - t0 > 50'000'000ULL) return;
-    box[2 + i] = global_timer_ns();
-    __threadfence_system();
-    box[1] = want;
-  }
-}
-
-}  // namespace
-
-// The ping-pong: the host writes "go", the probe kernel (on its own stream, at the greatest
-// priority) stamps the global timer and answers; each round's midpoint on the host against the
-// stamp, the round with the shortest round trip kept. The first round waits up to 20 ms for the
-// probe to find room on the GPU; a probe that never answers is told to quit by the next one's
-// generation. Not ok when it did not answer or a CUDA call failed (the window's spans then use
-// the other end's point alone, or are left out).
-ClockPoint GraphKernelTimer::Impl::probe_clock() noexcept {
-  ClockPoint best;
-  volatile unsigned long long* box = probe_box.data();
-  const unsigned long long gen = ++probe_gen & 0xffffffffULL;
-  box[1] = 0;
-  box[0] = gen << 32;  // round 0 not yet: an older probe sees another generation and returns
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  const auto quit = [&] { box[0] = ((gen + 1) & 0xffffffffULL) << 32; };  // a generation of its own
-  unsigned long long* dbox = nullptr;
-  (void)cudaGetLastError();  // an earlier call's error is not this launch's
-  if (cudaHostGetDevicePointer(reinterpret_cast<void**>(&dbox), probe_box.data(), 0) !=
-      cudaSuccess) {
-    (void)cudaGetLastError();
-    return best;
-  }
-  clock_probe_kernel<<<1, 1, 0, probe_stream.get()>>>(dbox, gen, kProbeRounds);
-  if (cudaGetLastError() != cudaSuccess) {
-    quit();
-    return best;
-  }
-  std::int64_t best_rtt = std::numeric_limits<std::int64_t>::max();
-  for (int i = 0; i < kProbeRounds; ++i) {
-    const unsigned long long want = gen << 32 | static_cast<unsigned long long>(i + 1);
-    const std::int64_t limit = i == 0 ? 20'000'000 : 1'000'000;  // ns
-    const std::int64_t t0 = time_base.now_ns();
-    box[0] = want;
-    std::int64_t t1 = t0;
-    // A tight poll on purpose: the round trip it measures is the alignment's error bar (bounded).
-    while (box[1] != want) {
-      t1 = time_base.now_ns();
-      if (t1 - t0 > limit) {
-        quit();
-        return best;
-      }
-    }
-    t1 = time_base.now_ns();
-    std::atomic_thread_fence(std::memory_order_acquire);  // the stamp below after the answer
-    const std::int64_t g = static_cast<std::int64_t>(box[2 + i]);
-    if (t1 - t0 < best_rtt) {
-      best_rtt = t1 - t0;
-      best.ok = true;
-      best.device_ns = g;
-      best.host_ns = t0 + (t1 - t0) / 2;
-      best.error_ns = (t1 - t0 + 1) / 2;
-    }
-  }
-  return best;
-}
 
 // The window's replays as device spans: a node ends at its stamp and lasts its reading (so it
 // starts after its predecessors' stamps and the hop), on the timer's stream; one correlation id a
@@ -99,31 +19,20 @@ ClockPoint GraphKernelTimer::Impl::probe_clock() noexcept {
 // GPU's timer and the host's clock may run at slightly different rates), or one where the other
 // failed.
 void GraphKernelTimer::Impl::add_spans(std::vector<Span>& out) {
-  const ClockPoint& a = clock_from.ok ? clock_from : clock_to;
-  const ClockPoint& b = clock_to.ok ? clock_to : clock_from;
-  const double rate = a.ok && b.ok && b.device_ns != a.device_ns
-                          ? static_cast<double>(b.host_ns - a.host_ns) /
-                                static_cast<double>(b.device_ns - a.device_ns)
-                          : 1.0;
-  auto to_host = [&](unsigned long long g) {
-    return a.host_ns + static_cast<std::int64_t>(std::llround(
-                           static_cast<double>(static_cast<std::int64_t>(g) - a.device_ns) * rate));
-  };
+  const detail::ClockMap clock(clock_from, clock_to);
   for (const Traced& r : traced) {
     const Copy& c = copies[r.copy];
-    const unsigned long long* t = traced_stamps.data() + r.at;
-    const unsigned long long hop = t[kHopSlot] - t[kBeginSlot];
+    const detail::ReplayStamps t{traced_stamps.data() + r.at, c.slots()};
+    const unsigned long long hop = t.hop();
     // Process-wide: two timers' spans in one trace never share an id.
     static std::atomic<std::uint64_t> next_correlation{std::uint64_t{1} << 32};
     const std::uint64_t correlation = next_correlation.fetch_add(1, std::memory_order_relaxed);
     for (std::size_t i = 0; i < c.nodes.size(); ++i) {
       const NodeInfo& node = c.nodes[i];
       if (node.traced == SpanKind::kCpuStage) continue;
-      unsigned long long start = 0;
-      for (const std::uint32_t s : node.starts) start = std::max(start, t[s]);
-      const unsigned long long end = t[kFirstNode + i];
-      const unsigned long long begin = std::min(end, start + hop);  // a reading of 0 is clamped
-      const std::int64_t b_ns = to_host(begin), e_ns = to_host(end);
+      const unsigned long long end = t.end(i);
+      const unsigned long long begin = std::min(end, t.start(node.starts) + hop);  // 0 clamped
+      const std::int64_t b_ns = clock.to_host(begin), e_ns = clock.to_host(end);
       if (node.traced == SpanKind::kMemset) {
         out.push_back(Span::memset(node.bytes, b_ns, e_ns, device_id, stream_id, correlation));
         continue;
@@ -159,7 +68,7 @@ void GraphKernelTimer::bind(const TimeBase& time_base) {
 void GraphKernelTimer::start() {
   Impl& m = *impl_;
   const detail::OnDevice on_device(m.device_id);
-  m.clock_from = m.probe_clock();
+  m.clock_from = m.probe.probe(m.time_base);
   m.clock_to = ClockPoint{};
   const std::lock_guard<std::mutex> lock(m.mu);
   m.window_open = true;
@@ -239,7 +148,7 @@ std::uint64_t GraphKernelTimer::stop_and_collect(std::vector<Span>& out) {
     const std::lock_guard<std::mutex> lock(m.mu);
     m.poll_locked();
   }
-  m.clock_to = m.probe_clock();
+  m.clock_to = m.probe.probe(m.time_base);
   const std::lock_guard<std::mutex> lock(m.mu);
   std::uint64_t lost = m.window_lost;
   if (m.window_cupti) {

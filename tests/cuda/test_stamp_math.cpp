@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: MIT
+// The stamping timers' host arithmetic, without a GPU: a step's stage stamps to stage times
+// (StageWalk), a replay's node stamps to node times (ReplayStamps), device time onto the timebase
+// (ClockMap). The GPU tests check the same against CUDA events; these pin the rules on any machine.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "node_stamps.hpp"
+#include "said_once.hpp"
+#include "simprof/profiler/step_profiler.hpp"
+#include "simprof/profiler/timings.hpp"
+#include "stage_walk.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using simprof::StageId;
+using simprof::StepProfiler;
+using simprof::TimingsSnapshot;
+using simprof::cuda::detail::ClockMap;
+using simprof::cuda::detail::ClockPoint;
+using simprof::cuda::detail::GraphShape;
+using simprof::cuda::detail::kHopSlot;
+using simprof::cuda::detail::kNoSlot;
+using simprof::cuda::detail::kStageBegin;
+using simprof::cuda::detail::kStageEnd;
+using simprof::cuda::detail::MergedMark;
+using simprof::cuda::detail::ReplayStamps;
+using simprof::cuda::detail::SaidOnce;
+using simprof::cuda::detail::SlotRanges;
+using simprof::cuda::detail::StageMark;
+using simprof::cuda::detail::StageWalk;
+using simprof::cuda::detail::StampEntry;
+using simprof::cuda::detail::start_slots;
+using simprof::cuda::detail::StepStamps;
+
+// A profiler with physics, physics/contacts, sensors and sensors/Imu; the walk's output over it.
+struct Walk : ::testing::Test {
+  StepProfiler prof;
+  StageId physics = prof.stage_id("physics");
+  StageId contacts = prof.stage_id("physics/contacts");
+  StageId imu = prof.stage_id("sensors/Imu");
+  StageId sensors = prof.find_stage("sensors");
+  TimingsSnapshot out{prof};
+  StageWalk walk{64};
+
+  void run(const StepStamps& s) {
+    out.reset(0, prof.num_stages());
+    walk.walk(s, prof, out);
+  }
+  // Expects stage `id` timed at `want` ns.
+  void expect_ns(StageId id, double want) const {
+    const auto v = out.find(id);
+    ASSERT_TRUE(v.has_value()) << "stage " << id << " has no time";
+    EXPECT_NEAR(*v * 1e9, want, 1e-6) << "stage " << id;
+  }
+  static StampEntry at(StageId id, int kind, unsigned long long t) {
+    return StampEntry{static_cast<std::int32_t>(id), kind, t};
+  }
+};
+
+TEST_F(Walk, GraphStampsInAnyOrderPairInTimeOrder) {
+  // As a replayed graph's leaves land: reserved out of time order.
+  const std::vector<StampEntry> g = {at(contacts, kStageEnd, 700), at(physics, kStageEnd, 900),
+                                     at(physics, kStageBegin, 100), at(contacts, kStageBegin, 300)};
+  StepStamps s;
+  s.graph = g.data();
+  s.n_graph = static_cast<unsigned>(g.size());
+  run(s);
+  expect_ns(physics, 800.0);  // the child is inside its open parent: not added again
+  expect_ns(contacts, 400.0);
+  EXPECT_FALSE(out.find(imu).has_value());
+  EXPECT_TRUE(walk.unpaired().empty());
+}
+
+TEST_F(Walk, AChildCountsIntoAParentThatIsNotOpen) {
+  const std::vector<StampEntry> g = {at(imu, kStageBegin, 1000), at(imu, kStageEnd, 1250)};
+  StepStamps s;
+  s.graph = g.data();
+  s.n_graph = 2;
+  run(s);
+  expect_ns(imu, 250.0);
+  expect_ns(sensors, 250.0);  // as on the host: "sensors" holds its classes
+}
+
+TEST_F(Walk, EagerStampsInsideAStageAreTakenOut) {
+  // physics [e0 = 1000, e3 = 2000) holds e0, e1, e2; contacts [e1, e2) holds e1.
+  const std::vector<unsigned long long> t = {1000, 1200, 1500, 2000};
+  const std::vector<StageMark> m = {{static_cast<int>(physics), kStageBegin},
+                                    {static_cast<int>(contacts), kStageBegin},
+                                    {static_cast<int>(contacts), kStageEnd},
+                                    {static_cast<int>(physics), kStageEnd}};
+  StepStamps s;
+  s.eager = t.data();
+  s.marks = m.data();
+  s.n_eager = 4;
+  s.eager_ns = 100;
+  run(s);
+  expect_ns(physics, 1000.0 - 3 * 100.0);
+  expect_ns(contacts, 300.0 - 100.0);
+}
+
+TEST_F(Walk, AMergedBoundaryIsItsStampsInstantAfterIt) {
+  // physics begins at e0 (1000); contacts' begin took e0's instant; contacts ends at e1 (1500) and
+  // physics' end took e1's instant. Each stage holds one stamp: e0.
+  const std::vector<unsigned long long> t = {1000, 1500};
+  const std::vector<StageMark> m = {{static_cast<int>(physics), kStageBegin},
+                                    {static_cast<int>(contacts), kStageEnd}};
+  const std::vector<MergedMark> merged = {{1, static_cast<int>(contacts), kStageBegin},
+                                          {2, static_cast<int>(physics), kStageEnd}};
+  StepStamps s;
+  s.eager = t.data();
+  s.marks = m.data();
+  s.n_eager = 2;
+  s.merged = merged.data();
+  s.n_merged = 2;
+  s.eager_ns = 100;
+  run(s);
+  expect_ns(contacts, 500.0 - 100.0);
+  expect_ns(physics, 500.0 - 100.0);
+  EXPECT_TRUE(walk.unpaired().empty());
+}
+
+TEST_F(Walk, AMergedBoundaryWhoseStampWasNotPublishedIsLeftOut) {
+  const std::vector<unsigned long long> t = {1000};
+  const std::vector<StageMark> m = {{static_cast<int>(physics), kStageBegin}};
+  const std::vector<MergedMark> merged = {{0, static_cast<int>(contacts), kStageBegin},
+                                          {2, static_cast<int>(physics), kStageEnd}};
+  StepStamps s;
+  s.eager = t.data();
+  s.marks = m.data();
+  s.n_eager = 1;
+  s.merged = merged.data();
+  s.n_merged = 2;
+  run(s);
+  EXPECT_FALSE(out.find(physics).has_value());
+  EXPECT_FALSE(out.find(contacts).has_value());
+  EXPECT_EQ(walk.unpaired(), std::vector<StageId>{physics});  // its begin, and no end
+}
+
+TEST_F(Walk, BoundariesMergedIntoOneStampKeepTheHostsOrder) {
+  // contacts began and ended (no work between) within e0's instant: begin first, a stage of 0.
+  const std::vector<unsigned long long> t = {1000, 2000};
+  const std::vector<StageMark> m = {{static_cast<int>(physics), kStageBegin},
+                                    {static_cast<int>(physics), kStageEnd}};
+  const std::vector<MergedMark> merged = {{1, static_cast<int>(contacts), kStageBegin},
+                                          {1, static_cast<int>(contacts), kStageEnd}};
+  StepStamps s;
+  s.eager = t.data();
+  s.marks = m.data();
+  s.n_eager = 2;
+  s.merged = merged.data();
+  s.n_merged = 2;
+  s.eager_ns = 100;
+  run(s);
+  expect_ns(contacts, 0.0);
+  expect_ns(physics, 1000.0 - 100.0);
+  EXPECT_TRUE(walk.unpaired().empty());
+}
+
+TEST_F(Walk, EagerStampsAtOneInstantKeepStreamOrder) {
+  const std::vector<unsigned long long> t = {1000, 1000};
+  const std::vector<StageMark> m = {{static_cast<int>(contacts), kStageBegin},
+                                    {static_cast<int>(contacts), kStageEnd}};
+  StepStamps s;
+  s.eager = t.data();
+  s.marks = m.data();
+  s.n_eager = 2;
+  run(s);
+  expect_ns(contacts, 0.0);
+  EXPECT_TRUE(walk.unpaired().empty());
+}
+
+TEST_F(Walk, AChildCountsUpToTheFirstOpenAncestor) {
+  const StageId z = prof.stage_id("x/y/z");
+  const StageId y = prof.find_stage("x/y"), x = prof.find_stage("x");
+  // x is stamped around z; x/y is not stamped: z counts into y, not again into x.
+  const std::vector<StampEntry> g = {at(x, kStageBegin, 100), at(z, kStageBegin, 200),
+                                     at(z, kStageEnd, 500), at(x, kStageEnd, 900)};
+  StepStamps s;
+  s.graph = g.data();
+  s.n_graph = 4;
+  run(s);
+  expect_ns(z, 300.0);
+  expect_ns(y, 300.0);
+  expect_ns(x, 800.0);
+}
+
+TEST_F(Walk, AtOneInstantTheGraphsStampsComeBeforeTheEagerOnes) {
+  // physics' graph end and an eager physics begin at the same instant: the end closes the stage
+  // first (400 ns); the eager begin then opens it again, never closed.
+  const std::vector<StampEntry> g = {at(physics, kStageBegin, 100), at(physics, kStageEnd, 500)};
+  const std::vector<unsigned long long> t = {500};
+  const std::vector<StageMark> m = {{static_cast<int>(physics), kStageBegin}};
+  StepStamps s;
+  s.graph = g.data();
+  s.n_graph = 2;
+  s.eager = t.data();
+  s.marks = m.data();
+  s.n_eager = 1;
+  run(s);
+  expect_ns(physics, 400.0);
+  EXPECT_EQ(walk.unpaired(), std::vector<StageId>{physics});
+}
+
+TEST_F(Walk, StampsThatDoNotPairAreUnpairedAndUntimed) {
+  // contacts' end ran before its begin (a stamp run late); sensors/Imu never ended.
+  const std::vector<StampEntry> g = {at(contacts, kStageEnd, 100), at(contacts, kStageBegin, 200),
+                                     at(contacts, kStageEnd, 300), at(imu, kStageBegin, 400)};
+  StepStamps s;
+  s.graph = g.data();
+  s.n_graph = 4;
+  run(s);
+  EXPECT_FALSE(out.find(contacts).has_value());
+  EXPECT_FALSE(out.find(imu).has_value());
+  EXPECT_EQ(walk.unpaired(), (std::vector<StageId>{contacts, imu}));
+}
+
+TEST_F(Walk, NeverBelowZeroAndUnknownStagesIgnored) {
+  const std::vector<StampEntry> g = {at(physics, kStageBegin, 100), at(physics, kStageEnd, 150),
+                                     at(999, kStageBegin, 100), StampEntry{-1, kStageEnd, 120}};
+  const std::vector<unsigned long long> t = {110};
+  const std::vector<StageMark> m = {{static_cast<int>(imu), kStageBegin}};
+  StepStamps s;
+  s.graph = g.data();
+  s.n_graph = 4;
+  s.eager = t.data();
+  s.marks = m.data();
+  s.n_eager = 1;
+  s.eager_ns = 1000;  // more than the stage lasted
+  run(s);
+  expect_ns(physics, 0.0);
+  EXPECT_EQ(walk.unpaired(), std::vector<StageId>{imu});
+}
+
+TEST_F(Walk, EachWalkStartsAfresh) {
+  const std::vector<StampEntry> g = {at(physics, kStageBegin, 100)};
+  StepStamps s;
+  s.graph = g.data();
+  s.n_graph = 1;
+  run(s);
+  EXPECT_EQ(walk.unpaired().size(), 1u);
+  const std::vector<StampEntry> h = {at(physics, kStageEnd, 300)};  // the last step's begin is gone
+  s.graph = h.data();
+  run(s);
+  EXPECT_FALSE(out.find(physics).has_value());
+  EXPECT_EQ(walk.unpaired(), std::vector<StageId>{physics});
+}
+
+// Begin 1000, hop 1100 (100 ns a stamp), roots a (2100) and b (1500), c (2000).
+TEST(ReplayStamps, ANodeRunsFromItsLatestDependencyLessTheHop) {
+  const unsigned long long t[] = {1000, 1100, 2100, 1500, 2000};  // a, the longest, ends last
+  const ReplayStamps r{t, 5};
+  EXPECT_TRUE(r.ran());
+  EXPECT_TRUE(r.complete());
+  EXPECT_EQ(r.hop(), 100u);
+  EXPECT_EQ(r.span(), 1100u);  // to the latest stamp, not the last slot
+  const std::vector<std::uint32_t> root = {1}, after_ab = {2, 3};
+  EXPECT_EQ(r.start(after_ab), 2100u);
+  EXPECT_NEAR(r.seconds(0, root, 100) * 1e9, 900.0, 1e-6);
+  EXPECT_NEAR(r.seconds(1, root, 100) * 1e9, 300.0, 1e-6);
+  const std::vector<std::uint32_t> after_b = {3};
+  EXPECT_NEAR(r.seconds(2, after_b, 100) * 1e9, 400.0, 1e-6);
+  EXPECT_EQ(r.seconds(2, after_ab, 100), 0.0);  // its start after its stamp: 0, not less
+}
+
+TEST(ReplayStamps, AStampThatDidNotRunLeavesTheReplayIncomplete) {
+  const unsigned long long missing[] = {1000, 1100, 0, 1500, 2000};
+  EXPECT_TRUE((ReplayStamps{missing, 5}.ran()));
+  EXPECT_FALSE((ReplayStamps{missing, 5}.complete()));
+  const unsigned long long idle[] = {0, 0, 0};
+  EXPECT_FALSE((ReplayStamps{idle, 3}.ran()));
+}
+
+// a (slot 2) and b (slot 3) are roots; e is an empty node after both; c (slot 4) after e; d
+// (slot 5) after c and a; f is an empty root; g (slot 6) after f.
+TEST(StartSlots, ThroughEmptyNodesToTheStampsBefore) {
+  GraphShape g;
+  //            a   b   e       c    d       f   g
+  g.deps = {{}, {}, {0, 1}, {2}, {3, 0}, {}, {5}};
+  g.slot = {2, 3, kNoSlot, 4, 5, kNoSlot, 6};
+  EXPECT_EQ(start_slots(g, 0), std::vector<std::uint32_t>{kHopSlot});
+  EXPECT_EQ(start_slots(g, 3), (std::vector<std::uint32_t>{2, 3}));    // through e
+  EXPECT_EQ(start_slots(g, 4), (std::vector<std::uint32_t>{2, 4}));    // each once, sorted
+  EXPECT_EQ(start_slots(g, 6), std::vector<std::uint32_t>{kHopSlot});  // an empty root
+}
+
+// p and q are empty nodes after a (slot 2); r and s are empty roots; m (slot 3) after p and q, n
+// (slot 4) after r and s.
+TEST(StartSlots, EachSlotOnceThroughManyPaths) {
+  GraphShape g;
+  //            a   p    q    r   s   m       n
+  g.deps = {{}, {0}, {0}, {}, {}, {1, 2}, {3, 4}};
+  g.slot = {2, kNoSlot, kNoSlot, kNoSlot, kNoSlot, 3, 4};
+  EXPECT_EQ(start_slots(g, 5), std::vector<std::uint32_t>{2});
+  EXPECT_EQ(start_slots(g, 6), std::vector<std::uint32_t>{kHopSlot});
+}
+
+TEST(SlotRanges, ARetiredRangeIsReusedFirstFitElseTheEnd) {
+  SlotRanges r(20);
+  ASSERT_EQ(r.find(8), std::optional<std::size_t>(0));
+  r.take(0, 8);
+  ASSERT_EQ(r.find(8), std::optional<std::size_t>(8));
+  r.take(8, 8);
+  EXPECT_EQ(r.used(), 16u);
+  EXPECT_EQ(r.find(5), std::nullopt);  // 16 + 5 > 20, nothing retired
+  r.give_back(0, 8);
+  EXPECT_EQ(r.find(9), std::nullopt);  // the retired range is too small, the end too short
+  ASSERT_EQ(r.find(5), std::optional<std::size_t>(0));
+  r.take(0, 5);
+  EXPECT_EQ(r.used(), 16u);                             // the row does not grow
+  ASSERT_EQ(r.find(3), std::optional<std::size_t>(5));  // what is left of it
+  r.take(5, 3);
+  ASSERT_EQ(r.find(4), std::optional<std::size_t>(16));  // used up: the end again
+  r.take(16, 4);
+  EXPECT_EQ(r.used(), 20u);
+  EXPECT_EQ(r.find(1), std::nullopt);
+}
+
+TEST(SlotRanges, FirstFitPassesOverARangeTooSmall) {
+  SlotRanges r(100);
+  r.take(0, 4);
+  r.take(4, 10);
+  r.take(14, 4);
+  r.give_back(0, 4);
+  r.give_back(4, 10);
+  ASSERT_EQ(r.find(6), std::optional<std::size_t>(4));  // not the first range (4 slots)
+  r.take(4, 6);
+  ASSERT_EQ(r.find(4), std::optional<std::size_t>(0));  // the first fits now
+  r.take(0, 4);
+  ASSERT_EQ(r.find(4), std::optional<std::size_t>(10));  // what is left of the second
+  r.take(10, 4);
+  EXPECT_EQ(r.find(1), std::optional<std::size_t>(18));  // both used up: the end
+  EXPECT_EQ(r.used(), 18u);
+}
+
+TEST(ClockMap, TwoPointsInterpolateTheRate) {
+  const ClockPoint from{true, 1'000, 5'000, 10}, to{true, 1'001'000, 1'005'100, 10};
+  const ClockMap m(from, to);
+  EXPECT_EQ(m.to_host(1'000), 5'000);
+  EXPECT_EQ(m.to_host(1'001'000), 1'005'100);
+  EXPECT_EQ(m.to_host(501'000), 505'050);  // 500,000 device ns at 1.0001 host ns each
+}
+
+TEST(ClockMap, OnePointAloneKeepsTheRateOne) {
+  const ClockPoint bad{}, to{true, 2'000, 9'000, 5};
+  EXPECT_EQ(ClockMap(bad, to).to_host(2'500), 9'500);
+  EXPECT_EQ(ClockMap(to, bad).to_host(1'500), 8'500);
+  EXPECT_EQ(ClockMap(to, to).to_host(2'100), 9'100);  // one instant: no rate to read
+}
+
+TEST(SaidOnce, TheFirstTimeOnlyFromAnyThread) {
+  simprof::testing::SimprofLog log;
+  SaidOnce once;
+  EXPECT_FALSE(once.said());
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) threads.emplace_back([&once, i] { once.warn("problem {}", i); });
+  for (std::thread& t : threads) t.join();
+  once.error("problem again");
+  EXPECT_TRUE(once.said());
+  EXPECT_EQ(log.count("problem"), 1) << log.str();
+  SaidOnce other;  // each problem its own
+  other.error("another");
+  EXPECT_EQ(log.count("another"), 1) << log.str();
+}
+
+}  // namespace
