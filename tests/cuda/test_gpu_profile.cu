@@ -73,7 +73,7 @@ GpuProfileOptions every(int stage, int kernel) {
 
 }  // namespace
 
-// The README's first GPU example: a cache made before the profile, no wiring, replayed steps.
+// docs/gpu-truth.md's first example: a cache made before the profile, no wiring, replayed steps.
 TEST_F(GpuTest, OneObjectGivesStagesKernelsAndTheFpsLineOfReplayedSteps) {
   Stream stream;
   warm(stream);

@@ -37,7 +37,8 @@ using simprof::cuda::detail::StampEntry;
 using simprof::cuda::detail::start_slots;
 using simprof::cuda::detail::StepStamps;
 
-// A profiler with physics, physics/contacts, sensors and sensors/Imu; the walk's output over it.
+// A profiler with physics, physics/contacts, sensors and sensors/Imu; one step's stamps, added
+// in the order the tests say, and the walk's output over them.
 struct Walk : ::testing::Test {
   StepProfiler prof;
   StageId physics = prof.stage_id("physics");
@@ -46,10 +47,39 @@ struct Walk : ::testing::Test {
   StageId sensors = prof.find_stage("sensors");
   TimingsSnapshot out{prof};
   StageWalk walk{64};
+  std::vector<StampEntry> graph;
+  std::vector<unsigned long long> eager;
+  std::vector<StageMark> marks;
+  std::vector<MergedMark> merged;
 
-  void run(const StepStamps& s) {
+  // A replayed graph's stamp, an eager stamp, a boundary merged into eager stamp `source` (from 1).
+  void graph_at(unsigned long long t, StageId id, int kind) {
+    graph.push_back(StampEntry{static_cast<std::int32_t>(id), kind, t});
+  }
+  void eager_at(unsigned long long t, StageId id, int kind) {
+    eager.push_back(t);
+    marks.push_back(StageMark{static_cast<int>(id), kind});
+  }
+  void merge(unsigned source, StageId id, int kind) {
+    merged.push_back(MergedMark{source, static_cast<int>(id), kind});
+  }
+  // The walk over the stamps added, an eager stamp costing `eager_ns`; then a fresh step.
+  void run(double eager_ns = 0) {
+    StepStamps s;
+    s.graph = graph.data();
+    s.n_graph = static_cast<unsigned>(graph.size());
+    s.eager = eager.data();
+    s.marks = marks.data();
+    s.n_eager = static_cast<unsigned>(eager.size());
+    s.merged = merged.data();
+    s.n_merged = static_cast<unsigned>(merged.size());
+    s.eager_ns = eager_ns;
     out.reset(0, prof.num_stages());
     walk.walk(s, prof, out);
+    graph.clear();
+    eager.clear();
+    marks.clear();
+    merged.clear();
   }
   // Expects stage `id` timed at `want` ns.
   void expect_ns(StageId id, double want) const {
@@ -57,48 +87,51 @@ struct Walk : ::testing::Test {
     ASSERT_TRUE(v.has_value()) << "stage " << id << " has no time";
     EXPECT_NEAR(*v * 1e9, want, 1e-6) << "stage " << id;
   }
-  static StampEntry at(StageId id, int kind, unsigned long long t) {
-    return StampEntry{static_cast<std::int32_t>(id), kind, t};
-  }
+  bool timed(StageId id) const { return out.find(id).has_value(); }
 };
 
 TEST_F(Walk, GraphStampsInAnyOrderPairInTimeOrder) {
   // As a replayed graph's leaves land: reserved out of time order.
-  const std::vector<StampEntry> g = {at(contacts, kStageEnd, 700), at(physics, kStageEnd, 900),
-                                     at(physics, kStageBegin, 100), at(contacts, kStageBegin, 300)};
-  StepStamps s;
-  s.graph = g.data();
-  s.n_graph = static_cast<unsigned>(g.size());
-  run(s);
+  graph_at(700, contacts, kStageEnd);
+  graph_at(900, physics, kStageEnd);
+  graph_at(100, physics, kStageBegin);
+  graph_at(300, contacts, kStageBegin);
+  run();
   expect_ns(physics, 800.0);  // the child is inside its open parent: not added again
   expect_ns(contacts, 400.0);
-  EXPECT_FALSE(out.find(imu).has_value());
+  EXPECT_FALSE(timed(imu));
   EXPECT_TRUE(walk.unpaired().empty());
 }
 
 TEST_F(Walk, AChildCountsIntoAParentThatIsNotOpen) {
-  const std::vector<StampEntry> g = {at(imu, kStageBegin, 1000), at(imu, kStageEnd, 1250)};
-  StepStamps s;
-  s.graph = g.data();
-  s.n_graph = 2;
-  run(s);
+  graph_at(1000, imu, kStageBegin);
+  graph_at(1250, imu, kStageEnd);
+  run();
   expect_ns(imu, 250.0);
   expect_ns(sensors, 250.0);  // as on the host: "sensors" holds its classes
 }
 
+TEST_F(Walk, AChildCountsUpToTheFirstOpenAncestor) {
+  const StageId z = prof.stage_id("x/y/z");
+  const StageId y = prof.find_stage("x/y"), x = prof.find_stage("x");
+  // x is stamped around z; x/y is not stamped: z counts into y, not again into x.
+  graph_at(100, x, kStageBegin);
+  graph_at(200, z, kStageBegin);
+  graph_at(500, z, kStageEnd);
+  graph_at(900, x, kStageEnd);
+  run();
+  expect_ns(z, 300.0);
+  expect_ns(y, 300.0);
+  expect_ns(x, 800.0);
+}
+
 TEST_F(Walk, EagerStampsInsideAStageAreTakenOut) {
   // physics [e0 = 1000, e3 = 2000) holds e0, e1, e2; contacts [e1, e2) holds e1.
-  const std::vector<unsigned long long> t = {1000, 1200, 1500, 2000};
-  const std::vector<StageMark> m = {{static_cast<int>(physics), kStageBegin},
-                                    {static_cast<int>(contacts), kStageBegin},
-                                    {static_cast<int>(contacts), kStageEnd},
-                                    {static_cast<int>(physics), kStageEnd}};
-  StepStamps s;
-  s.eager = t.data();
-  s.marks = m.data();
-  s.n_eager = 4;
-  s.eager_ns = 100;
-  run(s);
+  eager_at(1000, physics, kStageBegin);
+  eager_at(1200, contacts, kStageBegin);
+  eager_at(1500, contacts, kStageEnd);
+  eager_at(2000, physics, kStageEnd);
+  run(100);
   expect_ns(physics, 1000.0 - 3 * 100.0);
   expect_ns(contacts, 300.0 - 100.0);
 }
@@ -106,147 +139,87 @@ TEST_F(Walk, EagerStampsInsideAStageAreTakenOut) {
 TEST_F(Walk, AMergedBoundaryIsItsStampsInstantAfterIt) {
   // physics begins at e0 (1000); contacts' begin took e0's instant; contacts ends at e1 (1500) and
   // physics' end took e1's instant. Each stage holds one stamp: e0.
-  const std::vector<unsigned long long> t = {1000, 1500};
-  const std::vector<StageMark> m = {{static_cast<int>(physics), kStageBegin},
-                                    {static_cast<int>(contacts), kStageEnd}};
-  const std::vector<MergedMark> merged = {{1, static_cast<int>(contacts), kStageBegin},
-                                          {2, static_cast<int>(physics), kStageEnd}};
-  StepStamps s;
-  s.eager = t.data();
-  s.marks = m.data();
-  s.n_eager = 2;
-  s.merged = merged.data();
-  s.n_merged = 2;
-  s.eager_ns = 100;
-  run(s);
+  eager_at(1000, physics, kStageBegin);
+  eager_at(1500, contacts, kStageEnd);
+  merge(1, contacts, kStageBegin);
+  merge(2, physics, kStageEnd);
+  run(100);
   expect_ns(contacts, 500.0 - 100.0);
   expect_ns(physics, 500.0 - 100.0);
   EXPECT_TRUE(walk.unpaired().empty());
 }
 
 TEST_F(Walk, AMergedBoundaryWhoseStampWasNotPublishedIsLeftOut) {
-  const std::vector<unsigned long long> t = {1000};
-  const std::vector<StageMark> m = {{static_cast<int>(physics), kStageBegin}};
-  const std::vector<MergedMark> merged = {{0, static_cast<int>(contacts), kStageBegin},
-                                          {2, static_cast<int>(physics), kStageEnd}};
-  StepStamps s;
-  s.eager = t.data();
-  s.marks = m.data();
-  s.n_eager = 1;
-  s.merged = merged.data();
-  s.n_merged = 2;
-  run(s);
-  EXPECT_FALSE(out.find(physics).has_value());
-  EXPECT_FALSE(out.find(contacts).has_value());
+  eager_at(1000, physics, kStageBegin);
+  merge(0, contacts, kStageBegin);
+  merge(2, physics, kStageEnd);
+  run();
+  EXPECT_FALSE(timed(physics));
+  EXPECT_FALSE(timed(contacts));
   EXPECT_EQ(walk.unpaired(), std::vector<StageId>{physics});  // its begin, and no end
 }
 
 TEST_F(Walk, BoundariesMergedIntoOneStampKeepTheHostsOrder) {
   // contacts began and ended (no work between) within e0's instant: begin first, a stage of 0.
-  const std::vector<unsigned long long> t = {1000, 2000};
-  const std::vector<StageMark> m = {{static_cast<int>(physics), kStageBegin},
-                                    {static_cast<int>(physics), kStageEnd}};
-  const std::vector<MergedMark> merged = {{1, static_cast<int>(contacts), kStageBegin},
-                                          {1, static_cast<int>(contacts), kStageEnd}};
-  StepStamps s;
-  s.eager = t.data();
-  s.marks = m.data();
-  s.n_eager = 2;
-  s.merged = merged.data();
-  s.n_merged = 2;
-  s.eager_ns = 100;
-  run(s);
+  eager_at(1000, physics, kStageBegin);
+  eager_at(2000, physics, kStageEnd);
+  merge(1, contacts, kStageBegin);
+  merge(1, contacts, kStageEnd);
+  run(100);
   expect_ns(contacts, 0.0);
   expect_ns(physics, 1000.0 - 100.0);
   EXPECT_TRUE(walk.unpaired().empty());
 }
 
 TEST_F(Walk, EagerStampsAtOneInstantKeepStreamOrder) {
-  const std::vector<unsigned long long> t = {1000, 1000};
-  const std::vector<StageMark> m = {{static_cast<int>(contacts), kStageBegin},
-                                    {static_cast<int>(contacts), kStageEnd}};
-  StepStamps s;
-  s.eager = t.data();
-  s.marks = m.data();
-  s.n_eager = 2;
-  run(s);
+  eager_at(1000, contacts, kStageBegin);
+  eager_at(1000, contacts, kStageEnd);
+  run();
   expect_ns(contacts, 0.0);
   EXPECT_TRUE(walk.unpaired().empty());
-}
-
-TEST_F(Walk, AChildCountsUpToTheFirstOpenAncestor) {
-  const StageId z = prof.stage_id("x/y/z");
-  const StageId y = prof.find_stage("x/y"), x = prof.find_stage("x");
-  // x is stamped around z; x/y is not stamped: z counts into y, not again into x.
-  const std::vector<StampEntry> g = {at(x, kStageBegin, 100), at(z, kStageBegin, 200),
-                                     at(z, kStageEnd, 500), at(x, kStageEnd, 900)};
-  StepStamps s;
-  s.graph = g.data();
-  s.n_graph = 4;
-  run(s);
-  expect_ns(z, 300.0);
-  expect_ns(y, 300.0);
-  expect_ns(x, 800.0);
 }
 
 TEST_F(Walk, AtOneInstantTheGraphsStampsComeBeforeTheEagerOnes) {
   // physics' graph end and an eager physics begin at the same instant: the end closes the stage
   // first (400 ns); the eager begin then opens it again, never closed.
-  const std::vector<StampEntry> g = {at(physics, kStageBegin, 100), at(physics, kStageEnd, 500)};
-  const std::vector<unsigned long long> t = {500};
-  const std::vector<StageMark> m = {{static_cast<int>(physics), kStageBegin}};
-  StepStamps s;
-  s.graph = g.data();
-  s.n_graph = 2;
-  s.eager = t.data();
-  s.marks = m.data();
-  s.n_eager = 1;
-  run(s);
+  graph_at(100, physics, kStageBegin);
+  graph_at(500, physics, kStageEnd);
+  eager_at(500, physics, kStageBegin);
+  run();
   expect_ns(physics, 400.0);
   EXPECT_EQ(walk.unpaired(), std::vector<StageId>{physics});
 }
 
 TEST_F(Walk, StampsThatDoNotPairAreUnpairedAndUntimed) {
   // contacts' end ran before its begin (a stamp run late); sensors/Imu never ended.
-  const std::vector<StampEntry> g = {at(contacts, kStageEnd, 100), at(contacts, kStageBegin, 200),
-                                     at(contacts, kStageEnd, 300), at(imu, kStageBegin, 400)};
-  StepStamps s;
-  s.graph = g.data();
-  s.n_graph = 4;
-  run(s);
-  EXPECT_FALSE(out.find(contacts).has_value());
-  EXPECT_FALSE(out.find(imu).has_value());
+  graph_at(100, contacts, kStageEnd);
+  graph_at(200, contacts, kStageBegin);
+  graph_at(300, contacts, kStageEnd);
+  graph_at(400, imu, kStageBegin);
+  run();
+  EXPECT_FALSE(timed(contacts));
+  EXPECT_FALSE(timed(imu));
   EXPECT_EQ(walk.unpaired(), (std::vector<StageId>{contacts, imu}));
 }
 
 TEST_F(Walk, NeverBelowZeroAndUnknownStagesIgnored) {
-  const std::vector<StampEntry> g = {at(physics, kStageBegin, 100), at(physics, kStageEnd, 150),
-                                     at(999, kStageBegin, 100), StampEntry{-1, kStageEnd, 120}};
-  const std::vector<unsigned long long> t = {110};
-  const std::vector<StageMark> m = {{static_cast<int>(imu), kStageBegin}};
-  StepStamps s;
-  s.graph = g.data();
-  s.n_graph = 4;
-  s.eager = t.data();
-  s.marks = m.data();
-  s.n_eager = 1;
-  s.eager_ns = 1000;  // more than the stage lasted
-  run(s);
+  graph_at(100, physics, kStageBegin);
+  graph_at(150, physics, kStageEnd);
+  graph_at(100, 999, kStageBegin);
+  graph.push_back(StampEntry{-1, kStageEnd, 120});
+  eager_at(110, imu, kStageBegin);
+  run(1000);  // an eager stamp costs more than the stage lasted
   expect_ns(physics, 0.0);
   EXPECT_EQ(walk.unpaired(), std::vector<StageId>{imu});
 }
 
 TEST_F(Walk, EachWalkStartsAfresh) {
-  const std::vector<StampEntry> g = {at(physics, kStageBegin, 100)};
-  StepStamps s;
-  s.graph = g.data();
-  s.n_graph = 1;
-  run(s);
+  graph_at(100, physics, kStageBegin);
+  run();
   EXPECT_EQ(walk.unpaired().size(), 1u);
-  const std::vector<StampEntry> h = {at(physics, kStageEnd, 300)};  // the last step's begin is gone
-  s.graph = h.data();
-  run(s);
-  EXPECT_FALSE(out.find(physics).has_value());
+  graph_at(300, physics, kStageEnd);  // the last step's begin is gone
+  run();
+  EXPECT_FALSE(timed(physics));
   EXPECT_EQ(walk.unpaired(), std::vector<StageId>{physics});
 }
 

@@ -101,30 +101,41 @@ cudaError_t add_stamp_node(cudaGraph_t g, const void* func, void** args,
   return cudaSuccess;
 }
 
+namespace {
+
+// A failed call of a stamped copy's, named (CudaError).
+void check(cudaError_t e, const char* call, int line) {
+  if (e != cudaSuccess) throw_cuda_error(e, call, __FILE__, line);
+}
+
+}  // namespace
+
 StampedCopy::StampedCopy(cudaGraph_t graph) {
-  SIMPROF_CUDA_CHECK(cudaGraphClone(copy_.out(), graph));
-  SIMPROF_CUDA_CHECK(root_nodes(copy_.get(), roots_));
+  check(cudaGraphClone(copy_.out(), graph), "cudaGraphClone", __LINE__);
+  check(root_nodes(copy_.get(), roots_), "cudaGraphGetRootNodes", __LINE__);
 }
 
 cudaGraphNode_t StampedCopy::clone_of(cudaGraphNode_t original) const {
   cudaGraphNode_t mine = nullptr;
-  SIMPROF_CUDA_CHECK(cudaGraphNodeFindInClone(&mine, original, copy_.get()));
+  check(cudaGraphNodeFindInClone(&mine, original, copy_.get()), "cudaGraphNodeFindInClone",
+        __LINE__);
   return mine;
 }
 
 cudaGraphNode_t StampedCopy::add_stamp(const void* func, void** args, const cudaGraphNode_t* after,
                                        std::size_t n_after, int& priority) {
   cudaGraphNode_t node = nullptr;
-  SIMPROF_CUDA_CHECK(add_stamp_node(copy_.get(), func, args, after, n_after, priority, node));
+  check(add_stamp_node(copy_.get(), func, args, after, n_after, priority, node),
+        "cudaGraphAddKernelNode (a stamp)", __LINE__);
   return node;
 }
 
 void StampedCopy::add_edge(cudaGraphNode_t from, cudaGraphNode_t to) {
-  SIMPROF_CUDA_CHECK(detail::add_edge(copy_.get(), from, to));
+  check(detail::add_edge(copy_.get(), from, to), "cudaGraphAddDependencies", __LINE__);
 }
 
 void StampedCopy::remove_edge(cudaGraphNode_t from, cudaGraphNode_t to) {
-  SIMPROF_CUDA_CHECK(detail::remove_edge(copy_.get(), from, to));
+  check(detail::remove_edge(copy_.get(), from, to), "cudaGraphRemoveDependencies", __LINE__);
 }
 
 void StampedCopy::before_roots(cudaGraphNode_t node) {
