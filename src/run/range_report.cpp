@@ -46,9 +46,19 @@ void problems(const RangeSteps& steps, const std::string& asked, bool final, std
         seen_list(steps));
   if (c.unmatched_pops)
     out += fmt::format(
-        "simprof run: {} pops had no range open on their thread (unbalanced "
+        "simprof run: {} pops (or ends) had no such range open on their thread (unbalanced "
         "push/pop).\n",
         c.unmatched_pops);
+  if (c.unclosed)
+    out += fmt::format(
+        "simprof run: {} ranges were never popped: their step range was pushed again while they "
+        "were open (unbalanced push/pop); those steps are dropped, the run goes on.\n",
+        c.unclosed);
+  if (c.crossed)
+    out += fmt::format(
+        "simprof run: {} ranges closed while a range opened after them was still open (NVTX "
+        "domains or start/end ranges that do not nest); each is closed with that range.\n",
+        c.crossed);
   if (const auto open = final ? steps.open_at_end() : 0)
     out += fmt::format(
         "simprof run: {} ranges were still open at the end (a step in progress "

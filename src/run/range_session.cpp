@@ -14,6 +14,8 @@
 #include <limits>
 #include <stdexcept>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -43,7 +45,17 @@ std::uint64_t thread_number() {
   thread_local const std::uint64_t mine = next.fetch_add(1);
   return mine;
 }
-thread_local int depth = 0;  // ranges open on this thread, as NVTX counts them
+// Ranges open on this thread in each NVTX domain, as NVTX counts them (a domain's first push
+// allocates).
+thread_local std::vector<std::pair<std::uint64_t, int>> depths;
+int& depth_in(std::uint64_t domain) {
+  for (auto& [d, n] : depths)
+    if (d == domain) return n;
+  return depths.emplace_back(domain, 0).second;
+}
+
+// A start/end range's id: its thread's number in the high bits, so that end() finds the thread.
+constexpr int kIdBits = 40;
 
 int report_pipe[2] = {-1, -1};  // SIGUSR1 -> the reporting thread (a signal handler only writes)
 
@@ -145,15 +157,32 @@ RangeSession::RangeSession()
   if (!config_.mark.empty()) std::ofstream(config_.mark) << "started\n";
 }
 
-int RangeSession::push(std::string_view name) {
+int RangeSession::push(std::string_view name, std::uint64_t domain) {
+  int& depth = depth_in(domain);
+  open(thread_number(), name, domain, 0);
+  return depth++;
+}
+
+std::uint64_t RangeSession::start(std::string_view name, std::uint64_t domain) {
   const std::uint64_t thread = thread_number();
+  std::uint64_t id = 0;
+  {
+    const std::lock_guard<std::mutex> lock(mu_);
+    id = thread << kIdBits | (++started_ & ((std::uint64_t{1} << kIdBits) - 1));
+  }
+  open(thread, name, domain, id);
+  return id;
+}
+
+void RangeSession::open(std::uint64_t thread, std::string_view name, std::uint64_t domain,
+                        std::uint64_t id) {
   const std::lock_guard<std::mutex> lock(mu_);
-  if (finished_) return depth++;
+  if (finished_) return;
   // Between steps on the step's thread: the device side starts, or changes session (a listener
   // attaches only outside a step).
   if (steps_.at_step_boundary(thread, name)) device_->step(trace_.get());
   try {
-    steps_.push(thread, name);
+    steps_.push(thread, name, domain, id);
   } catch (const std::exception& e) {  // the profiler refused a step: said, the run goes on
     std::fprintf(stderr, "simprof run: %s\n", e.what());
   }
@@ -163,21 +192,33 @@ int RangeSession::push(std::string_view name) {
         stderr, "simprof run: steps are the NVTX range \"%s\"%s\n", steps_.step_name().c_str(),
         config_.step.empty() ? " (the outermost range that repeats; --step NAME to choose)" : "");
   }
-  return depth++;
 }
 
-int RangeSession::pop() {
+int RangeSession::pop(std::uint64_t domain) {
   const std::uint64_t thread = thread_number();
-  const std::lock_guard<std::mutex> lock(mu_);
-  if (!finished_) {
-    try {
-      steps_.pop(thread);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "simprof run: %s\n", e.what());
+  {
+    const std::lock_guard<std::mutex> lock(mu_);
+    if (!finished_) {
+      try {
+        steps_.pop(thread, domain);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "simprof run: %s\n", e.what());
+      }
     }
   }
+  int& depth = depth_in(domain);
   if (depth == 0) return -1;
   return --depth;
+}
+
+void RangeSession::end(std::uint64_t id) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  if (finished_) return;
+  try {
+    steps_.end(id >> kIdBits, id);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "simprof run: %s\n", e.what());
+  }
 }
 
 const char* RangeSession::intern(std::string_view s) {

@@ -41,8 +41,13 @@ class RangeSession {
  public:
   static RangeSession& get();  // made at the first call
 
-  int push(std::string_view name);  // the range's depth on its thread before it, as NVTX returns
-  int pop();
+  // A range pushed / popped in NVTX domain `domain` (0: the default one): the depth on its thread
+  // and domain before the push (after the pop), as NVTX returns them.
+  int push(std::string_view name, std::uint64_t domain = 0);
+  int pop(std::uint64_t domain = 0);
+  // A start/end range: opened on this thread (its id), closed by end() from any thread.
+  std::uint64_t start(std::string_view name, std::uint64_t domain = 0);
+  void end(std::uint64_t id);
   // A stable copy of `s` (registered strings, domains).
   const char* intern(std::string_view s);
   // The report: the step range, the stage table, what was seen and what went wrong.
@@ -66,6 +71,8 @@ class RangeSession {
   std::mutex write_mu_;  // one record write at a time (snapshots and the final one)
   bool said_write_error_ = false;
   std::uint64_t written_steps_ = ~std::uint64_t{0};
+  std::uint64_t started_ = 0;  // start/end ranges started (their ids: the thread's number above)
+  void open(std::uint64_t thread, std::string_view name, std::uint64_t domain, std::uint64_t id);
 };
 
 }  // namespace simprof::run

@@ -30,8 +30,12 @@ void RangeSteps::learn(Thread& t, std::uint64_t thread, std::string_view name) {
   if (depth >= t.closed.size()) return;
   const auto& closed = t.closed[depth];
   if (std::find(closed.begin(), closed.end(), name) == closed.end()) return;
-  if (!step_chosen() || (thread == step_thread_ && depth < step_depth_ && name != step_ &&
-                         steps_ < kLearningSteps && !prof_.in_step())) {
+  const bool young = steps_ < kLearningSteps && !prof_.in_step() && name != step_;
+  const bool shallower = thread == step_thread_ && depth < step_depth_;
+  // The choice has had no stage (a leaf, a loader thread's), this range has had ranges inside it.
+  const bool fuller = thread != step_thread_ && prof_.num_stages() == kPeriodStage + 1 &&
+                      std::find(t.parents.begin(), t.parents.end(), name) != t.parents.end();
+  if (!step_chosen() || (young && (shallower || fuller))) {
     choose(thread, name);
     step_depth_ = depth;
   }
@@ -58,7 +62,8 @@ StageId RangeSteps::stage_for(const Thread& t, std::string_view name) {
   return prof_.stage_id(path_);
 }
 
-void RangeSteps::push(std::uint64_t thread, std::string_view name) {
+void RangeSteps::push(std::uint64_t thread, std::string_view name, std::uint64_t domain,
+                      std::uint64_t id) {
   ++counts_.pushes;
   auto it = seen_.find(name);
   if (it == seen_.end()) it = seen_.emplace(std::string(name), 0).first;
@@ -72,7 +77,10 @@ void RangeSteps::push(std::uint64_t thread, std::string_view name) {
   }
   Frame f;
   f.name = name;
+  f.domain = domain;
+  f.id = id;
   if (have_step_thread_ && thread == step_thread_) {
+    if (prof_.in_step() && name == step_) drop_open_step(t);
     if (!prof_.in_step() && name == step_) {
       f.step = true;
       prof_.begin_step();
@@ -89,24 +97,74 @@ void RangeSteps::push(std::uint64_t thread, std::string_view name) {
     ++counts_.other_threads;
   }
   const std::size_t depth = t.stack.size();
+  if (depth > 0) t.stack.back().parent = true;
   if (t.closed.size() < depth + 2) t.closed.resize(depth + 2);
   t.closed[depth + 1].clear();  // its children start afresh
   t.stack.push_back(std::move(f));
 }
 
-void RangeSteps::pop(std::uint64_t thread) {
+void RangeSteps::pop(std::uint64_t thread, std::uint64_t domain) {
   ++counts_.pops;
   Thread& t = threads_[thread];
-  if (t.stack.empty()) {
-    ++counts_.unmatched_pops;
+  // The innermost range of the domain that was pushed (not started) and is still open.
+  for (std::size_t i = t.stack.size(); i-- > 0;) {
+    const Frame& f = t.stack[i];
+    if (f.domain == domain && f.id == 0 && !f.ended) return close(t, i);
+  }
+  ++counts_.unmatched_pops;
+}
+
+void RangeSteps::end(std::uint64_t thread, std::uint64_t id) {
+  ++counts_.pops;
+  Thread& t = threads_[thread];
+  for (std::size_t i = t.stack.size(); i-- > 0;)
+    if (t.stack[i].id == id && !t.stack[i].ended) return close(t, i);
+  ++counts_.unmatched_pops;
+}
+
+void RangeSteps::close(Thread& t, std::size_t at) {
+  if (at + 1 != t.stack.size()) {  // a range opened after it is still open: it closes with that
+    t.stack[at].ended = true;
+    ++counts_.crossed;
     return;
   }
+  pop_top(t);
+  while (!t.stack.empty() && t.stack.back().ended) pop_top(t);
+}
+
+void RangeSteps::pop_top(Thread& t) {
   Frame& f = t.stack.back();
   if (f.stage != kNoStage && prof_.in_step()) prof_.end_stage(f.stage);
   if (f.step && prof_.in_step() && prof_.end_step()) ++steps_;
   auto& closed = t.closed[t.stack.size() - 1];
   if (std::find(closed.begin(), closed.end(), f.name) == closed.end()) closed.push_back(f.name);
+  if (f.parent && std::find(t.parents.begin(), t.parents.end(), f.name) == t.parents.end())
+    t.parents.push_back(f.name);
   t.stack.pop_back();
+}
+
+// The step range again while a step of it is open: the open step's range (and those above it)
+// were never closed (a missing pop). That step is dropped like a vetoed one, and counted.
+void RangeSteps::drop_open_step(Thread& t) {
+  const auto it =
+      std::find_if(t.stack.begin(), t.stack.end(), [](const Frame& f) { return f.step; });
+  if (it == t.stack.end()) return;
+  const auto at = static_cast<std::size_t>(it - t.stack.begin());
+  counts_.unclosed += t.stack.size() - at;
+  drop_step(t, at);
+  t.stack.erase(t.stack.begin() + static_cast<std::ptrdiff_t>(at), t.stack.end());
+}
+
+// The step in progress dropped like a vetoed one, the stages of the frames from `from` up closed
+// first (innermost first).
+void RangeSteps::drop_step(Thread& t, std::size_t from) {
+  for (std::size_t i = t.stack.size(); i-- > from;)
+    if (t.stack[i].stage != kNoStage) {
+      prof_.end_stage(t.stack[i].stage);
+      t.stack[i].stage = kNoStage;
+    }
+  prof_.veto_step();
+  prof_.end_step();
 }
 
 std::uint64_t RangeSteps::open_at_end() const {
@@ -119,14 +177,12 @@ void RangeSteps::finish() {
   if (!prof_.in_step()) return;
   // The step in progress did not end: its open stages closed, the step dropped like a vetoed one.
   auto it = threads_.find(step_thread_);
-  if (it != threads_.end())
-    for (auto f = it->second.stack.rbegin(); f != it->second.stack.rend(); ++f)
-      if (f->stage != kNoStage) {
-        prof_.end_stage(f->stage);
-        f->stage = kNoStage;
-      }
-  prof_.veto_step();
-  prof_.end_step();
+  if (it != threads_.end()) {
+    drop_step(it->second, 0);
+  } else {
+    prof_.veto_step();
+    prof_.end_step();
+  }
 }
 
 bool RangeSteps::at_step_boundary(std::uint64_t thread, std::string_view name) const {

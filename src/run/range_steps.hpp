@@ -20,17 +20,21 @@ namespace simprof::run {
 
 struct RangeStepsOptions {
   // The step's range name; empty: the outermost range that repeats (chosen while the first steps
-  // run: a shallower range that repeats later, within kLearningSteps steps, takes over).
+  // run: a shallower range that repeats later, within kLearningSteps steps, takes over; so does a
+  // range with ranges inside it, on another thread, from a choice that has none: a loader's).
   std::string step;
 };
 
 // What was seen, for the summary at exit and the run record.
 struct RangeCounts {
   std::uint64_t pushes = 0, pops = 0;
-  std::uint64_t unmatched_pops = 0;  // a pop with no range open on its thread
-  std::uint64_t other_threads = 0;   // ranges pushed on a thread other than the steps'
-  std::uint64_t left_out = 0;      // stages the profiler refused (past kMaxDepth, a reserved name)
-  std::uint64_t step_changes = 0;  // the chosen step range gave way to a shallower one
+  std::uint64_t unmatched_pops = 0;  // a pop (or end) with no such range open on its thread
+  std::uint64_t crossed = 0;         // a range that closed while one opened after it was still open
+                                     // (closed when that one did)
+  std::uint64_t unclosed = 0;  // ranges open when their step range was pushed again (never popped)
+  std::uint64_t other_threads = 0;  // ranges pushed on a thread other than the steps'
+  std::uint64_t left_out = 0;       // stages the profiler refused (past kMaxDepth, a reserved name)
+  std::uint64_t step_changes = 0;   // the chosen step range gave way to a shallower one
 };
 
 class RangeSteps {
@@ -41,9 +45,13 @@ class RangeSteps {
 
   RangeSteps(StepProfiler& prof, RangeStepsOptions options);
 
-  // A range named `name` opened on `thread` / the innermost one closed there.
-  void push(std::uint64_t thread, std::string_view name);
-  void pop(std::uint64_t thread);
+  // A range named `name` opened on `thread` / the innermost one closed there. Ranges of an NVTX
+  // domain (`domain`: its handle, 0 for the default domain) nest among themselves, as NVTX keeps
+  // them; a start/end range has an `id` of its own (non-zero) and is closed by end().
+  void push(std::uint64_t thread, std::string_view name, std::uint64_t domain = 0,
+            std::uint64_t id = 0);
+  void pop(std::uint64_t thread, std::uint64_t domain = 0);
+  void end(std::uint64_t thread, std::uint64_t id);
 
   // The step range: the one asked for, or the one chosen (empty until one is).
   const std::string& step_name() const noexcept { return step_; }
@@ -81,15 +89,24 @@ class RangeSteps {
     std::string_view name;     // a key of seen_ (kept for the session: no allocation per push)
     StageId stage = kNoStage;  // the stage it opened, kNoStage outside a step
     bool step = false;         // it is the step range
+    std::uint64_t domain = 0;  // its NVTX domain (0: the default one)
+    std::uint64_t id = 0;      // a start/end range's id (0: pushed)
+    bool ended = false;        // closed while a range above it was open: closed with that one
+    bool parent = false;       // a range was opened inside it
   };
   struct Thread {
     std::vector<Frame> stack;
     // Names closed at each depth since the frame below was pushed: a push of one of them again
     // is a repeat at that depth.
     std::vector<std::vector<std::string_view>> closed;
+    std::vector<std::string_view> parents;  // names closed with a range inside them
   };
 
   void learn(Thread& t, std::uint64_t thread, std::string_view name);
+  void close(Thread& t, std::size_t at);  // the frame at `at` closed (now, or when it is on top)
+  void pop_top(Thread& t);
+  void drop_open_step(Thread& t);  // the step range pushed again while a step of it is open
+  void drop_step(Thread& t, std::size_t from);
   void choose(std::uint64_t thread, std::string_view name);
   StageId stage_for(const Thread& t, std::string_view name);
 

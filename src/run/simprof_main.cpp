@@ -210,8 +210,8 @@ int run(const simprof::run::RunArgs& a) {
   if (said.empty() && rc != 127)
     std::fprintf(stderr,
                  "simprof run: %s made no NVTX call, so nothing was profiled (is it built with "
-                 "NVTX ranges? A program that links an NVTX tool of its own ignores "
-                 "NVTX_INJECTION64_PATH)\n",
+                 "NVTX ranges? Built with NVTX_DISABLE defined, its NVTX calls compile to "
+                 "nothing)\n",
                  a.command[0].c_str());
   return rc;
 }

@@ -88,6 +88,25 @@ with tempfile.TemporaryDirectory() as d:
 rc, out = run("run", "--trace-steps", "7:3", "--", PROGRAM)
 expect("a bad --trace-steps is refused (exit 2)", rc == 2 and "--trace-steps '7:3'" in out, out)
 
+# Ranges as NVTX nests them: start/end ranges, a domain's own stack, a missing pop, SIGUSR1.
+rc, out = run("run", "--no-fps", "--step", "frame", "--", PROGRAM, "30", "startend")
+expect("start/end ranges are steps and stages",
+       '30 steps of the NVTX range "frame"' in out and "\ncontacts " in out, out)
+rc, out = run("run", "--no-fps", "--step", "step", "--", PROGRAM, "30", "interleave")
+expect("a domain's pop closes its own range (counted), every step whole",
+       '30 steps of the NVTX range "step"' in out
+       and "30 ranges closed while a range opened after them" in out
+       and "pops (or ends) had no such range" not in out, out)
+rc, out = run("run", "--no-fps", "--step", "step", "--", PROGRAM, "30", "unbalanced")
+expect("a missing pop drops one step, not the rest of the run",
+       '29 steps of the NVTX range "step"' in out and "1 ranges were never popped" in out
+       and "left out" not in out, out)
+rc, out = run("run", "--no-fps", "--step", "step", "--", PROGRAM, "30", "usr1")
+expect("SIGUSR1: the report so far, and the run goes on",
+       rc == 3 and out.count('steps of the NVTX range "step"') == 2
+       and '30 steps of the NVTX range "step"' in out, out)
+expect("the stage table has p50, p95 and p99", "p50 us     p95 us     p99 us" in out, out)
+
 # Bad input.
 rc, out = run("run", "--step", "frame", "--no-fps", "--", PROGRAM, "5")
 expect("a --step never pushed is said with what was seen",

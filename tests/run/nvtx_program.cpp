@@ -1,7 +1,15 @@
 // SPDX-License-Identifier: MIT
 // A program that knows nothing of simprof: NVTX3 ranges around its steps and stages (push/pop,
-// and a domain's registered strings, as libraries mark theirs). `nvtx_program N [crash]`.
+// and a domain's registered strings, as libraries mark theirs).
+//   nvtx_program N [crash | startend | interleave | unbalanced | usr1]
+// crash: aborts halfway; startend: its steps ("frame") and a stage are start/end ranges (Warp's
+// ScopedTimer marks its scopes so); interleave: a domain's range opens before "physics" and
+// closes first; unbalanced: one "physics" is never popped; usr1: sends itself SIGUSR1 halfway (a
+// user asking for the report so far).
 #include <nvtx3/nvToolsExt.h>
+
+#include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -14,34 +22,54 @@ void work(int us) {
   while (std::chrono::steady_clock::now() < until) {
   }
 }
+
+nvtxEventAttributes_t named(nvtxStringHandle_t s) {
+  nvtxEventAttributes_t a{};
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+  a.message.registered = s;
+  return a;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::atoi(argv[1]) : 20;
-  const bool crash = argc > 2 && std::string(argv[2]) == "crash";
+  const std::string mode = argc > 2 ? argv[2] : "";
   nvtxDomainHandle_t engine = nvtxDomainCreateA("engine");
-  nvtxStringHandle_t contacts = nvtxDomainRegisterStringA(engine, "contacts");
+  const nvtxEventAttributes_t contacts = named(nvtxDomainRegisterStringA(engine, "contacts"));
+  const nvtxEventAttributes_t kernel = named(nvtxDomainRegisterStringA(engine, "kernel"));
   nvtxRangePushA("setup");
   work(100);
   nvtxRangePop();
   for (int i = 0; i < steps; ++i) {
+    if (mode == "startend") {
+      const nvtxRangeId_t frame = nvtxRangeStartA("frame");
+      const nvtxRangeId_t collide = nvtxDomainRangeStartEx(engine, &contacts);
+      work(200);
+      nvtxDomainRangeEnd(engine, collide);
+      work(50);
+      nvtxRangeEnd(frame);
+      continue;
+    }
     nvtxRangePushA("step");
+    if (mode == "interleave") nvtxDomainRangePushEx(engine, &kernel);
     nvtxRangePushA("physics");
     work(200);
-    nvtxEventAttributes_t a{};
-    a.version = NVTX_VERSION;
-    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-    a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
-    a.message.registered = contacts;
-    nvtxDomainRangePushEx(engine, &a);
+    if (mode == "interleave") nvtxDomainRangePop(engine);  // kernel's: before physics's
+    nvtxDomainRangePushEx(engine, &contacts);
     work(100);
     nvtxDomainRangePop(engine);
-    nvtxRangePop();
+    if (!(mode == "unbalanced" && i == 3)) nvtxRangePop();
     nvtxRangePushA("sensors");
     work(50);
     nvtxRangePop();
     nvtxRangePop();
-    if (crash && i == steps / 2) std::abort();
+    if (mode == "crash" && i == steps / 2) std::abort();
+    if (mode == "usr1" && i == steps / 2) {
+      kill(getpid(), SIGUSR1);
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the report is written
+    }
   }
   std::thread([] {
     nvtxRangePushA("loader");

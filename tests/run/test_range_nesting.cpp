@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: MIT
+// `simprof run`'s ranges as NVTX nests them, on an injected clock: a domain's ranges among
+// themselves, start/end ranges, ranges that do not nest, and a step range never popped.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "range_fixture.hpp"
+#include "range_record.hpp"
+#include "range_report.hpp"
+#include "range_steps.hpp"
+
+using simprof::run::RangeSteps;
+using simprof::run::testing::Fixture;
+
+namespace {
+
+constexpr std::uint64_t kEngine = 0x1000;  // an NVTX domain's handle
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST(RangeNesting, ADomainsRangeNestedInAStageIsItsChild) {
+  Fixture f;
+  RangeSteps r(f.prof, {"step"});
+  for (int i = 0; i < 3; ++i) {
+    r.push(1, "step");
+    r.push(1, "physics");
+    f.clock.advance_ns(1000);
+    r.push(1, "contacts", kEngine);
+    f.clock.advance_ns(2000);
+    r.pop(1, kEngine);
+    r.pop(1);
+    r.pop(1);
+  }
+  EXPECT_EQ(f.prof.steps(), 3u);
+  EXPECT_DOUBLE_EQ(f.prof.stats("physics").mean, 3e-6);
+  EXPECT_DOUBLE_EQ(f.prof.stats("physics/contacts").mean, 2e-6);
+  EXPECT_EQ(r.counts().crossed, 0u);
+}
+
+TEST(RangeNesting, ADomainsPopClosesItsOwnRangeNotTheInnermost) {
+  // The engine's "kernel" opens before "physics" and its pop comes first: NVTX keeps a stack per
+  // domain, so that pop is kernel's. It closes with physics (counted), and the next steps are
+  // whole.
+  Fixture f;
+  RangeSteps r(f.prof, {"step"});
+  r.push(1, "step");
+  r.push(1, "kernel", kEngine);
+  r.push(1, "physics");
+  f.clock.advance_ns(1000);
+  r.pop(1, kEngine);
+  EXPECT_EQ(r.open_at_end(), 3u);  // kernel waits for physics
+  f.clock.advance_ns(1000);
+  r.pop(1);
+  EXPECT_EQ(r.open_at_end(), 1u);  // physics, then kernel
+  r.pop(1);
+  for (int i = 0; i < 2; ++i) {
+    r.push(1, "step");
+    r.push(1, "physics");
+    f.clock.advance_ns(1000);
+    r.pop(1);
+    r.pop(1);
+  }
+  EXPECT_EQ(f.prof.steps(), 3u);
+  EXPECT_EQ(r.counts().crossed, 1u);
+  EXPECT_EQ(r.counts().unmatched_pops, 0u);
+  EXPECT_EQ(f.prof.stats("kernel/physics").count, 1u);
+  EXPECT_EQ(f.prof.stats("physics").count, 2u);
+  const std::string report = simprof::run::range_report(f.prof, r, "step");
+  EXPECT_TRUE(has(report, "1 ranges closed while a range opened after them")) << report;
+}
+
+TEST(RangeNesting, StartEndRangesAreStepsAndStages) {
+  // Warp's ScopedTimer(use_nvtx=True) marks its scopes with start/end ranges.
+  Fixture f;
+  RangeSteps r(f.prof, {"simulate"});
+  std::uint64_t id = 0;
+  for (int i = 0; i < 4; ++i) {
+    const std::uint64_t step = ++id, collide = ++id;
+    r.push(1, "simulate", 0, step);
+    r.push(1, "collide", kEngine, collide);
+    f.clock.advance_ns(4000);
+    r.end(1, collide);
+    f.clock.advance_ns(1000);
+    r.end(1, step);
+  }
+  EXPECT_EQ(f.prof.steps(), 4u);
+  EXPECT_DOUBLE_EQ(f.prof.stats("collide").mean, 4e-6);
+  EXPECT_DOUBLE_EQ(f.prof.stats("step").mean, 5e-6);
+  r.end(1, 999);  // no such range
+  r.pop(1);       // a pop does not close a started range: none pushed
+  EXPECT_EQ(r.counts().unmatched_pops, 2u);
+}
+
+TEST(RangeNesting, StartEndRangesThatOverlapCloseInOrder) {
+  Fixture f;
+  RangeSteps r(f.prof, {"step"});
+  r.push(1, "step");
+  r.push(1, "a", 0, 1);
+  r.push(1, "b", 0, 2);
+  f.clock.advance_ns(1000);
+  r.end(1, 1);  // a ends before b: closed when b is
+  f.clock.advance_ns(1000);
+  r.end(1, 2);
+  r.pop(1);
+  EXPECT_EQ(f.prof.steps(), 1u);
+  EXPECT_EQ(r.counts().crossed, 1u);
+  EXPECT_DOUBLE_EQ(f.prof.stats("a/b").mean, 2e-6);
+  EXPECT_DOUBLE_EQ(f.prof.stats("a").mean, 2e-6);
+  EXPECT_EQ(r.open_at_end(), 0u);
+}
+
+TEST(RangeNesting, AStepRangeNeverPoppedDropsOneStepNotTheRun) {
+  // One missing pop (physics's, in step 3): the step range's pop closes physics instead, and the
+  // step stays open until the next step's push, which drops it and goes on.
+  Fixture f;
+  RangeSteps r(f.prof, {"step"});
+  for (int i = 0; i < 10; ++i) {
+    r.push(1, "step");
+    r.push(1, "physics");
+    f.clock.advance_ns(1000);
+    if (i != 3) r.pop(1);
+    r.pop(1);
+  }
+  EXPECT_EQ(f.prof.steps(), 9u);
+  EXPECT_EQ(f.prof.stats("physics").count, 9u);
+  EXPECT_EQ(r.counts().unclosed, 1u);
+  EXPECT_EQ(r.counts().left_out, 0u);  // "step" never became a stage
+  const auto doc = simprof::run::range_record(f.prof, r, "step", "prog", true);
+  EXPECT_EQ(doc["counts"]["unclosed"], 1);
+  const std::string report = simprof::run::range_report(f.prof, r, "step");
+  EXPECT_TRUE(has(report, "1 ranges were never popped")) << report;
+}
+
+TEST(RangeNesting, TheStepsOpenStagesCloseWhenItIsDropped) {
+  Fixture f;
+  RangeSteps r(f.prof, {"step"});
+  r.push(1, "step");
+  r.push(1, "physics");
+  r.push(1, "contacts");
+  f.clock.advance_ns(1000);
+  r.push(1, "step");  // physics, contacts and the step never popped
+  r.pop(1);
+  EXPECT_EQ(r.counts().unclosed, 3u);
+  EXPECT_EQ(f.prof.steps(), 1u);
+  EXPECT_EQ(f.prof.stats("physics").count, 0u);  // the dropped step's stages are not counted
+  EXPECT_EQ(r.open_at_end(), 0u);
+}
+
+TEST(RangeNesting, AStepWithStagesTakesOverFromALoaderThreadsRange) {
+  // A loader thread repeats "load" (no ranges inside) before the loop starts: chosen first, then
+  // the main thread's "step", with stages, takes over.
+  Fixture f;
+  RangeSteps r(f.prof, {});
+  for (int i = 0; i < 3; ++i) {
+    r.push(2, "load");
+    r.pop(2);
+  }
+  EXPECT_EQ(r.step_name(), "load");
+  for (int i = 0; i < 5; ++i) {
+    r.push(1, "step");
+    r.push(1, "physics");
+    f.clock.advance_ns(1000);
+    r.pop(1);
+    r.pop(1);
+    r.push(2, "load");
+    r.pop(2);
+  }
+  EXPECT_EQ(r.step_name(), "step");
+  EXPECT_EQ(r.step_thread(), 1u);
+  EXPECT_EQ(r.counts().step_changes, 1u);
+  EXPECT_EQ(r.steps(), 4u);  // the first run of "step" was before it repeated
+  EXPECT_DOUBLE_EQ(f.prof.stats("physics").mean, 1e-6);
+}
+
+TEST(RangeNesting, ALeafOnAnotherThreadDoesNotTakeOverAStepWithStages) {
+  Fixture f;
+  RangeSteps r(f.prof, {});
+  for (int i = 0; i < 4; ++i) {
+    r.push(1, "step");
+    r.push(1, "physics");
+    r.pop(1);
+    r.pop(1);
+    r.push(2, "load");  // repeats, but no ranges inside it
+    r.pop(2);
+    r.push(2, "io");  // has one inside it, but the step has stages
+    r.push(2, "read");
+    r.pop(2);
+    r.pop(2);
+  }
+  EXPECT_EQ(r.step_name(), "step");
+  EXPECT_EQ(r.counts().step_changes, 0u);
+  EXPECT_EQ(f.prof.steps(), 3u);
+}
