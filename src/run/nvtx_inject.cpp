@@ -23,63 +23,49 @@ using simprof::run::RangeSession;
 // A registered string or a domain: NVTX hands back the pointer we gave it.
 const char* registered(nvtxStringHandle_t h) { return reinterpret_cast<const char*>(h); }
 
-std::string narrow(const wchar_t* w) {
-  std::string out;
-  for (; w != nullptr && *w != 0; ++w) out += *w < 128 ? static_cast<char>(*w) : '?';
-  return out;
+// A wide name narrowed into this thread's buffer (ASCII; longer names cut). A plain array: NVTX
+// may be called after the thread's thread_local objects with destructors are gone (at exit).
+thread_local char wide_name[256];
+std::string_view narrow(const wchar_t* w) {
+  std::size_t n = 0;
+  for (; w != nullptr && *w != 0 && n + 1 < sizeof wide_name; ++w)
+    wide_name[n++] = *w < 128 ? static_cast<char>(*w) : '?';
+  return std::string_view(wide_name, n);
 }
 
 // The range's name from its attributes (ASCII, wide or registered); "" when it has none.
-void name_of(const nvtxEventAttributes_t* a, std::string& out) {
-  out.clear();
-  if (a == nullptr) return;
+std::string_view name_of(const nvtxEventAttributes_t* a) {
+  if (a == nullptr) return {};
   switch (a->messageType) {
     case NVTX_MESSAGE_TYPE_ASCII:
-      if (a->message.ascii) out = a->message.ascii;
-      break;
+      return a->message.ascii ? a->message.ascii : "";
     case NVTX_MESSAGE_TYPE_UNICODE:
-      out = narrow(a->message.unicode);
-      break;
+      return narrow(a->message.unicode);
     case NVTX_MESSAGE_TYPE_REGISTERED:
-      if (a->message.registered) out = registered(a->message.registered);
-      break;
+      return a->message.registered ? registered(a->message.registered) : "";
     default:
-      break;
+      return {};
   }
 }
-
-thread_local std::string scratch;  // a name being read (no allocation once grown)
 
 std::uint64_t key(nvtxDomainHandle_t d) { return reinterpret_cast<std::uintptr_t>(d); }
 
 int push_a(const char* m) { return RangeSession::get().push(m ? m : ""); }
-int push_w(const wchar_t* m) {
-  scratch = narrow(m);
-  return RangeSession::get().push(scratch);
-}
-int push_ex(const nvtxEventAttributes_t* a) {
-  name_of(a, scratch);
-  return RangeSession::get().push(scratch);
-}
+int push_w(const wchar_t* m) { return RangeSession::get().push(narrow(m)); }
+int push_ex(const nvtxEventAttributes_t* a) { return RangeSession::get().push(name_of(a)); }
 int pop() { return RangeSession::get().pop(); }
 int domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
-  name_of(a, scratch);
-  return RangeSession::get().push(scratch, key(d));
+  return RangeSession::get().push(name_of(a), key(d));
 }
 int domain_pop(nvtxDomainHandle_t d) { return RangeSession::get().pop(key(d)); }
 nvtxRangeId_t start_a(const char* m) { return RangeSession::get().start(m ? m : ""); }
-nvtxRangeId_t start_w(const wchar_t* m) {
-  scratch = narrow(m);
-  return RangeSession::get().start(scratch);
-}
+nvtxRangeId_t start_w(const wchar_t* m) { return RangeSession::get().start(narrow(m)); }
 nvtxRangeId_t start_ex(const nvtxEventAttributes_t* a) {
-  name_of(a, scratch);
-  return RangeSession::get().start(scratch);
+  return RangeSession::get().start(name_of(a));
 }
 void end(nvtxRangeId_t id) { RangeSession::get().end(id); }
 nvtxRangeId_t domain_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
-  name_of(a, scratch);
-  return RangeSession::get().start(scratch, key(d));
+  return RangeSession::get().start(name_of(a), key(d));
 }
 void domain_end(nvtxDomainHandle_t, nvtxRangeId_t id) { RangeSession::get().end(id); }
 // NVTX's handles are opaque pointers: ours point at the session's copy of the string (never

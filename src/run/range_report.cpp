@@ -49,6 +49,11 @@ void problems(const RangeSteps& steps, const std::string& asked, bool final, std
         "simprof run: {} pops (or ends) had no such range open on their thread (unbalanced "
         "push/pop).\n",
         c.unmatched_pops);
+  if (steps.nests_itself())
+    out += fmt::format(
+        "simprof run: the step range \"{}\" is also pushed inside its steps (ranges of its name "
+        "within it): those are stages, and the statistics start after the step that showed it.\n",
+        steps.step_name());
   if (c.unclosed)
     out += fmt::format(
         "simprof run: {} ranges were never popped: their step range was pushed again while they "
@@ -56,8 +61,9 @@ void problems(const RangeSteps& steps, const std::string& asked, bool final, std
         c.unclosed);
   if (c.crossed)
     out += fmt::format(
-        "simprof run: {} ranges closed while a range opened after them was still open (NVTX "
-        "domains or start/end ranges that do not nest); each is closed with that range.\n",
+        "simprof run: {} times a range ended while a range opened after it was still open (NVTX "
+        "domains and start/end ranges need not nest): a started range above it ended with it; "
+        "under a pushed one, it ended at that one's pop.\n",
         c.crossed);
   if (const auto open = final ? steps.open_at_end() : 0)
     out += fmt::format(

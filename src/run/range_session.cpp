@@ -14,8 +14,6 @@
 #include <limits>
 #include <stdexcept>
 #include <thread>
-#include <utility>
-#include <vector>
 
 #include <fmt/format.h>
 
@@ -45,13 +43,19 @@ std::uint64_t thread_number() {
   thread_local const std::uint64_t mine = next.fetch_add(1);
   return mine;
 }
-// Ranges open on this thread in each NVTX domain, as NVTX counts them (a domain's first push
-// allocates).
-thread_local std::vector<std::pair<std::uint64_t, int>> depths;
+// Ranges open on this thread in each NVTX domain, as NVTX counts them: the first kDomains domains
+// a thread uses each, any more share one count. Plain arrays: NVTX may be called after the
+// thread's thread_local objects with destructors are gone (at exit).
+constexpr int kDomains = 16;
+thread_local std::uint64_t depth_domain[kDomains];
+thread_local int depth_count[kDomains + 1];
+thread_local int depth_domains = 0;
 int& depth_in(std::uint64_t domain) {
-  for (auto& [d, n] : depths)
-    if (d == domain) return n;
-  return depths.emplace_back(domain, 0).second;
+  for (int i = 0; i < depth_domains; ++i)
+    if (depth_domain[i] == domain) return depth_count[i];
+  if (depth_domains == kDomains) return depth_count[kDomains];
+  depth_domain[depth_domains] = domain;
+  return depth_count[depth_domains++];
 }
 
 // A start/end range's id: its thread's number in the high bits, so that end() finds the thread.
@@ -165,11 +169,8 @@ int RangeSession::push(std::string_view name, std::uint64_t domain) {
 
 std::uint64_t RangeSession::start(std::string_view name, std::uint64_t domain) {
   const std::uint64_t thread = thread_number();
-  std::uint64_t id = 0;
-  {
-    const std::lock_guard<std::mutex> lock(mu_);
-    id = thread << kIdBits | (++started_ & ((std::uint64_t{1} << kIdBits) - 1));
-  }
+  const std::uint64_t n = started_.fetch_add(1, std::memory_order_relaxed) + 1;
+  const std::uint64_t id = thread << kIdBits | (n & ((std::uint64_t{1} << kIdBits) - 1));
   open(thread, name, domain, id);
   return id;
 }

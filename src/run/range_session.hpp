@@ -5,6 +5,7 @@
 // its report is written once, at exit. Private to src/run.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -71,7 +72,7 @@ class RangeSession {
   std::mutex write_mu_;  // one record write at a time (snapshots and the final one)
   bool said_write_error_ = false;
   std::uint64_t written_steps_ = ~std::uint64_t{0};
-  std::uint64_t started_ = 0;  // start/end ranges started (their ids: the thread's number above)
+  std::atomic<std::uint64_t> started_{0};  // start/end ranges started (ids: the thread above)
   void open(std::uint64_t thread, std::string_view name, std::uint64_t domain, std::uint64_t id);
 };
 

@@ -30,15 +30,20 @@ void RangeSteps::learn(Thread& t, std::uint64_t thread, std::string_view name) {
   if (depth >= t.closed.size()) return;
   const auto& closed = t.closed[depth];
   if (std::find(closed.begin(), closed.end(), name) == closed.end()) return;
-  const bool young = steps_ < kLearningSteps && !prof_.in_step() && name != step_;
-  const bool shallower = thread == step_thread_ && depth < step_depth_;
-  // The choice has had no stage (a leaf, a loader thread's), this range has had ranges inside it.
-  const bool fuller = thread != step_thread_ && prof_.num_stages() == kPeriodStage + 1 &&
-                      std::find(t.parents.begin(), t.parents.end(), name) != t.parents.end();
-  if (!step_chosen() || (young && (shallower || fuller))) {
-    choose(thread, name);
-    step_depth_ = depth;
+  if (step_chosen()) {
+    const bool young = steps_ < kLearningSteps && name != step_;
+    const bool shallower = thread == step_thread_ && depth < step_depth_;
+    // The choice has had no stage (a leaf: a loader thread's range), this one had ranges inside.
+    const bool fuller = prof_.num_stages() == kPeriodStage + 1 &&
+                        std::find(t.parents.begin(), t.parents.end(), name) != t.parents.end();
+    if (!young || !(shallower || fuller)) return;
+    if (prof_.in_step()) {  // the chosen range is open (on another thread): at its step's end
+      pending_ = Pending{true, thread, name, depth};
+      return;
+    }
   }
+  choose(thread, name);
+  step_depth_ = depth;
 }
 
 StageId RangeSteps::stage_for(const Thread& t, std::string_view name) {
@@ -80,7 +85,7 @@ void RangeSteps::push(std::uint64_t thread, std::string_view name, std::uint64_t
   f.domain = domain;
   f.id = id;
   if (have_step_thread_ && thread == step_thread_) {
-    if (prof_.in_step() && name == step_) drop_open_step(t);
+    if (prof_.in_step() && name == step_ && !nests_itself_) drop_open_step(t);
     if (!prof_.in_step() && name == step_) {
       f.step = true;
       prof_.begin_step();
@@ -105,28 +110,69 @@ void RangeSteps::push(std::uint64_t thread, std::string_view name, std::uint64_t
 
 void RangeSteps::pop(std::uint64_t thread, std::uint64_t domain) {
   ++counts_.pops;
-  Thread& t = threads_[thread];
-  // The innermost range of the domain that was pushed (not started) and is still open.
-  for (std::size_t i = t.stack.size(); i-- > 0;) {
-    const Frame& f = t.stack[i];
-    if (f.domain == domain && f.id == 0 && !f.ended) return close(t, i);
+  const auto it = threads_.find(thread);
+  if (it != threads_.end()) {
+    // The innermost range of the domain that was pushed (not started) and is still open.
+    Thread& t = it->second;
+    for (std::size_t i = t.stack.size(); i-- > 0;) {
+      const Frame& f = t.stack[i];
+      if (f.domain == domain && f.id == 0 && !f.ended) return close(t, i);
+    }
+  }
+  // The step range's own pop soon after a step was dropped at its push: that push was a range of
+  // the step's name inside the step (substeps), not a missing pop. From now on it is a stage, and
+  // the statistics start again.
+  if (dropped_ && thread == step_thread_ && steps_ - steps_at_drop_ < kLearningSteps) {
+    dropped_ = false;
+    nests_itself_ = true;
+    counts_.unclosed = 0;
+    prof_.reset_stats();
+    steps_ = 0;
+    return;
   }
   ++counts_.unmatched_pops;
 }
 
 void RangeSteps::end(std::uint64_t thread, std::uint64_t id) {
   ++counts_.pops;
-  Thread& t = threads_[thread];
-  for (std::size_t i = t.stack.size(); i-- > 0;)
-    if (t.stack[i].id == id && !t.stack[i].ended) return close(t, i);
+  const auto it = threads_.find(thread);
+  if (it != threads_.end()) {
+    Thread& t = it->second;
+    for (std::size_t i = t.stack.size(); i-- > 0;)
+      if (t.stack[i].id == id && !t.stack[i].ended) return close(t, i);
+  }
+  const auto g = std::find(gone_.begin(), gone_.end(), id);
+  if (g != gone_.end()) {  // closed already (before the range it crossed), or dropped with a step
+    gone_.erase(g);
+    return;
+  }
   ++counts_.unmatched_pops;
 }
 
+void RangeSteps::forget(std::uint64_t id) {
+  if (id == 0) return;
+  if (gone_.size() >= kMostGone) gone_.erase(gone_.begin(), gone_.begin() + kMostGone / 2);
+  gone_.push_back(id);
+}
+
+// A range closes. Ranges opened after it and still open: started ones close first (they need not
+// nest); a pushed one (another domain's) does not, and this range closes with it. A range with no
+// stage waits for nothing: it goes at once.
 void RangeSteps::close(Thread& t, std::size_t at) {
-  if (at + 1 != t.stack.size()) {  // a range opened after it is still open: it closes with that
-    t.stack[at].ended = true;
+  if (at + 1 != t.stack.size()) {
     ++counts_.crossed;
-    return;
+    if (t.stack[at].stage == kNoStage && !t.stack[at].step) {
+      t.stack.erase(t.stack.begin() + static_cast<std::ptrdiff_t>(at));
+      return;
+    }
+    while (t.stack.size() > at + 1 && t.stack.back().id != 0) {
+      forget(t.stack.back().id);
+      pop_top(t);
+    }
+    if (at + 1 != t.stack.size()) {
+      t.stack[at].ended = true;
+      return;
+    }
   }
   pop_top(t);
   while (!t.stack.empty() && t.stack.back().ended) pop_top(t);
@@ -135,24 +181,36 @@ void RangeSteps::close(Thread& t, std::size_t at) {
 void RangeSteps::pop_top(Thread& t) {
   Frame& f = t.stack.back();
   if (f.stage != kNoStage && prof_.in_step()) prof_.end_stage(f.stage);
-  if (f.step && prof_.in_step() && prof_.end_step()) ++steps_;
+  const bool step_ended = f.step && prof_.in_step();
+  if (step_ended && prof_.end_step()) ++steps_;
   auto& closed = t.closed[t.stack.size() - 1];
   if (std::find(closed.begin(), closed.end(), f.name) == closed.end()) closed.push_back(f.name);
   if (f.parent && std::find(t.parents.begin(), t.parents.end(), f.name) == t.parents.end())
     t.parents.push_back(f.name);
   t.stack.pop_back();
+  if (step_ended && pending_.set) {  // a takeover that waited for this step's end
+    pending_.set = false;
+    choose(pending_.thread, pending_.name);
+    step_depth_ = pending_.depth;
+  }
 }
 
-// The step range again while a step of it is open: the open step's range (and those above it)
-// were never closed (a missing pop). That step is dropped like a vetoed one, and counted.
+// The step range again while a step of it is open: the open step's range (and those above it not
+// closed yet) were never popped (a missing pop). That step is dropped like a vetoed one, and
+// counted; the run goes on.
 void RangeSteps::drop_open_step(Thread& t) {
   const auto it =
       std::find_if(t.stack.begin(), t.stack.end(), [](const Frame& f) { return f.step; });
   if (it == t.stack.end()) return;
   const auto at = static_cast<std::size_t>(it - t.stack.begin());
-  counts_.unclosed += t.stack.size() - at;
+  for (std::size_t i = at; i < t.stack.size(); ++i) {
+    if (!t.stack[i].ended) ++counts_.unclosed;
+    forget(t.stack[i].id);  // a started range's end, later, is quiet
+  }
   drop_step(t, at);
   t.stack.erase(t.stack.begin() + static_cast<std::ptrdiff_t>(at), t.stack.end());
+  dropped_ = true;
+  steps_at_drop_ = steps_;
 }
 
 // The step in progress dropped like a vetoed one, the stages of the frames from `from` up closed

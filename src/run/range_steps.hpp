@@ -79,6 +79,8 @@ class RangeSteps {
   std::uint64_t step_thread() const noexcept { return step_thread_; }
   // Ranges still open at the end (a step in progress is ended without its stages' time lost).
   std::uint64_t open_at_end() const;
+  // Whether the step range is also pushed inside its steps (substeps of its name: stages then).
+  bool nests_itself() const noexcept { return nests_itself_; }
   // Called when a shallower range takes over, before its first step begins.
   void on_change(std::function<void()> f) { on_change_ = std::move(f); }
   // At exit: a step in progress is dropped like a vetoed one, its open stages closed.
@@ -107,6 +109,7 @@ class RangeSteps {
   void pop_top(Thread& t);
   void drop_open_step(Thread& t);  // the step range pushed again while a step of it is open
   void drop_step(Thread& t, std::size_t from);
+  void forget(std::uint64_t id);  // a started range closed early or dropped: its end() is quiet
   void choose(std::uint64_t thread, std::string_view name);
   StageId stage_for(const Thread& t, std::string_view name);
 
@@ -124,6 +127,21 @@ class RangeSteps {
   std::string first_refusal_;
   std::string previous_;
   std::function<void()> on_change_;
+  // Started ranges closed before their end() (kept for it: at most kMostGone, the oldest go).
+  static constexpr std::size_t kMostGone = 1024;
+  std::vector<std::uint64_t> gone_;
+  // A missing pop or a range of the step's name inside the step? A step dropped at its push; its
+  // own pop arriving soon after settles it: the step range nests its own name.
+  bool dropped_ = false;
+  bool nests_itself_ = false;
+  std::uint64_t steps_at_drop_ = 0;
+  // A takeover found while the chosen range's step is open (on another thread): at its end.
+  struct Pending {
+    bool set = false;
+    std::uint64_t thread = 0;
+    std::string_view name;
+    std::size_t depth = 0;
+  } pending_;
 };
 
 }  // namespace simprof::run

@@ -2,10 +2,10 @@
 // A program that knows nothing of simprof: NVTX3 ranges around its steps and stages (push/pop,
 // and a domain's registered strings, as libraries mark theirs).
 //   nvtx_program N [crash | startend | interleave | unbalanced | usr1]
-// crash: aborts halfway; startend: its steps ("frame") and a stage are start/end ranges (Warp's
-// ScopedTimer marks its scopes so); interleave: a domain's range opens before "physics" and
-// closes first; unbalanced: one "physics" is never popped; usr1: sends itself SIGUSR1 halfway (a
-// user asking for the report so far).
+// crash: aborts halfway; startend: its steps ("frame") and stages are start/end ranges (Warp's
+// ScopedTimer marks its scopes so), one of them ending in the next frame; interleave: a domain's
+// range opens before "physics" and closes first; unbalanced: one "physics" is never popped; usr1:
+// sends itself SIGUSR1 halfway (a user asking for the report so far).
 #include <nvtx3/nvToolsExt.h>
 
 #include <signal.h>
@@ -39,15 +39,18 @@ int main(int argc, char** argv) {
   nvtxDomainHandle_t engine = nvtxDomainCreateA("engine");
   const nvtxEventAttributes_t contacts = named(nvtxDomainRegisterStringA(engine, "contacts"));
   const nvtxEventAttributes_t kernel = named(nvtxDomainRegisterStringA(engine, "kernel"));
+  nvtxRangeId_t upload = 0;
   nvtxRangePushA("setup");
   work(100);
   nvtxRangePop();
   for (int i = 0; i < steps; ++i) {
     if (mode == "startend") {
       const nvtxRangeId_t frame = nvtxRangeStartA("frame");
+      if (upload != 0) nvtxRangeEnd(upload);  // the last frame's upload ends in this one
       const nvtxRangeId_t collide = nvtxDomainRangeStartEx(engine, &contacts);
       work(200);
       nvtxDomainRangeEnd(engine, collide);
+      upload = nvtxRangeStartA("upload");
       work(50);
       nvtxRangeEnd(frame);
       continue;
@@ -68,7 +71,7 @@ int main(int argc, char** argv) {
     if (mode == "crash" && i == steps / 2) std::abort();
     if (mode == "usr1" && i == steps / 2) {
       kill(getpid(), SIGUSR1);
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the report is written
+      std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // the report is written
     }
   }
   std::thread([] {
