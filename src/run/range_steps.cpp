@@ -21,6 +21,9 @@ void RangeSteps::choose(std::uint64_t thread, std::string_view name) {
   step_.assign(name);
   step_thread_ = thread;
   have_step_thread_ = true;
+  dropped_ = nests_itself_ = false;  // what was learned of the old range
+  confirmed_ = 0;
+  pending_.set = false;
 }
 
 // Choosing the step: a name pushed again at the depth it closed at (under the same frame below)
@@ -85,9 +88,12 @@ void RangeSteps::push(std::uint64_t thread, std::string_view name, std::uint64_t
   f.domain = domain;
   f.id = id;
   if (have_step_thread_ && thread == step_thread_) {
-    if (prof_.in_step() && name == step_ && !nests_itself_) drop_open_step(t);
+    if (prof_.in_step() && name == step_ &&
+        (!nests_itself_ || ++nested_now_ > 2 * nested_most_ + 2))
+      drop_open_step(t, domain);  // (nesting itself: far more ranges of its name than a step had)
     if (!prof_.in_step() && name == step_) {
       f.step = true;
+      nested_now_ = 0;
       prof_.begin_step();
     } else if (prof_.in_step()) {
       try {
@@ -119,11 +125,14 @@ void RangeSteps::pop(std::uint64_t thread, std::uint64_t domain) {
       if (f.domain == domain && f.id == 0 && !f.ended) return close(t, i);
     }
   }
-  // The step range's own pop soon after a step was dropped at its push: that push was a range of
-  // the step's name inside the step (substeps), not a missing pop. From now on it is a stage, and
-  // the statistics start again.
-  if (dropped_ && thread == step_thread_ && steps_ - steps_at_drop_ < kLearningSteps) {
+  // The step range's own pop (its domain's) soon after a step was dropped at its push: that push
+  // was a range of the step's name inside the step (substeps), not a missing pop. Seen twice, it
+  // is a stage from then on, and the statistics start again.
+  if (dropped_ && thread == step_thread_ && domain == dropped_domain_ &&
+      steps_ - steps_at_drop_ < kLearningSteps) {
     dropped_ = false;
+    nested_most_ = std::max(nested_most_, steps_ - steps_at_drop_);  // its inner ones, as steps
+    if (++confirmed_ < 2) return;
     nests_itself_ = true;
     counts_.unclosed = 0;
     prof_.reset_stats();
@@ -161,12 +170,20 @@ void RangeSteps::forget(std::uint64_t id) {
 void RangeSteps::close(Thread& t, std::size_t at) {
   if (at + 1 != t.stack.size()) {
     ++counts_.crossed;
-    if (t.stack[at].stage == kNoStage && !t.stack[at].step) {
+    Frame& f = t.stack[at];
+    if (f.stage == kNoStage && !f.step) {
+      // Closed in place: its name among its depth's, its children's names gone; those above move
+      // down a depth.
+      auto& closed = t.closed[at];
+      if (std::find(closed.begin(), closed.end(), f.name) == closed.end()) closed.push_back(f.name);
+      if (f.parent && std::find(t.parents.begin(), t.parents.end(), f.name) == t.parents.end())
+        t.parents.push_back(f.name);
+      t.closed.erase(t.closed.begin() + static_cast<std::ptrdiff_t>(at) + 1);
       t.stack.erase(t.stack.begin() + static_cast<std::ptrdiff_t>(at));
       return;
     }
-    while (t.stack.size() > at + 1 && t.stack.back().id != 0) {
-      forget(t.stack.back().id);
+    while (t.stack.size() > at + 1 && (t.stack.back().id != 0 || t.stack.back().ended)) {
+      if (!t.stack.back().ended) forget(t.stack.back().id);
       pop_top(t);
     }
     if (at + 1 != t.stack.size()) {
@@ -175,14 +192,32 @@ void RangeSteps::close(Thread& t, std::size_t at) {
     }
   }
   pop_top(t);
-  while (!t.stack.empty() && t.stack.back().ended) pop_top(t);
+  unwind(t);
+}
+
+// Pops the top while it has ended, or is a started range over one that has (it ends with that).
+void RangeSteps::unwind(Thread& t) {
+  while (!t.stack.empty()) {
+    const Frame& top = t.stack.back();
+    if (!top.ended) {
+      if (top.id == 0 ||
+          std::none_of(t.stack.begin(), t.stack.end() - 1, [](const Frame& f) { return f.ended; }))
+        return;
+      ++counts_.crossed;
+      forget(top.id);
+    }
+    pop_top(t);
+  }
 }
 
 void RangeSteps::pop_top(Thread& t) {
   Frame& f = t.stack.back();
   if (f.stage != kNoStage && prof_.in_step()) prof_.end_stage(f.stage);
   const bool step_ended = f.step && prof_.in_step();
-  if (step_ended && prof_.end_step()) ++steps_;
+  if (step_ended && prof_.end_step()) {
+    ++steps_;
+    nested_most_ = std::max(nested_most_, nested_now_);
+  }
   auto& closed = t.closed[t.stack.size() - 1];
   if (std::find(closed.begin(), closed.end(), f.name) == closed.end()) closed.push_back(f.name);
   if (f.parent && std::find(t.parents.begin(), t.parents.end(), f.name) == t.parents.end())
@@ -198,18 +233,24 @@ void RangeSteps::pop_top(Thread& t) {
 // The step range again while a step of it is open: the open step's range (and those above it not
 // closed yet) were never popped (a missing pop). That step is dropped like a vetoed one, and
 // counted; the run goes on.
-void RangeSteps::drop_open_step(Thread& t) {
+void RangeSteps::drop_open_step(Thread& t, std::uint64_t domain) {
   const auto it =
       std::find_if(t.stack.begin(), t.stack.end(), [](const Frame& f) { return f.step; });
   if (it == t.stack.end()) return;
   const auto at = static_cast<std::size_t>(it - t.stack.begin());
-  for (std::size_t i = at; i < t.stack.size(); ++i) {
-    if (!t.stack[i].ended) ++counts_.unclosed;
-    forget(t.stack[i].id);  // a started range's end, later, is quiet
-  }
-  drop_step(t, at);
-  t.stack.erase(t.stack.begin() + static_cast<std::ptrdiff_t>(at), t.stack.end());
+  drop_step(t, at);  // every stage above it closed
+  // The step's range and the ranges of its domain pushed above it were never popped; another
+  // domain's or a started range stays open (its own pop or end closes it), without a stage now;
+  // one that has ended (waiting for a range above it) goes.
+  const std::uint64_t own = t.stack[at].domain;
+  const auto gone = std::stable_partition(
+      t.stack.begin() + static_cast<std::ptrdiff_t>(at), t.stack.end(),
+      [&](const Frame& f) { return !f.step && !f.ended && (f.domain != own || f.id != 0); });
+  for (auto g = gone; g != t.stack.end(); ++g)
+    if (!g->ended) ++counts_.unclosed;
+  t.stack.erase(gone, t.stack.end());
   dropped_ = true;
+  dropped_domain_ = domain;
   steps_at_drop_ = steps_;
 }
 

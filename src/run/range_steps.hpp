@@ -107,7 +107,9 @@ class RangeSteps {
   void learn(Thread& t, std::uint64_t thread, std::string_view name);
   void close(Thread& t, std::size_t at);  // the frame at `at` closed (now, or when it is on top)
   void pop_top(Thread& t);
-  void drop_open_step(Thread& t);  // the step range pushed again while a step of it is open
+  // The step range pushed again (in `domain`) while a step of it is open.
+  void drop_open_step(Thread& t, std::uint64_t domain);
+  void unwind(Thread& t);
   void drop_step(Thread& t, std::size_t from);
   void forget(std::uint64_t id);  // a started range closed early or dropped: its end() is quiet
   void choose(std::uint64_t thread, std::string_view name);
@@ -131,10 +133,14 @@ class RangeSteps {
   static constexpr std::size_t kMostGone = 1024;
   std::vector<std::uint64_t> gone_;
   // A missing pop or a range of the step's name inside the step? A step dropped at its push; its
-  // own pop arriving soon after settles it: the step range nests its own name.
+  // own pop (its domain's) arriving soon after, twice, settles it: the step range nests its own
+  // name. Then a step holding far more of them than earlier steps did is a missing pop after all.
   bool dropped_ = false;
   bool nests_itself_ = false;
+  int confirmed_ = 0;
+  std::uint64_t dropped_domain_ = 0;
   std::uint64_t steps_at_drop_ = 0;
+  std::uint64_t nested_now_ = 0, nested_most_ = 0;  // ranges of its name inside a step
   // A takeover found while the chosen range's step is open (on another thread): at its end.
   struct Pending {
     bool set = false;

@@ -245,8 +245,8 @@ TEST(RangeNesting, StartedRangesThatNeverNestDoNotPileUp) {
 }
 
 TEST(RangeNesting, AStepRangeThatNestsItsOwnNameIsLearnedFromItsPop) {
-  // Each "frame" holds "policy" and four substeps also named "frame": the first inner push looks
-  // like a missing pop, and the outer pop that follows shows it was not.
+  // Each "frame" holds "policy" and four substeps also named "frame": an inner push looks like a
+  // missing pop, and the outer pop that follows shows it was not (twice, to be sure).
   Fixture f;
   RangeSteps r(f.prof, {"frame"});
   for (int i = 0; i < 10; ++i) {
@@ -262,7 +262,7 @@ TEST(RangeNesting, AStepRangeThatNestsItsOwnNameIsLearnedFromItsPop) {
     r.pop(1);
   }
   EXPECT_TRUE(r.nests_itself());
-  EXPECT_EQ(r.steps(), 9u);  // from the second
+  EXPECT_EQ(r.steps(), 8u);  // from the third
   EXPECT_DOUBLE_EQ(f.prof.stats("policy").mean, 1e-6);
   EXPECT_DOUBLE_EQ(f.prof.stats("step").mean, 3e-6);
   EXPECT_EQ(r.counts().unmatched_pops, 0u);
@@ -283,6 +283,7 @@ TEST(RangeNesting, NeverPoppedCountsOnlyTheRangesStillOpen) {
   EXPECT_EQ(r.counts().crossed, 1u);
   EXPECT_EQ(r.counts().unclosed, 2u);
   EXPECT_EQ(f.prof.steps(), 1u);
+  EXPECT_EQ(r.open_at_end(), 0u);  // a, ended already, went with them
 }
 
 TEST(RangeNesting, ATakeoverWaitsForTheOpenStepsEnd) {
@@ -309,4 +310,57 @@ TEST(RangeNesting, ATakeoverWaitsForTheOpenStepsEnd) {
   r.push(1, "step");
   r.pop(1);
   EXPECT_EQ(r.steps(), 1u);
+}
+
+TEST(RangeNesting, AMissingPopThenAnotherDomainsPopIsNotNesting) {
+  // Domain B's "iter" around each step; the step's pop is missing every 10th iteration. The drop
+  // takes "iter" with it, so B's pop after it has nothing to close: not the step's own domain.
+  Fixture f;
+  RangeSteps r(f.prof, {"step"});
+  for (int i = 0; i < 40; ++i) {
+    r.push(1, "iter", kEngine);
+    r.push(1, "step");
+    r.push(1, "a");
+    f.clock.advance_ns(1000);
+    r.pop(1);
+    if (i % 10 != 9) r.pop(1);
+    r.pop(1, kEngine);
+  }
+  EXPECT_FALSE(r.nests_itself());
+  EXPECT_EQ(r.counts().unclosed, 3u);  // the 10th, 20th and 30th steps (the 40th is open)
+  EXPECT_EQ(r.steps(), 36u);
+  EXPECT_TRUE(f.prof.in_step());  // the 40th, never popped
+}
+
+TEST(RangeNesting, TheDefaultStepIsChosenWhenAnotherDomainsRangeCrossesIt) {
+  // Domain B's "kernel" opens inside "step" and closes after it: no step frame waits for it.
+  Fixture f;
+  RangeSteps r(f.prof, {});
+  for (int i = 0; i < 20; ++i) {
+    r.push(1, "step");
+    r.push(1, "kernel", kEngine);
+    f.clock.advance_ns(1000);
+    r.pop(1);
+    r.pop(1, kEngine);
+  }
+  EXPECT_EQ(r.step_name(), "step");
+  EXPECT_EQ(r.steps(), 19u);
+  EXPECT_EQ(r.open_at_end(), 0u);
+}
+
+TEST(RangeNesting, AStartedRangeUnderAnotherDomainsRangeDoesNotHoldTheStep) {
+  Fixture f;
+  RangeSteps r(f.prof, {"step"});
+  for (std::uint64_t i = 1; i <= 20; ++i) {
+    r.push(1, "step");
+    r.push(1, "copy", 0, i);  // ends in a later step
+    r.push(1, "k", kEngine);
+    f.clock.advance_ns(1000);
+    r.pop(1);           // the step's: k is open above it
+    r.pop(1, kEngine);  // k, then copy (over the step that ended), then the step
+    if (i > 1) r.end(1, i - 1);
+  }
+  EXPECT_EQ(f.prof.steps(), 20u);
+  EXPECT_EQ(r.counts().unmatched_pops, 0u);
+  EXPECT_EQ(r.open_at_end(), 0u);
 }
