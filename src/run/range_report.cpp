@@ -62,9 +62,14 @@ void problems(const RangeSteps& steps, const std::string& asked, bool final, std
   if (c.crossed)
     out += fmt::format(
         "simprof run: {} times a range ended while a range opened after it was still open (NVTX "
-        "domains and start/end ranges need not nest): a started range above it ended with it; "
-        "under a pushed one, it ended at that one's pop.\n",
+        "domains and start/end ranges need not nest): a started range above it ended with it, a "
+        "pushed one lost its stage there and stayed open for its own pop.\n",
         c.crossed);
+  if (c.unnamed)
+    out += fmt::format(
+        "simprof run: {} pushes had a name past the first {} distinct ones (names that change "
+        "every push): counted, not steps or stages.\n",
+        c.unnamed, RangeSteps::kMostNames);
   if (const auto open = final ? steps.open_at_end() : 0)
     out += fmt::format(
         "simprof run: {} ranges were still open at the end (a step in progress "

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include <fmt/format.h>
+
 namespace simprof::run {
 
 RangeSteps::RangeSteps(StepProfiler& prof, RangeStepsOptions options)
@@ -67,6 +69,13 @@ StageId RangeSteps::stage_for(const Thread& t, std::string_view name) {
     inside = inside || f.step;
   }
   add(name);
+  const StageId known = prof_.find_stage(path_);
+  if (known != kNoStage && known > kPeriodStage) return known;  // "step", "period": refused below
+  if (known == kNoStage && prof_.num_stages() >= kMostStages)
+    throw std::length_error(
+        fmt::format("more than {} stage paths (range names that change every step, such as torch's "
+                    "\"seq = N\", each make one); \"{}\" and the new paths after it are left out",
+                    kMostStages, path_));
   return prof_.stage_id(path_);
 }
 
@@ -74,11 +83,19 @@ void RangeSteps::push(std::uint64_t thread, std::string_view name, std::uint64_t
                       std::uint64_t id) {
   ++counts_.pushes;
   auto it = seen_.find(name);
-  if (it == seen_.end()) it = seen_.emplace(std::string(name), 0).first;
+  if (it == seen_.end()) {
+    if (seen_.size() >= kMostNames) {  // one more name of many: counted, and no step or stage
+      ++counts_.unnamed;
+      name = kManyNames;
+      it = seen_.find(name);
+    }
+    if (it == seen_.end()) it = seen_.emplace(std::string(name), 0).first;
+  }
   ++it->second;
   name = it->first;  // the session's copy
   Thread& t = threads_[thread];
-  if (options_.step.empty() && (!step_chosen() || steps_ < kLearningSteps)) learn(t, thread, name);
+  if (options_.step.empty() && (!step_chosen() || steps_ < kLearningSteps) && name != kManyNames)
+    learn(t, thread, name);
   if (!have_step_thread_ && step_chosen() && name == step_) {
     step_thread_ = thread;  // --step NAME: the first thread that pushes it
     have_step_thread_ = true;
@@ -95,7 +112,7 @@ void RangeSteps::push(std::uint64_t thread, std::string_view name, std::uint64_t
       f.step = true;
       nested_now_ = 0;
       prof_.begin_step();
-    } else if (prof_.in_step()) {
+    } else if (prof_.in_step() && name != kManyNames) {
       try {
         f.stage = stage_for(t, name);
         prof_.begin_stage(f.stage);
@@ -111,6 +128,7 @@ void RangeSteps::push(std::uint64_t thread, std::string_view name, std::uint64_t
   if (depth > 0) t.stack.back().parent = true;
   if (t.closed.size() < depth + 2) t.closed.resize(depth + 2);
   t.closed[depth + 1].clear();  // its children start afresh
+
   t.stack.push_back(std::move(f));
 }
 
@@ -122,7 +140,7 @@ void RangeSteps::pop(std::uint64_t thread, std::uint64_t domain) {
     Thread& t = it->second;
     for (std::size_t i = t.stack.size(); i-- > 0;) {
       const Frame& f = t.stack[i];
-      if (f.domain == domain && f.id == 0 && !f.ended) return close(t, i);
+      if (f.domain == domain && f.id == 0) return close(t, i);
     }
   }
   // The step range's own pop (its domain's) soon after a step was dropped at its push: that push
@@ -148,7 +166,7 @@ void RangeSteps::end(std::uint64_t thread, std::uint64_t id) {
   if (it != threads_.end()) {
     Thread& t = it->second;
     for (std::size_t i = t.stack.size(); i-- > 0;)
-      if (t.stack[i].id == id && !t.stack[i].ended) return close(t, i);
+      if (t.stack[i].id == id) return close(t, i);
   }
   const auto g = std::find(gone_.begin(), gone_.end(), id);
   if (g != gone_.end()) {  // closed already (before the range it crossed), or dropped with a step
@@ -164,70 +182,54 @@ void RangeSteps::forget(std::uint64_t id) {
   gone_.push_back(id);
 }
 
-// A range closes. Ranges opened after it and still open: started ones close first (they need not
-// nest); a pushed one (another domain's) does not, and this range closes with it. A range with no
-// stage waits for nothing: it goes at once.
+// A range closes. Ranges opened after it and still open: started ones end with it (they need not
+// nest); a pushed one (another domain's) loses its stage here and stays open for its own pop.
+// Nothing waits: a step ends at its own pop.
 void RangeSteps::close(Thread& t, std::size_t at) {
   if (at + 1 != t.stack.size()) {
     ++counts_.crossed;
-    Frame& f = t.stack[at];
-    if (f.stage == kNoStage && !f.step) {
-      // Closed in place: its name among its depth's, its children's names gone; those above move
-      // down a depth.
-      auto& closed = t.closed[at];
-      if (std::find(closed.begin(), closed.end(), f.name) == closed.end()) closed.push_back(f.name);
-      if (f.parent && std::find(t.parents.begin(), t.parents.end(), f.name) == t.parents.end())
-        t.parents.push_back(f.name);
-      t.closed.erase(t.closed.begin() + static_cast<std::ptrdiff_t>(at) + 1);
-      t.stack.erase(t.stack.begin() + static_cast<std::ptrdiff_t>(at));
-      return;
+    while (t.stack.size() > at + 1 && t.stack.back().id != 0) {
+      forget(t.stack.back().id);
+      close_at(t, t.stack.size() - 1);
     }
-    while (t.stack.size() > at + 1 && (t.stack.back().id != 0 || t.stack.back().ended)) {
-      if (!t.stack.back().ended) forget(t.stack.back().id);
-      pop_top(t);
-    }
-    if (at + 1 != t.stack.size()) {
-      t.stack[at].ended = true;
-      return;
-    }
+    for (std::size_t i = t.stack.size(); i-- > at + 1;)
+      if (t.stack[i].stage != kNoStage) {
+        prof_.end_stage(t.stack[i].stage);
+        t.stack[i].stage = kNoStage;
+      }
   }
-  pop_top(t);
-  unwind(t);
+  close_at(t, at);
 }
 
-// Pops the top while it has ended, or is a started range over one that has (it ends with that).
-void RangeSteps::unwind(Thread& t) {
-  while (!t.stack.empty()) {
-    const Frame& top = t.stack.back();
-    if (!top.ended) {
-      if (top.id == 0 ||
-          std::none_of(t.stack.begin(), t.stack.end() - 1, [](const Frame& f) { return f.ended; }))
-        return;
-      ++counts_.crossed;
-      forget(top.id);
-    }
-    pop_top(t);
-  }
-}
-
-void RangeSteps::pop_top(Thread& t) {
-  Frame& f = t.stack.back();
+// The frame at `at` ends (its stage innermost by now): its stage or step, its name among those
+// closed at its depth; the frames above it, if any, move down a depth.
+void RangeSteps::close_at(Thread& t, std::size_t at) {
+  Frame& f = t.stack[at];
   if (f.stage != kNoStage && prof_.in_step()) prof_.end_stage(f.stage);
   const bool step_ended = f.step && prof_.in_step();
   if (step_ended && prof_.end_step()) {
     ++steps_;
     nested_most_ = std::max(nested_most_, nested_now_);
   }
-  auto& closed = t.closed[t.stack.size() - 1];
-  if (std::find(closed.begin(), closed.end(), f.name) == closed.end()) closed.push_back(f.name);
-  if (f.parent && std::find(t.parents.begin(), t.parents.end(), f.name) == t.parents.end())
-    t.parents.push_back(f.name);
-  t.stack.pop_back();
+  remember(t.closed[at], f.name, kMostClosed);
+  if (f.parent) remember(t.parents, f.name, kMostClosed);
+  if (at + 1 != t.stack.size())
+    t.closed.erase(t.closed.begin() + static_cast<std::ptrdiff_t>(at) + 1);
+  t.stack.erase(t.stack.begin() + static_cast<std::ptrdiff_t>(at));
   if (step_ended && pending_.set) {  // a takeover that waited for this step's end
     pending_.set = false;
     choose(pending_.thread, pending_.name);
     step_depth_ = pending_.depth;
   }
+}
+
+// `name` added to a list of names (once; past `most`, the oldest half goes).
+void RangeSteps::remember(std::vector<std::string_view>& names, std::string_view name,
+                          std::size_t most) {
+  if (std::find(names.begin(), names.end(), name) != names.end()) return;
+  if (names.size() >= most)
+    names.erase(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(most / 2));
+  names.push_back(name);
 }
 
 // The step range again while a step of it is open: the open step's range (and those above it not
@@ -240,14 +242,12 @@ void RangeSteps::drop_open_step(Thread& t, std::uint64_t domain) {
   const auto at = static_cast<std::size_t>(it - t.stack.begin());
   drop_step(t, at);  // every stage above it closed
   // The step's range and the ranges of its domain pushed above it were never popped; another
-  // domain's or a started range stays open (its own pop or end closes it), without a stage now;
-  // one that has ended (waiting for a range above it) goes.
+  // domain's or a started range stays open (its own pop or end closes it), without a stage now.
   const std::uint64_t own = t.stack[at].domain;
   const auto gone = std::stable_partition(
       t.stack.begin() + static_cast<std::ptrdiff_t>(at), t.stack.end(),
-      [&](const Frame& f) { return !f.step && !f.ended && (f.domain != own || f.id != 0); });
-  for (auto g = gone; g != t.stack.end(); ++g)
-    if (!g->ended) ++counts_.unclosed;
+      [&](const Frame& f) { return !f.step && (f.domain != own || f.id != 0); });
+  counts_.unclosed += static_cast<std::uint64_t>(t.stack.end() - gone);
   t.stack.erase(gone, t.stack.end());
   dropped_ = true;
   dropped_domain_ = domain;

@@ -35,6 +35,7 @@ struct RangeCounts {
   std::uint64_t other_threads = 0;  // ranges pushed on a thread other than the steps'
   std::uint64_t left_out = 0;       // stages the profiler refused (past kMaxDepth, a reserved name)
   std::uint64_t step_changes = 0;   // the chosen step range gave way to a shallower one
+  std::uint64_t unnamed = 0;        // pushes of a name past RangeSteps::kMostNames distinct ones
 };
 
 class RangeSteps {
@@ -42,6 +43,12 @@ class RangeSteps {
   // Steps of a chosen range within which a shallower repeating range still takes over (substeps
   // repeat fewer times in a step than steps do in an epoch).
   static constexpr std::uint64_t kLearningSteps = 64;
+  // Names and stage paths kept: names that change every push (torch's "seq = N") must not grow
+  // the session without bound. Past kMostNames, a new name is one of kManyNames: no step, no
+  // stage; past kMostStages, a new stage path is left out (counted).
+  static constexpr std::size_t kMostNames = 4096;
+  static constexpr std::size_t kMostStages = 512;
+  static constexpr std::string_view kManyNames = "(more names)";
 
   RangeSteps(StepProfiler& prof, RangeStepsOptions options);
 
@@ -93,7 +100,6 @@ class RangeSteps {
     bool step = false;         // it is the step range
     std::uint64_t domain = 0;  // its NVTX domain (0: the default one)
     std::uint64_t id = 0;      // a start/end range's id (0: pushed)
-    bool ended = false;        // closed while a range above it was open: closed with that one
     bool parent = false;       // a range was opened inside it
   };
   struct Thread {
@@ -105,11 +111,12 @@ class RangeSteps {
   };
 
   void learn(Thread& t, std::uint64_t thread, std::string_view name);
-  void close(Thread& t, std::size_t at);  // the frame at `at` closed (now, or when it is on top)
-  void pop_top(Thread& t);
+  void close(Thread& t, std::size_t at);  // the frame at `at` closed (by its pop or end)
+  void close_at(Thread& t, std::size_t at);
+  static void remember(std::vector<std::string_view>& names, std::string_view name,
+                       std::size_t most);
   // The step range pushed again (in `domain`) while a step of it is open.
   void drop_open_step(Thread& t, std::uint64_t domain);
-  void unwind(Thread& t);
   void drop_step(Thread& t, std::size_t from);
   void forget(std::uint64_t id);  // a started range closed early or dropped: its end() is quiet
   void choose(std::uint64_t thread, std::string_view name);
@@ -131,6 +138,7 @@ class RangeSteps {
   std::function<void()> on_change_;
   // Started ranges closed before their end() (kept for it: at most kMostGone, the oldest go).
   static constexpr std::size_t kMostGone = 1024;
+  static constexpr std::size_t kMostClosed = 256;  // names kept per depth (and as parents)
   std::vector<std::uint64_t> gone_;
   // A missing pop or a range of the step's name inside the step? A step dropped at its push; its
   // own pop (its domain's) arriving soon after, twice, settles it: the step range nests its own

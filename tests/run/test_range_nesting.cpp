@@ -44,8 +44,8 @@ TEST(RangeNesting, ADomainsRangeNestedInAStageIsItsChild) {
 
 TEST(RangeNesting, ADomainsPopClosesItsOwnRangeNotTheInnermost) {
   // The engine's "kernel" opens before "physics" and its pop comes first: NVTX keeps a stack per
-  // domain, so that pop is kernel's. It closes with physics (counted), and the next steps are
-  // whole.
+  // domain, so that pop is kernel's. physics loses its stage there and stays open for its own pop
+  // (counted); the next steps are whole.
   Fixture f;
   RangeSteps r(f.prof, {"step"});
   r.push(1, "step");
@@ -53,10 +53,10 @@ TEST(RangeNesting, ADomainsPopClosesItsOwnRangeNotTheInnermost) {
   r.push(1, "physics");
   f.clock.advance_ns(1000);
   r.pop(1, kEngine);
-  EXPECT_EQ(r.open_at_end(), 3u);  // kernel waits for physics
+  EXPECT_EQ(r.open_at_end(), 2u);  // kernel closed; physics, above it, open without a stage
   f.clock.advance_ns(1000);
   r.pop(1);
-  EXPECT_EQ(r.open_at_end(), 1u);  // physics, then kernel
+  EXPECT_EQ(r.open_at_end(), 1u);
   r.pop(1);
   for (int i = 0; i < 2; ++i) {
     r.push(1, "step");
@@ -363,4 +363,46 @@ TEST(RangeNesting, AStartedRangeUnderAnotherDomainsRangeDoesNotHoldTheStep) {
   EXPECT_EQ(f.prof.steps(), 20u);
   EXPECT_EQ(r.counts().unmatched_pops, 0u);
   EXPECT_EQ(r.open_at_end(), 0u);
+}
+
+TEST(RangeNesting, AnotherDomainsRangeOpenAcrossStepsDoesNotHoldThem) {
+  // A prefetch in its own domain opens in each step and closes in the next: balanced, and every
+  // step ends at its own pop.
+  Fixture f;
+  RangeSteps r(f.prof, {"step"});
+  for (int i = 0; i < 200; ++i) {
+    r.push(1, "step");
+    r.push(1, "work");
+    f.clock.advance_ns(1000);
+    r.pop(1);
+    if (i > 0) r.pop(1, kEngine);
+    r.push(1, "inflight", kEngine);
+    r.pop(1);
+  }
+  r.pop(1, kEngine);
+  EXPECT_EQ(f.prof.steps(), 200u);
+  EXPECT_EQ(r.counts().unclosed, 0u);
+  EXPECT_EQ(r.counts().unmatched_pops, 0u);
+  EXPECT_EQ(r.open_at_end(), 0u);
+}
+
+TEST(RangeNesting, NamesThatChangeEveryPushDoNotGrowWithoutBound) {
+  // torch's emit_nvtx names each op "aten::mm, seq = N".
+  Fixture f;
+  RangeSteps r(f.prof, {"step"});
+  const std::size_t n = RangeSteps::kMostNames + 100;
+  for (std::size_t i = 0; i < n; ++i) {
+    r.push(1, "step");
+    r.push(1, "aten::mm, seq = " + std::to_string(i));
+    r.pop(1);
+    r.pop(1);
+  }
+  EXPECT_EQ(f.prof.steps(), n);
+  EXPECT_LE(f.prof.num_stages(), RangeSteps::kMostStages);
+  EXPECT_LE(r.seen().size(), RangeSteps::kMostNames + 1);  // and "(more names)"
+  EXPECT_GT(r.counts().left_out, 0u);
+  EXPECT_GT(r.counts().unnamed, 0u);
+  const std::string report = simprof::run::range_report(f.prof, r, "step");
+  EXPECT_TRUE(has(report, "stage paths")) << report;
+  EXPECT_TRUE(has(report, "pushes had a name past the first 4096")) << report;
 }
