@@ -12,7 +12,7 @@ namespace simprof::run {
 RangeSteps::RangeSteps(StepProfiler& prof, RangeStepsOptions options)
     : prof_(prof), options_(std::move(options)), step_(options_.step) {}
 
-void RangeSteps::choose(std::uint64_t thread, std::string_view name) {
+void RangeSteps::choose(std::uint64_t thread, std::string_view name, std::size_t depth) {
   if (step_chosen()) {
     ++counts_.step_changes;
     previous_ = step_;
@@ -22,6 +22,7 @@ void RangeSteps::choose(std::uint64_t thread, std::string_view name) {
   }
   step_.assign(name);
   step_thread_ = thread;
+  step_depth_ = depth;
   have_step_thread_ = true;
   dropped_ = nests_itself_ = false;  // what was learned of the old range
   confirmed_ = 0;
@@ -47,8 +48,7 @@ void RangeSteps::learn(Thread& t, std::uint64_t thread, std::string_view name) {
       return;
     }
   }
-  choose(thread, name);
-  step_depth_ = depth;
+  choose(thread, name, depth);
 }
 
 StageId RangeSteps::stage_for(const Thread& t, std::string_view name) {
@@ -128,7 +128,6 @@ void RangeSteps::push(std::uint64_t thread, std::string_view name, std::uint64_t
   if (depth > 0) t.stack.back().parent = true;
   if (t.closed.size() < depth + 2) t.closed.resize(depth + 2);
   t.closed[depth + 1].clear();  // its children start afresh
-
   t.stack.push_back(std::move(f));
 }
 
@@ -192,11 +191,7 @@ void RangeSteps::close(Thread& t, std::size_t at) {
       forget(t.stack.back().id);
       close_at(t, t.stack.size() - 1);
     }
-    for (std::size_t i = t.stack.size(); i-- > at + 1;)
-      if (t.stack[i].stage != kNoStage) {
-        prof_.end_stage(t.stack[i].stage);
-        t.stack[i].stage = kNoStage;
-      }
+    end_stages(t, at + 1);
   }
   close_at(t, at);
 }
@@ -218,8 +213,7 @@ void RangeSteps::close_at(Thread& t, std::size_t at) {
   t.stack.erase(t.stack.begin() + static_cast<std::ptrdiff_t>(at));
   if (step_ended && pending_.set) {  // a takeover that waited for this step's end
     pending_.set = false;
-    choose(pending_.thread, pending_.name);
-    step_depth_ = pending_.depth;
+    choose(pending_.thread, pending_.name, pending_.depth);
   }
 }
 
@@ -254,14 +248,19 @@ void RangeSteps::drop_open_step(Thread& t, std::uint64_t domain) {
   steps_at_drop_ = steps_;
 }
 
-// The step in progress dropped like a vetoed one, the stages of the frames from `from` up closed
-// first (innermost first).
-void RangeSteps::drop_step(Thread& t, std::size_t from) {
+// The stages of the frames from `from` up closed, innermost first; the frames keep no stage.
+void RangeSteps::end_stages(Thread& t, std::size_t from) {
   for (std::size_t i = t.stack.size(); i-- > from;)
     if (t.stack[i].stage != kNoStage) {
       prof_.end_stage(t.stack[i].stage);
       t.stack[i].stage = kNoStage;
     }
+}
+
+// The step in progress dropped like a vetoed one, the stages of the frames from `from` up closed
+// first.
+void RangeSteps::drop_step(Thread& t, std::size_t from) {
+  end_stages(t, from);
   prof_.veto_step();
   prof_.end_step();
 }
@@ -276,12 +275,9 @@ void RangeSteps::finish() {
   if (!prof_.in_step()) return;
   // The step in progress did not end: its open stages closed, the step dropped like a vetoed one.
   auto it = threads_.find(step_thread_);
-  if (it != threads_.end()) {
-    drop_step(it->second, 0);
-  } else {
-    prof_.veto_step();
-    prof_.end_step();
-  }
+  if (it != threads_.end()) end_stages(it->second, 0);
+  prof_.veto_step();
+  prof_.end_step();
 }
 
 bool RangeSteps::at_step_boundary(std::uint64_t thread, std::string_view name) const {

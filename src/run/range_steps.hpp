@@ -21,7 +21,7 @@ namespace simprof::run {
 struct RangeStepsOptions {
   // The step's range name; empty: the outermost range that repeats (chosen while the first steps
   // run: a shallower range that repeats later, within kLearningSteps steps, takes over; so does a
-  // range with ranges inside it, on another thread, from a choice that has none: a loader's).
+  // range with ranges inside it from a choice that has none, such as a loader thread's).
   std::string step;
 };
 
@@ -30,7 +30,6 @@ struct RangeCounts {
   std::uint64_t pushes = 0, pops = 0;
   std::uint64_t unmatched_pops = 0;  // a pop (or end) with no such range open on its thread
   std::uint64_t crossed = 0;         // a range that closed while one opened after it was still open
-                                     // (closed when that one did)
   std::uint64_t unclosed = 0;  // ranges open when their step range was pushed again (never popped)
   std::uint64_t other_threads = 0;  // ranges pushed on a thread other than the steps'
   std::uint64_t left_out = 0;       // stages the profiler refused (past kMaxDepth, a reserved name)
@@ -118,8 +117,9 @@ class RangeSteps {
   // The step range pushed again (in `domain`) while a step of it is open.
   void drop_open_step(Thread& t, std::uint64_t domain);
   void drop_step(Thread& t, std::size_t from);
+  void end_stages(Thread& t, std::size_t from);
   void forget(std::uint64_t id);  // a started range closed early or dropped: its end() is quiet
-  void choose(std::uint64_t thread, std::string_view name);
+  void choose(std::uint64_t thread, std::string_view name, std::size_t depth);
   StageId stage_for(const Thread& t, std::string_view name);
 
   StepProfiler& prof_;

@@ -104,7 +104,7 @@ void GraphKernelTimer::Impl::read(std::size_t slot, std::uint64_t step, const Pe
     }
     for (std::size_t i = 0; i < c.nodes.size(); ++i) {
       NodeInfo& node = c.nodes[i];
-      const double d = t.seconds(i, node.starts, static_cast<double>(t.hop()));
+      const double d = t.seconds(i, node.starts);
       node.min_s = node.count == 0 ? d : std::min(node.min_s, d);
       node.max_s = node.count == 0 ? d : std::max(node.max_s, d);
       node.sum_s += d;

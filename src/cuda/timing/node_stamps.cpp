@@ -21,9 +21,10 @@ unsigned long long ReplayStamps::start(const std::vector<std::uint32_t>& starts)
   return s;
 }
 
-double ReplayStamps::seconds(std::size_t node, const std::vector<std::uint32_t>& starts,
-                             double hop_ns) const noexcept {
-  const double ns = static_cast<double>(end(node)) - static_cast<double>(start(starts)) - hop_ns;
+double ReplayStamps::seconds(std::size_t node,
+                             const std::vector<std::uint32_t>& starts) const noexcept {
+  const double ns = static_cast<double>(end(node)) - static_cast<double>(start(starts)) -
+                    static_cast<double>(hop());
   return std::max(0.0, ns * 1e-9);
 }
 

@@ -30,10 +30,9 @@ struct ReplayStamps {
   /// A node's start: the latest of its dependencies' stamps (`starts`: their slots).
   unsigned long long start(const std::vector<std::uint32_t>& starts) const noexcept;
   unsigned long long end(std::size_t node) const noexcept { return t[kFirstNode + node]; }
-  /// Node `node`'s device seconds: from its start to its own stamp, less `hop_ns` (what its stamp
-  /// added), never below 0.
-  double seconds(std::size_t node, const std::vector<std::uint32_t>& starts,
-                 double hop_ns) const noexcept;
+  /// Node `node`'s device seconds: from its start to its own stamp, less this replay's hop (what
+  /// its stamp added), never below 0.
+  double seconds(std::size_t node, const std::vector<std::uint32_t>& starts) const noexcept;
 };
 
 /// A graph as plain indices, for the stamps' plan: each node's dependencies, and its stamp's slot
