@@ -21,6 +21,7 @@
 #include "range_report.hpp"
 #include "run_args.hpp"
 #include "simprof/base/io.hpp"
+#include "simprof/detail/thread_id.hpp"
 
 namespace simprof::run {
 
@@ -149,7 +150,13 @@ RangeSession::RangeSession()
       prof_(options(), config_.n_envs),
       steps_(prof_, RangeStepsOptions{config_.step}),
       device_(std::make_unique<RangeDevice>(prof_, config_.gpu, config_.gpu_sampling)) {
-  if (config_.trace_to > 0) start_trace();
+  if (config_.trace_to > 0) {
+    start_trace();
+    steps_.on_range(
+        [this](std::uint64_t thread, std::string_view name, std::int64_t begin, std::int64_t end) {
+          other_ranges_.add(thread < os_tids_.size() ? os_tids_[thread] : 0, name, begin, end);
+        });
+  }
   steps_.on_change([this] {  // the steps so far were another range's: said again, traced afresh
     said_step_ = false;
     if (trace_) start_trace();
@@ -179,6 +186,8 @@ void RangeSession::open(std::uint64_t thread, std::string_view name, std::uint64
                         std::uint64_t id) {
   const std::lock_guard<std::mutex> lock(mu_);
   if (finished_) return;
+  if (thread >= os_tids_.size()) os_tids_.resize(thread + 1, 0);  // a thread's first range
+  if (os_tids_[thread] == 0) os_tids_[thread] = detail::os_thread_id();
   // Between steps on the step's thread: the device side starts, or changes session (a listener
   // attaches only outside a step).
   if (steps_.at_step_boundary(thread, name)) device_->step(trace_.get());
@@ -230,12 +239,14 @@ const char* RangeSession::intern(std::string_view s) {
 }
 
 void RangeSession::start_trace() {
+  other_joined_.reset();
   trace_.reset();  // first: one session attached at a time
   TraceOptions o;
   o.schedule.skip_first = config_.trace_from;
   o.schedule.active = config_.trace_to - config_.trace_from;
   o.dir = config_.trace_dir;
   trace_ = std::make_unique<TraceSession>(prof_, o);
+  other_joined_ = trace_->add_source(&other_ranges_);
 }
 
 std::string RangeSession::report(bool final) {

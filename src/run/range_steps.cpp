@@ -124,6 +124,9 @@ void RangeSteps::push(std::uint64_t thread, std::string_view name, std::uint64_t
   } else if (have_step_thread_) {
     ++counts_.other_threads;
   }
+  t.id = thread;
+  f.no_stage = !f.step && f.stage == kNoStage;
+  if (f.no_stage && on_range_) f.begin = prof_.clock().now();
   const std::size_t depth = t.stack.size();
   if (depth > 0) t.stack.back().parent = true;
   if (t.closed.size() < depth + 2) t.closed.resize(depth + 2);
@@ -201,6 +204,7 @@ void RangeSteps::close(Thread& t, std::size_t at) {
 void RangeSteps::close_at(Thread& t, std::size_t at) {
   Frame& f = t.stack[at];
   if (f.stage != kNoStage && prof_.in_step()) prof_.end_stage(f.stage);
+  if (f.no_stage && on_range_) on_range_(t.id, f.name, f.begin, prof_.clock().now());
   const bool step_ended = f.step && prof_.in_step();
   if (step_ended && prof_.end_step()) {
     ++steps_;

@@ -89,6 +89,11 @@ class RangeSteps {
   bool nests_itself() const noexcept { return nests_itself_; }
   // Called when a shallower range takes over, before its first step begins.
   void on_change(std::function<void()> f) { on_change_ = std::move(f); }
+  // Called when a range that is no stage of a step closes (another thread's, one between steps, one
+  // refused as a stage): its thread, name and ticks of the profiler's clock. None while unset.
+  using RangeFn = std::function<void(std::uint64_t thread, std::string_view name,
+                                     std::int64_t begin, std::int64_t end)>;
+  void on_range(RangeFn f) { on_range_ = std::move(f); }
   // At exit: a step in progress is dropped like a vetoed one, its open stages closed.
   void finish();
 
@@ -100,8 +105,11 @@ class RangeSteps {
     std::uint64_t domain = 0;  // its NVTX domain (0: the default one)
     std::uint64_t id = 0;      // a start/end range's id (0: pushed)
     bool parent = false;       // a range was opened inside it
+    bool no_stage = false;     // it never had a stage (nor is the step): on_range() at its close
+    std::int64_t begin = 0;    // when, for on_range()
   };
   struct Thread {
+    std::uint64_t id = 0;
     std::vector<Frame> stack;
     // Names closed at each depth since the frame below was pushed: a push of one of them again
     // is a repeat at that depth.
@@ -136,6 +144,7 @@ class RangeSteps {
   std::string first_refusal_;
   std::string previous_;
   std::function<void()> on_change_;
+  RangeFn on_range_;
   // Started ranges closed before their end() (kept for it: at most kMostGone, the oldest go).
   static constexpr std::size_t kMostGone = 1024;
   static constexpr std::size_t kMostClosed = 256;  // names kept per depth (and as parents)

@@ -134,6 +134,7 @@ void write_args(Buffer& out, const Span& s) {
       break;
     case SpanKind::kOverhead:
     case SpanKind::kFlow:
+    case SpanKind::kRange:
       break;
   }
 }
@@ -156,6 +157,8 @@ std::string_view category(const Span& s) {
       return "overhead";
     case SpanKind::kFlow:
       return "ac2g";
+    case SpanKind::kRange:
+      return "user_annotation";  // as Kineto writes a program's own annotations
     case SpanKind::kCounter:
       break;
   }

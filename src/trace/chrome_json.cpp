@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 
 #include "chrome_args.hpp"
+#include "host_lanes.hpp"
 #include "simprof/base/io.hpp"
 
 namespace simprof {
@@ -22,6 +23,8 @@ namespace {
 using chrome::append_us;
 using chrome::Buffer;
 using chrome::category;
+using chrome::host_tids;
+using chrome::kLaneStride;
 using chrome::write_args;
 
 bool on_device_track(SpanKind k) {
@@ -107,18 +110,22 @@ Record meta(std::int64_t pid, std::int64_t tid, Meta what, std::string label,
 }
 
 // Process and thread names, labels and sort indices as Kineto lays them out: the host process
-// (labels "CPU", sorted by pid) with its threads (sorted by tid), one process per device (labels
-// "GPU <d>", sorted after every host) with one thread per stream.
-void add_names(const Trace& trace, std::vector<Record>& out) {
+// (labels "CPU", sorted by pid) with its threads (sorted by tid; the thread with the steps named
+// "step loop"), one process per device (labels "GPU <d>", sorted after every host) with one thread
+// per stream. `tids`: each span's track on the host (host_tids()).
+void add_names(const Trace& trace, const std::vector<std::int64_t>& tids,
+               std::vector<Record>& out) {
   std::set<std::int64_t> hosts;
   std::set<std::pair<std::int64_t, std::int64_t>> loops, threads;
   std::map<std::int32_t, std::set<std::int64_t>> devices;
-  for (const Span& s : trace.spans) {
+  for (std::size_t i = 0; i < trace.spans.size(); ++i) {
+    const Span& s = trace.spans[i];
     if (on_device_track(s.kind)) {
       devices[s.device].insert(s.stream);
     } else if (s.kind != SpanKind::kCounter) {
       hosts.insert(s.pid);
-      (s.kind == SpanKind::kCpuStage ? loops : threads).emplace(s.pid, s.tid);
+      threads.emplace(s.pid, tids[i]);
+      if (s.is_step()) loops.emplace(s.pid, s.tid);
     }
   }
   const std::string process = trace.ranks.distributed()
@@ -129,13 +136,12 @@ void add_names(const Trace& trace, std::vector<Record>& out) {
     out.push_back(meta(pid, 0, Meta::kProcessLabels, "CPU"));
     out.push_back(meta(pid, 0, Meta::kProcessSortIndex, {}, pid));
   }
-  for (const auto& [pid, tid] : loops) {
-    out.push_back(meta(pid, tid, Meta::kThreadName, fmt::format("step loop (thread {})", tid)));
-    out.push_back(meta(pid, tid, Meta::kThreadSortIndex, {}, tid));
-  }
   for (const auto& [pid, tid] : threads) {
-    if (loops.count({pid, tid})) continue;
-    out.push_back(meta(pid, tid, Meta::kThreadName, fmt::format("thread {}", tid)));
+    const std::int64_t lane = tid / kLaneStride, thread = tid % kLaneStride;
+    std::string name = loops.count({pid, tid}) ? fmt::format("step loop (thread {})", thread)
+                       : lane > 0 ? fmt::format("thread {} (ranges that cross, {})", thread, lane)
+                                  : fmt::format("thread {}", thread);
+    out.push_back(meta(pid, tid, Meta::kThreadName, std::move(name)));
     out.push_back(meta(pid, tid, Meta::kThreadSortIndex, {}, tid));
   }
   for (const auto& [dev, streams] : devices) {
@@ -180,11 +186,13 @@ void append_preamble(Buffer& out, const Trace& t) {
 }  // namespace
 
 std::string to_chrome_json(const Trace& trace) {
+  const std::vector<std::int64_t> tids = host_tids(trace);
   std::vector<Record> names;
-  add_names(trace, names);
+  add_names(trace, tids, names);
   std::vector<Record> events;
   events.reserve(trace.spans.size() + 16);
-  for (const Span& s : trace.spans) {
+  for (std::size_t i = 0; i < trace.spans.size(); ++i) {
+    const Span& s = trace.spans[i];
     switch (s.kind) {
       case SpanKind::kFlow:
         events.push_back(Record{'s', s.begin_ns, &s, s.pid, s.tid, {}, {}});
@@ -197,7 +205,7 @@ std::string to_chrome_json(const Trace& trace) {
         if (on_device_track(s.kind))
           events.push_back(Record{'X', s.begin_ns, &s, s.device, s.stream, {}, {}});
         else
-          events.push_back(Record{'X', s.begin_ns, &s, s.pid, s.tid, {}, {}});
+          events.push_back(Record{'X', s.begin_ns, &s, s.pid, tids[i], {}, {}});
     }
   }
   std::stable_sort(events.begin(), events.end(),

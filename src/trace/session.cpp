@@ -170,6 +170,7 @@ void TraceSession::on_step_begin(std::uint64_t step, std::int64_t ticks) {
       index_ > 0 ? options_.schedule.action(index_ - 1) : ScheduleAction::kNone;
   action_ = options_.schedule.action(index_);
   step_ = step;
+  tid_ = this_tid();  // the loop's thread is the one that begins the steps, not the session's maker
   if (action_ != ScheduleAction::kNone && !sources_running_) {
     wait();  // the last window's collection (background) must end before the sources start again
     // Anchored to the wall clock per window: no drift between the processes' clocks.

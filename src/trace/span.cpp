@@ -11,12 +11,12 @@ namespace simprof {
 namespace {
 
 // Names by enumerator value, in declaration order.
-constexpr std::string_view kKindNames[] = {"cpu stage", "launch",   "kernel", "memcpy", "memset",
-                                           "sync",      "overhead", "flow",   "counter"};
+constexpr std::string_view kKindNames[] = {"cpu stage", "launch",   "kernel", "memcpy",  "memset",
+                                           "sync",      "overhead", "flow",   "counter", "range"};
 constexpr std::string_view kCopyNames[] = {
     "Memcpy ?",    "Memcpy HtoD", "Memcpy DtoH", "Memcpy HtoA", "Memcpy AtoH", "Memcpy AtoA",
     "Memcpy AtoD", "Memcpy DtoA", "Memcpy DtoD", "Memcpy HtoH", "Memcpy PtoP"};
-static_assert(std::size(kKindNames) == static_cast<std::size_t>(SpanKind::kCounter) + 1);
+static_assert(std::size(kKindNames) == static_cast<std::size_t>(SpanKind::kRange) + 1);
 static_assert(std::size(kCopyNames) == static_cast<std::size_t>(CopyKind::kPtoP) + 1);
 
 template <std::size_t N, class E>
@@ -135,6 +135,11 @@ Span Span::counter(std::string name, std::int64_t ts_ns, std::int64_t pid, doubl
   Span s = on_host(SpanKind::kCounter, std::move(name), ts_ns, ts_ns, pid, 0);
   s.payload = CounterPayload{value};
   return s;
+}
+
+Span Span::range(std::string name, std::int64_t begin_ns, std::int64_t end_ns, std::int64_t pid,
+                 std::int64_t tid) {
+  return on_host(SpanKind::kRange, std::move(name), begin_ns, end_ns, pid, tid);
 }
 
 const CollectiveArgs* Span::collective() const noexcept {

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <map>
 #include <regex>
 #include <set>
@@ -170,6 +172,30 @@ inline std::vector<std::string> kineto_violations(const std::string& raw, int ra
   for (const auto& p : processes) {
     if (!named_processes.count(p)) fail("metadata", "process " + p + " has no process_name");
     if (!sorted_processes.count(p)) fail("metadata", "process " + p + " has no process_sort_index");
+  }
+  // 11. A host thread's events nest: HTA builds one call stack per thread (call_stack.py), and
+  // Perfetto draws a thread's slices as one stack.
+  std::map<std::pair<std::string, std::string>, std::vector<std::pair<std::int64_t, std::int64_t>>>
+      host;
+  for (const auto& e : j["traceEvents"])
+    if (e.value("ph", "") == "X" && host_category(e.value("cat", "")) && e.contains("ts") &&
+        e.contains("dur")) {
+      const auto ns = [](const json& v) { return std::llround(v.get<double>() * 1000); };
+      const std::int64_t b = ns(e["ts"]);
+      host[{e["pid"].dump(), e["tid"].dump()}].emplace_back(b, b + ns(e["dur"]));
+    }
+  for (auto& [track, spans] : host) {
+    std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second > b.second;
+    });
+    std::vector<std::int64_t> open;  // the ends of the enclosing events
+    for (const auto& [b, e] : spans) {
+      while (!open.empty() && open.back() <= b) open.pop_back();
+      if (!open.empty() && open.back() < e)
+        fail("nest", "an event on thread " + track.first + "/" + track.second + " at " +
+                         std::to_string(b) + " ns crosses the one it began in");
+      open.push_back(e);
+    }
   }
   for (const auto& t : tracks) {
     if (t.second == "-1") continue;  // a context synchronisation: no stream

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <spdlog/spdlog.h>
@@ -101,7 +102,7 @@ TEST(ChromeTrace, FieldsOrderingAndExactMicroseconds) {
   EXPECT_EQ(ev[0]["args"]["name"], "simprof");
   EXPECT_EQ(ev[1]["args"]["labels"], "CPU");
   EXPECT_EQ(ev[2]["args"]["sort_index"], 100);
-  EXPECT_EQ(ev[3]["args"]["name"], "step loop (thread 101)");
+  EXPECT_EQ(ev[3]["args"]["name"], "thread 101");  // no step on it: not the steps' thread
   EXPECT_EQ(ev[4]["args"]["sort_index"], 101);
   EXPECT_EQ(ev[6]["args"]["labels"], "GPU 0");
   EXPECT_EQ(ev[7]["args"]["sort_index"], 5000000);
@@ -219,6 +220,62 @@ TEST(ChromeTrace, EachKindWritesItsTypedFields) {
   EXPECT_EQ(sync["tid"], 5);
   EXPECT_EQ(sync["args"]["correlation"], 13);
   EXPECT_EQ(find("CUPTI overhead")["cat"], "overhead");
+}
+
+// A program's own ranges need not nest (NVTX start/end ranges, another domain's pushes); a thread's
+// events on one track must (Perfetto and HTA read them as one call stack). A range that would cross
+// goes to an overflow track of its thread; what nests stays.
+TEST(ChromeTrace, RangesThatWouldCrossGoToTheirThreadsOverflowTracks) {
+  Trace t;
+  t.spans.push_back(Span::cpu_stage("ProfilerStep#0", kStepStage, 0, 0, 100, 1, 7));
+  t.spans.push_back(Span::cpu_stage("physics", 2, 0, 10, 50, 1, 7));
+  t.spans.push_back(Span::range("around", 5, 60, 1, 7));   // around physics: nests
+  t.spans.push_back(Span::range("early", 5, 30, 1, 7));    // physics begins inside, ends after
+  t.spans.push_back(Span::range("late", 40, 120, 1, 7));   // outlasts the step
+  t.spans.push_back(Span::range("later", 45, 130, 1, 7));  // overlaps "late" too
+  t.spans.push_back(Span::range("between", 150, 160, 1, 7));
+  t.spans.push_back(Span::range("loader", 0, 10, 1, 8));
+  const json ev = json::parse(to_chrome_json(t))["traceEvents"];
+  std::map<std::string, std::int64_t> tid;
+  std::map<std::int64_t, std::string> track;
+  for (const auto& e : ev) {
+    if (e["name"] == "thread_name") track[e["tid"].get<std::int64_t>()] = e["args"]["name"];
+    if (e["ph"] != "X") continue;
+    tid[e["name"].get<std::string>()] = e["tid"].get<std::int64_t>();
+    if (e["name"] == "loader") {
+      EXPECT_EQ(e["cat"], "user_annotation");
+    }
+  }
+  constexpr std::int64_t kLane = std::int64_t{1} << 32;
+  EXPECT_EQ(tid["around"], 7);
+  EXPECT_EQ(tid["between"], 7);
+  EXPECT_EQ(tid["physics"], 7);  // simprof's own spans never move
+  EXPECT_EQ(tid["early"], 7 + kLane);
+  EXPECT_EQ(tid["late"], 7 + kLane);  // after "early" on the same overflow track
+  EXPECT_EQ(tid["later"], 7 + 2 * kLane);
+  EXPECT_EQ(tid["loader"], 8);
+  EXPECT_EQ(track[7], "step loop (thread 7)");
+  EXPECT_EQ(track[7 + kLane], "thread 7 (ranges that cross, 1)");
+  EXPECT_EQ(track[7 + 2 * kLane], "thread 7 (ranges that cross, 2)");
+  EXPECT_EQ(track[8], "thread 8");
+  // Each track now nests: sorted by begin (the longer first), no event ends past its parent.
+  std::map<std::int64_t, std::vector<std::pair<double, double>>> by_track;
+  for (const auto& e : ev) {
+    if (e["ph"] != "X") continue;
+    by_track[e["tid"].get<std::int64_t>()].emplace_back(
+        e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>());
+  }
+  for (auto& [id, spans] : by_track) {
+    std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second > b.second;
+    });
+    std::vector<double> open;
+    for (const auto& [b, e] : spans) {
+      while (!open.empty() && open.back() <= b) open.pop_back();
+      EXPECT_TRUE(open.empty() || e <= open.back()) << "track " << id << " at " << b;
+      open.push_back(e);
+    }
+  }
 }
 
 TEST(ChromeTrace, AtomicWrite) {

@@ -269,6 +269,19 @@ TEST(KinetoContract, EachRuleCatchesItsViolation) {
              ev.end());
   });
   EXPECT_TRUE(has(kineto_violations(unnamed, 1), "metadata"));
+  const std::string crossing = broken([](json& j) {  // a stage outlasting its step by 1 s
+    double step = -1;
+    for (auto& e : j["traceEvents"]) {
+      if (e.value("ph", "") != "X") continue;
+      const double ts = e["ts"].get<double>();
+      if (step < 0 && e.value("name", "").rfind("ProfilerStep#", 0) == 0) step = ts;
+      if (step >= 0 && ts > step && e.value("cat", "") == "cpu_op") {
+        e["dur"] = e["dur"].get<double>() + 1e6;
+        break;
+      }
+    }
+  });
+  EXPECT_TRUE(has(kineto_violations(crossing, 1), "nest"));
   EXPECT_TRUE(has(kineto_violations(good, 0), "rank"));  // rank 1's file is not rank 0's
   fs::remove_all(dir);
 }

@@ -6,11 +6,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "simprof/base/manual_clock.hpp"
+#include "simprof/detail/thread_id.hpp"
+#include "simprof/profiler/macros.hpp"
 #include "simprof/trace/chrome_json.hpp"
 #include "simprof/trace/schedule.hpp"
 #include "simprof/trace/session.hpp"
@@ -221,4 +224,35 @@ TEST(TraceSession, ARegistrationTakesItsSourceOutWhenItGoes) {
   }  // the source goes before its registration: it leaves the session and ends the registration
   EXPECT_FALSE(orphan.active());
   orphan.reset();  // nothing left to read (ASan would see a read of the source that is gone)
+}
+
+// The steps' spans are on the thread that runs the steps, not the one that made the session
+// (`simprof run` makes its session at the program's first NVTX call, on any thread).
+TEST(TraceSession, StageSpansAreOnTheThreadThatRunsTheSteps) {
+  ManualClock mc;
+  StepProfiler prof(quiet(), 0, mc.clock());
+  TraceOptions o;
+  o.schedule = Schedule{0, 0, 2, 1, 0};
+  o.wall_clock = false;
+  TraceSession session(prof, o);
+  std::vector<Trace> traces;
+  session.on_trace_ready([&](const Trace& t, std::uint64_t) { traces.push_back(t); });
+  std::int64_t loop = 0;
+  std::thread([&] {
+    loop = detail::os_thread_id();
+    for (int i = 0; i < 2; ++i) {
+      auto step = prof.step();
+      SIMPROF_STAGE(prof, "physics");
+      mc.advance_ns(100);
+    }
+  }).join();
+  ASSERT_EQ(traces.size(), 1u);
+  ASSERT_NE(loop, detail::os_thread_id());
+  int stages = 0;
+  for (const Span& s : traces[0].spans)
+    if (s.kind == SpanKind::kCpuStage) {
+      EXPECT_EQ(s.tid, loop) << s.name;
+      ++stages;
+    }
+  EXPECT_EQ(stages, 4);  // two steps, two physics
 }

@@ -85,6 +85,53 @@ with tempfile.TemporaryDirectory() as d:
     rc, out = run("run", "--no-fps", "--trace-steps", "100:200", "--trace-dir", d, "--", PROGRAM,
                   "10")
     expect("a window the program never reached is said", "no trace window ended" in out, out)
+def nests(events):
+    """Each host thread's complete events nest (Perfetto and HTA read them as one call stack)."""
+    tracks = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation"):
+            tracks.setdefault((e["pid"], e["tid"]), []).append(
+                (round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000)))
+    for spans in tracks.values():
+        spans.sort(key=lambda s: (s[0], -s[1]))
+        open_ends = []
+        for b, e in spans:
+            while open_ends and open_ends[-1] <= b:
+                open_ends.pop()
+            if open_ends and open_ends[-1] < e:
+                return False
+            open_ends.append(e)
+    return True
+
+
+# Ranges on another thread: one track each in the trace, beside the step loop's; a range that
+# outlasts the one it began in goes to that thread's own overflow track.
+with tempfile.TemporaryDirectory() as d:
+    rc, out = run("run", "--no-fps", "--step", "step", "--trace-steps", "5:15", "--trace-dir", d,
+                  "--", PROGRAM, "40", "threads")
+    path = os.path.join(d, "simprof_trace_0", "rank0.json")
+    expect("threads: the trace is written", rc == 3 and os.path.exists(path), out)
+    if os.path.exists(path):
+        events = json.load(open(path))["traceEvents"]
+        names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+                 if e.get("name") == "thread_name"}
+        x = [e for e in events if e.get("ph") == "X"]
+        loop = {e["tid"] for e in x if e["name"].startswith("ProfilerStep#")}
+        decode = [e for e in x if e["name"] in ("decode", "parse")]
+        expect("threads: one step loop track", len(loop) == 1, str(names))
+        expect("threads: the decoder's ranges are spans on its own track",
+               decode and all(e["cat"] == "user_annotation" and e["tid"] not in loop
+                              for e in decode)
+               and all(names.get((e["pid"], e["tid"])) == "thread %d" % e["tid"]
+                       for e in decode), str(names) + str(decode[:4]))
+        kernel = [e for e in x if e["name"] == "kernel"]
+        expect("threads: the range that outlasts its parent is on an overflow track",
+               kernel and all("(ranges that cross" in names.get((e["pid"], e["tid"]), "")
+                              for e in kernel), str(names))
+        expect("threads: every host track nests", nests(events), str(names))
+        steps = [e for e in x if e["name"].startswith("ProfilerStep#")]
+        expect("threads: steps 5 to 14", len(steps) == 10, str(len(steps)))
+
 rc, out = run("run", "--trace-steps", "7:3", "--", PROGRAM)
 expect("a bad --trace-steps is refused (exit 2)", rc == 2 and "--trace-steps '7:3'" in out, out)
 

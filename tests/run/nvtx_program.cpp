@@ -1,16 +1,19 @@
 // SPDX-License-Identifier: MIT
 // A program that knows nothing of simprof: NVTX3 ranges around its steps and stages (push/pop,
 // and a domain's registered strings, as libraries mark theirs).
-//   nvtx_program N [crash | startend | interleave | unbalanced | usr1]
+//   nvtx_program N [crash | startend | interleave | unbalanced | usr1 | threads]
 // crash: aborts halfway; startend: its steps ("frame") and stages are start/end ranges (Warp's
 // ScopedTimer marks its scopes so), one of them ending in the next frame; interleave: a domain's
 // range opens before "physics" and closes first; unbalanced: one "physics" is never popped; usr1:
-// sends itself SIGUSR1 halfway (a user asking for the report so far).
+// sends itself SIGUSR1 halfway (a user asking for the report so far); threads: a decoder thread
+// marks its own ranges while the steps run, one of them (another domain's) outlasting the range it
+// began in.
 #include <nvtx3/nvToolsExt.h>
 
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <string>
@@ -43,6 +46,23 @@ int main(int argc, char** argv) {
   nvtxRangePushA("setup");
   work(100);
   nvtxRangePop();
+  std::atomic<bool> done{false};
+  std::thread decoder;
+  if (mode == "threads")
+    decoder = std::thread([&] {
+      while (!done.load()) {
+        nvtxRangePushA("decode");
+        nvtxRangePushA("parse");
+        work(30);
+        nvtxRangePop();
+        nvtxDomainRangePushEx(engine, &kernel);  // "kernel" outlasts "decode"
+        work(20);
+        nvtxRangePop();
+        work(20);
+        nvtxDomainRangePop(engine);
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+    });
   for (int i = 0; i < steps; ++i) {
     if (mode == "startend") {
       const nvtxRangeId_t frame = nvtxRangeStartA("frame");
@@ -74,6 +94,8 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // the report is written
     }
   }
+  done = true;
+  if (decoder.joinable()) decoder.join();
   std::thread([] {
     nvtxRangePushA("loader");
     nvtxRangePop();

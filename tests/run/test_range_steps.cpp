@@ -6,10 +6,13 @@
 #include <stdexcept>
 
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "range_fixture.hpp"
 #include "range_record.hpp"
 #include "range_report.hpp"
+#include "range_spans.hpp"
 #include "range_steps.hpp"
 #include "run_args.hpp"
 #include "simprof/base/manual_clock.hpp"
@@ -173,6 +176,64 @@ TEST(RangeSteps, RangesOnOtherThreadsAreCountedNotStages) {
   EXPECT_EQ(r.threads(), 2u);
   const std::string report = simprof::run::range_report(f.prof, r, "step");
   EXPECT_NE(report.find("1 ranges on 1 other threads are not stages"), std::string::npos) << report;
+}
+
+// Ranges that are no stage (another thread's, one between steps) reach on_range() with their times,
+// for the trace's thread tracks; stages and the step do not.
+TEST(RangeSteps, RangesThatAreNoStageReachOnRangeWithTheirTimes) {
+  Fixture f;
+  RangeSteps r(f.prof, {"step"});
+  std::vector<std::tuple<std::uint64_t, std::string, std::int64_t, std::int64_t>> seen;
+  r.on_range([&](std::uint64_t thread, std::string_view name, std::int64_t b, std::int64_t e) {
+    seen.emplace_back(thread, std::string(name), b, e);
+  });
+  const std::int64_t t0 = f.prof.clock().now();
+  r.push(1, "setup");
+  f.clock.advance_ns(700);
+  r.pop(1);
+  step(r, f.clock);  // 5.5 us
+  r.push(2, "loader");
+  r.push(2, "decode");
+  f.clock.advance_ns(300);
+  r.pop(2);
+  const std::uint64_t id = 2ull << 40 | 1;
+  r.push(2, "upload", 0, id);  // a started range, ended after "loader"
+  f.clock.advance_ns(100);
+  r.pop(2);
+  r.end(2, id);
+  step(r, f.clock);
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0], std::make_tuple(1u, std::string("setup"), t0, t0 + 700));
+  EXPECT_EQ(seen[1], std::make_tuple(2u, std::string("decode"), t0 + 6200, t0 + 6500));
+  // "loader" closes while "upload", started after it, is open: "upload" ends with it.
+  EXPECT_EQ(seen[2], std::make_tuple(2u, std::string("upload"), t0 + 6500, t0 + 6600));
+  EXPECT_EQ(seen[3], std::make_tuple(2u, std::string("loader"), t0 + 6200, t0 + 6600));
+  EXPECT_EQ(f.prof.steps(), 2u);
+}
+
+// The trace source of those ranges: only what closes while a window records, at most `most` (the
+// rest counted as lost), each on its thread's track in the session's nanoseconds.
+TEST(RangeSpans, KeepsTheWindowsRangesUpToItsLimit) {
+  simprof::run::RangeSpans spans(2);
+  spans.bind(simprof::TimeBase(simprof::Clock::steady()));
+  spans.add(7, "before", 0, 1);  // no window yet
+  spans.start();
+  spans.add(7, "decode", 1000, 3000);
+  spans.add(8, "parse", 2000, 2500);
+  spans.add(8, "third", 2600, 2700);  // past the limit
+  std::vector<simprof::Span> out;
+  EXPECT_EQ(spans.stop_and_collect(out), 1u);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].kind, simprof::SpanKind::kRange);
+  EXPECT_EQ(out[0].name, "decode");
+  EXPECT_EQ(out[0].tid, 7);
+  EXPECT_EQ(out[1].tid, 8);
+  EXPECT_EQ(out[1].duration_ns(), simprof::TimeBase(simprof::Clock::steady()).to_ns(500));
+  spans.add(7, "after", 4000, 5000);  // the window is over
+  out.clear();
+  spans.start();
+  EXPECT_EQ(spans.stop_and_collect(out), 0u);
+  EXPECT_TRUE(out.empty());
 }
 
 TEST(RangeSteps, UnbalancedPopsAndRangesOpenAtTheEndAreSaid) {

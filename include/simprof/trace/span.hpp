@@ -41,6 +41,7 @@ enum class SpanKind : std::uint8_t {
   kOverhead,  ///< time the tracer itself took (CUPTI's own records)
   kFlow,      ///< an arrow from a launch (begin, on the host track) to its device work (end)
   kCounter,   ///< a sampled value at begin_ns (the FPS line)
+  kRange,     ///< a program's own range (NVTX) on a host thread that is no stage of a step
 };
 /// "cpu stage", "launch", "kernel", ...
 std::string_view to_string(SpanKind kind) noexcept;
@@ -247,6 +248,9 @@ struct Span {
                    std::int64_t tid, std::int64_t to_ns, std::int32_t device, std::int64_t stream);
   /// A sampled value at `ts_ns` on process `pid`'s counter track `name`.
   static Span counter(std::string name, std::int64_t ts_ns, std::int64_t pid, double value);
+  /// A program's own range on host thread (pid, tid), outside the steps' stages.
+  static Span range(std::string name, std::int64_t begin_ns, std::int64_t end_ns, std::int64_t pid,
+                    std::int64_t tid);
 };
 
 /// A GPU as Kineto's "deviceProperties" lists it.

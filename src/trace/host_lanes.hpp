@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: MIT
+// Private to src/trace: the track each host span is written on. Perfetto and Holistic Trace
+// Analysis read a host thread's complete events as one call stack, so they must nest. Every span
+// simprof makes nests by construction, except a program's own ranges (SpanKind::kRange): NVTX's
+// start/end ranges and another domain's pushes need not. A range that would cross a span of its
+// thread goes to an overflow track of that thread, one range after another.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "simprof/trace/span.hpp"
+
+namespace simprof::chrome {
+
+/// Overflow track k (1, 2, ...) of thread `tid` is written as tid + k * kLaneStride.
+inline constexpr std::int64_t kLaneStride = std::int64_t{1} << 32;
+
+/// The tid each span of `trace` is written with (in the order of trace.spans): its own, or an
+/// overflow track's for a range that would not nest. Device spans, flows and counters keep theirs.
+std::vector<std::int64_t> host_tids(const Trace& trace);
+
+}  // namespace simprof::chrome
