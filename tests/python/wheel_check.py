@@ -9,7 +9,8 @@
 2. The wheel is platform-specific (py3-none-<platform>) and holds exactly the package's modules
    (python/simprof/*.py), py.typed and libsimprof_c.so, and its metadata; with SIMPROF_EXPECT_RUN
    set (ctest sets it where the build has `simprof run`), also the simprof command and its NVTX
-   tool, and the venv gets a working `simprof` command.
+   tool, and the venv gets a working `simprof` command (which profiles SIMPROF_NVTX_PROGRAM,
+   where ctest gives it, with the package's own tool).
 3. It is installed into a fresh venv (--system-site-packages: the system's pytest and, if there,
    numpy; nothing from an index); from a directory where the source's python/ is not importable,
    `import simprof` must load the venv's copy, whose library's dependencies all resolve (ldd), and
@@ -131,6 +132,14 @@ def main():
                     capture_output=True, text=True).stderr
         if "usage: simprof run" not in usage:
             sys.exit("wheel check: the venv's simprof command printed %r" % usage)
+        program = os.environ.get("SIMPROF_NVTX_PROGRAM")
+        if program:  # and it profiles a program with the package's own NVTX tool
+            clean = {k: v for k, v in env.items() if k != "SIMPROF_NVTX_LIB"}
+            p = subprocess.run([os.path.join(venv, "bin", "simprof"), "run", "--no-fps", "--",
+                                program, "20"], cwd=cwd, env=clean, capture_output=True, text=True)
+            if p.returncode != 3 or '19 steps of the NVTX range "step"' not in p.stderr:
+                sys.exit("wheel check: the venv's simprof run returned %d and printed %r" %
+                         (p.returncode, p.stderr))
 
     run([vpython, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.join(src, "python",
                                                                             "tests")],
