@@ -7,7 +7,7 @@
 
 namespace simprof::run {
 
-RangeSpans::RangeSpans(std::size_t most) : most_(most), pid_(::getpid()) { kept_.reserve(most); }
+RangeSpans::RangeSpans(std::size_t most) : most_(most), pid_(::getpid()) {}
 
 void RangeSpans::add(std::int64_t tid, std::string_view name, std::int64_t begin,
                      std::int64_t end) {
@@ -19,6 +19,7 @@ void RangeSpans::add(std::int64_t tid, std::string_view name, std::int64_t begin
 }
 
 void RangeSpans::start() {
+  kept_.reserve(most_);  // at the first window: nothing is held without --trace-steps
   kept_.clear();
   lost_ = 0;
   recording_ = true;

@@ -105,11 +105,15 @@ void RangeSteps::push(std::uint64_t thread, std::string_view name, std::uint64_t
   f.domain = domain;
   f.id = id;
   if (have_step_thread_ && thread == step_thread_) {
-    if (prof_.in_step() && name == step_ &&
+    // The step's name again in the open step's domain: a missing pop, unless the step range nests
+    // its own name (then only far more of them than a step had). In another domain it is another
+    // range (NVTX pops each domain's own): a stage.
+    if (prof_.in_step() && name == step_ && domain == step_domain_ &&
         (!nests_itself_ || ++nested_now_ > 2 * nested_most_ + 2))
-      drop_open_step(t, domain);  // (nesting itself: far more ranges of its name than a step had)
+      drop_open_step(t, domain);
     if (!prof_.in_step() && name == step_) {
       f.step = true;
+      step_domain_ = domain;
       nested_now_ = 0;
       prof_.begin_step();
     } else if (prof_.in_step() && name != kManyNames) {
@@ -126,7 +130,7 @@ void RangeSteps::push(std::uint64_t thread, std::string_view name, std::uint64_t
   }
   t.id = thread;
   f.no_stage = !f.step && f.stage == kNoStage;
-  if (f.no_stage && on_range_) f.begin = prof_.clock().now();
+  if (on_range_) f.begin = prof_.clock().now();
   const std::size_t depth = t.stack.size();
   if (depth > 0) t.stack.back().parent = true;
   if (t.closed.size() < depth + 2) t.closed.resize(depth + 2);
@@ -170,18 +174,20 @@ void RangeSteps::end(std::uint64_t thread, std::uint64_t id) {
     for (std::size_t i = t.stack.size(); i-- > 0;)
       if (t.stack[i].id == id) return close(t, i);
   }
-  const auto g = std::find(gone_.begin(), gone_.end(), id);
-  if (g != gone_.end()) {  // closed already (before the range it crossed), or dropped with a step
+  const auto g =
+      std::find_if(gone_.begin(), gone_.end(), [id](const Gone& x) { return x.id == id; });
+  if (g != gone_.end()) {  // closed already, with the range it crossed: its real end, traced
+    if (g->no_stage && on_range_) on_range_(thread, g->name, g->begin, prof_.clock().now());
     gone_.erase(g);
     return;
   }
   ++counts_.unmatched_pops;
 }
 
-void RangeSteps::forget(std::uint64_t id) {
-  if (id == 0) return;
+void RangeSteps::forget(const Frame& f) {
+  if (f.id == 0) return;
   if (gone_.size() >= kMostGone) gone_.erase(gone_.begin(), gone_.begin() + kMostGone / 2);
-  gone_.push_back(id);
+  gone_.push_back(Gone{f.id, f.name, f.begin, f.no_stage});
 }
 
 // A range closes. Ranges opened after it and still open: started ones end with it (they need not
@@ -191,8 +197,8 @@ void RangeSteps::close(Thread& t, std::size_t at) {
   if (at + 1 != t.stack.size()) {
     ++counts_.crossed;
     while (t.stack.size() > at + 1 && t.stack.back().id != 0) {
-      forget(t.stack.back().id);
-      close_at(t, t.stack.size() - 1);
+      forget(t.stack.back());
+      close_at(t, t.stack.size() - 1, /*traced=*/false);  // its span waits for its own end
     }
     end_stages(t, at + 1);
   }
@@ -201,10 +207,10 @@ void RangeSteps::close(Thread& t, std::size_t at) {
 
 // The frame at `at` ends (its stage innermost by now): its stage or step, its name among those
 // closed at its depth; the frames above it, if any, move down a depth.
-void RangeSteps::close_at(Thread& t, std::size_t at) {
+void RangeSteps::close_at(Thread& t, std::size_t at, bool traced) {
   Frame& f = t.stack[at];
   if (f.stage != kNoStage && prof_.in_step()) prof_.end_stage(f.stage);
-  if (f.no_stage && on_range_) on_range_(t.id, f.name, f.begin, prof_.clock().now());
+  if (traced && f.no_stage && on_range_) on_range_(t.id, f.name, f.begin, prof_.clock().now());
   const bool step_ended = f.step && prof_.in_step();
   if (step_ended && prof_.end_step()) {
     ++steps_;
@@ -258,6 +264,7 @@ void RangeSteps::end_stages(Thread& t, std::size_t from) {
     if (t.stack[i].stage != kNoStage) {
       prof_.end_stage(t.stack[i].stage);
       t.stack[i].stage = kNoStage;
+      t.stack[i].no_stage = true;  // open on without it: a range, traced whole at its close
     }
 }
 

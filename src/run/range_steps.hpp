@@ -105,8 +105,8 @@ class RangeSteps {
     std::uint64_t domain = 0;  // its NVTX domain (0: the default one)
     std::uint64_t id = 0;      // a start/end range's id (0: pushed)
     bool parent = false;       // a range was opened inside it
-    bool no_stage = false;     // it never had a stage (nor is the step): on_range() at its close
-    std::int64_t begin = 0;    // when, for on_range()
+    bool no_stage = false;     // no stage (none, or it lost it), nor the step: on_range() at close
+    std::int64_t begin = 0;    // when (read only for on_range())
   };
   struct Thread {
     std::uint64_t id = 0;
@@ -119,14 +119,15 @@ class RangeSteps {
 
   void learn(Thread& t, std::uint64_t thread, std::string_view name);
   void close(Thread& t, std::size_t at);  // the frame at `at` closed (by its pop or end)
-  void close_at(Thread& t, std::size_t at);
+  // `traced`: on_range() now (false: a started range closed early, traced at its own end).
+  void close_at(Thread& t, std::size_t at, bool traced = true);
   static void remember(std::vector<std::string_view>& names, std::string_view name,
                        std::size_t most);
   // The step range pushed again (in `domain`) while a step of it is open.
   void drop_open_step(Thread& t, std::uint64_t domain);
   void drop_step(Thread& t, std::size_t from);
   void end_stages(Thread& t, std::size_t from);
-  void forget(std::uint64_t id);  // a started range closed early or dropped: its end() is quiet
+  void forget(const Frame& f);  // a started range closed early: its end() is quiet (traced)
   void choose(std::uint64_t thread, std::string_view name, std::size_t depth);
   StageId stage_for(const Thread& t, std::string_view name);
 
@@ -135,6 +136,7 @@ class RangeSteps {
   std::string step_;
   std::size_t step_depth_ = 0;  // the depth the step range was chosen at (learning only)
   std::uint64_t step_thread_ = 0;
+  std::uint64_t step_domain_ = 0;  // the open step's NVTX domain
   std::uint64_t steps_ = 0;
   bool have_step_thread_ = false;
   std::unordered_map<std::uint64_t, Thread> threads_;
@@ -148,7 +150,13 @@ class RangeSteps {
   // Started ranges closed before their end() (kept for it: at most kMostGone, the oldest go).
   static constexpr std::size_t kMostGone = 1024;
   static constexpr std::size_t kMostClosed = 256;  // names kept per depth (and as parents)
-  std::vector<std::uint64_t> gone_;
+  struct Gone {
+    std::uint64_t id;
+    std::string_view name;
+    std::int64_t begin;
+    bool no_stage;
+  };
+  std::vector<Gone> gone_;
   // A missing pop or a range of the step's name inside the step? A step dropped at its push; its
   // own pop (its domain's) arriving soon after, twice, settles it: the step range nests its own
   // name. Then a step holding far more of them than earlier steps did is a missing pop after all.

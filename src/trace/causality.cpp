@@ -96,7 +96,7 @@ Gathered gather(const Trace& trace, Fail&& fail) {
     else if (waited && sync == SyncKind::kContext)
       g.context_waits[s.device].by_begin.emplace_back(s.begin_ns, s.end_ns);
     if (on_device(s) || s.kind == SpanKind::kSync || s.kind == SpanKind::kLaunch ||
-        s.kind == SpanKind::kCpuStage)
+        s.kind == SpanKind::kCpuStage || s.kind == SpanKind::kRange)
       if (s.end_ns < s.begin_ns)
         fail(fmt::format("duration: {} ends {} ns before it begins", where(s),
                          s.begin_ns - s.end_ns));

@@ -142,7 +142,7 @@ void add_names(const Trace& trace, const std::vector<std::int64_t>& tids,
                        : lane > 0 ? fmt::format("thread {} (ranges that cross, {})", thread, lane)
                                   : fmt::format("thread {}", thread);
     out.push_back(meta(pid, tid, Meta::kThreadName, std::move(name)));
-    out.push_back(meta(pid, tid, Meta::kThreadSortIndex, {}, tid));
+    out.push_back(meta(pid, tid, Meta::kThreadSortIndex, {}, thread));  // beside its thread
   }
   for (const auto& [dev, streams] : devices) {
     out.push_back(meta(dev, 0, Meta::kProcessName, process));

@@ -65,6 +65,8 @@ std::vector<std::int64_t> host_tids(const Trace& trace) {
     for (const std::size_t i : moved) {
       std::size_t lane = 0;
       while (lane < lane_end.size() && lane_end[lane] > spans[i].begin_ns) ++lane;
+      if (lane == kMostLanes)
+        lane = kMostLanes - 1;  // thousands of ranges open at once: they cross
       if (lane == lane_end.size()) lane_end.push_back(0);
       lane_end[lane] = spans[i].end_ns;
       tids[i] = track.second + static_cast<std::int64_t>(lane + 1) * kLaneStride;

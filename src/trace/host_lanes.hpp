@@ -6,6 +6,7 @@
 // thread goes to an overflow track of that thread, one range after another.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -13,8 +14,11 @@
 
 namespace simprof::chrome {
 
-/// Overflow track k (1, 2, ...) of thread `tid` is written as tid + k * kLaneStride.
-inline constexpr std::int64_t kLaneStride = std::int64_t{1} << 32;
+/// Overflow track k (1, 2, ...) of thread `tid` is written as tid + k * kLaneStride: above every
+/// Linux thread id (PID_MAX_LIMIT is 2^22) and, for k < kMostLanes, below 2^32 (Perfetto reads a
+/// tid as a uint32 and puts a larger one on the process's main thread).
+inline constexpr std::int64_t kLaneStride = std::int64_t{1} << 22;
+inline constexpr std::size_t kMostLanes = 1000;  ///< ranges past it share the last overflow track
 
 /// The tid each span of `trace` is written with (in the order of trace.spans): its own, or an
 /// overflow track's for a range that would not nest. Device spans, flows and counters keep theirs.

@@ -170,7 +170,7 @@ void TraceSession::on_step_begin(std::uint64_t step, std::int64_t ticks) {
       index_ > 0 ? options_.schedule.action(index_ - 1) : ScheduleAction::kNone;
   action_ = options_.schedule.action(index_);
   step_ = step;
-  tid_ = this_tid();  // the loop's thread is the one that begins the steps, not the session's maker
+  tid_ = this_tid();  // the step's thread (the one that begins it), not the session's maker
   if (action_ != ScheduleAction::kNone && !sources_running_) {
     wait();  // the last window's collection (background) must end before the sources start again
     // Anchored to the wall clock per window: no drift between the processes' clocks.
@@ -191,7 +191,7 @@ void TraceSession::on_stage_begin(StageId id, std::int64_t ticks) {
 
 void TraceSession::on_stage_end(StageId id, std::int64_t ticks) {
   if (!recording(action_) || id >= open_.size()) return;
-  keep(Recorded{id, step_, open_[id], ticks});
+  keep(Recorded{id, step_, open_[id], ticks, tid_});
 }
 
 void TraceSession::keep(const Recorded& r) {
@@ -202,7 +202,7 @@ void TraceSession::keep(const Recorded& r) {
 }
 
 void TraceSession::on_stage_recorded(StageId id, std::int64_t begin, std::int64_t end) {
-  if (recording(action_)) keep(Recorded{id, step_, begin, end, 0, true});
+  if (recording(action_)) keep(Recorded{id, step_, begin, end, tid_, true});
 }
 
 void TraceSession::on_worker_zone(StageId id, std::int64_t begin, std::int64_t end,
@@ -212,7 +212,7 @@ void TraceSession::on_worker_zone(StageId id, std::int64_t begin, std::int64_t e
 
 void TraceSession::on_step_end(std::uint64_t, std::int64_t ticks, StepOutcome) {
   if (recording(action_)) {
-    keep(Recorded{kStepStage, step_, step_begin_, ticks});
+    keep(Recorded{kStepStage, step_, step_begin_, ticks, tid_});
     if (prof_.fps().num_samples() != fps_samples_seen_) {
       fps_samples_seen_ = prof_.fps().num_samples();
       fps_.emplace_back(ticks, prof_.fps().total_fps());
@@ -280,7 +280,7 @@ TraceSession::Window TraceSession::close_window() {
     const bool step = r.id == kStepStage;
     t.spans.push_back(Span::cpu_stage(
         step ? fmt::format("ProfilerStep#{}", r.step) : std::string(prof_.stage_name(r.id)), r.id,
-        r.step, to_ns(r.begin), to_ns(r.end), pid_, r.tid != 0 ? r.tid : tid_));
+        r.step, to_ns(r.begin), to_ns(r.end), pid_, r.tid));
     if (r.engine) {
       const std::string_view clock = prof_.stage_clock(r.id);
       t.spans.back().get<StagePayload>().clock = clock.empty() ? "engine" : std::string(clock);

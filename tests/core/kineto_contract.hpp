@@ -184,6 +184,11 @@ inline std::vector<std::string> kineto_violations(const std::string& raw, int ra
       const std::int64_t b = ns(e["ts"]);
       host[{e["pid"].dump(), e["tid"].dump()}].emplace_back(b, b + ns(e["dur"]));
     }
+  // 12. Perfetto reads a tid as a uint32 and puts a larger one on the process's main thread.
+  for (const auto& e : j["traceEvents"])
+    if (e.contains("tid") && e["tid"].is_number_integer() &&
+        e["tid"].get<std::int64_t>() > std::int64_t{0xffffffff})
+      fail("tid", "tid " + e["tid"].dump() + " does not fit in 32 bits");
   for (auto& [track, spans] : host) {
     std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) {
       return a.first != b.first ? a.first < b.first : a.second > b.second;

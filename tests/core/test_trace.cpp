@@ -246,7 +246,7 @@ TEST(ChromeTrace, RangesThatWouldCrossGoToTheirThreadsOverflowTracks) {
       EXPECT_EQ(e["cat"], "user_annotation");
     }
   }
-  constexpr std::int64_t kLane = std::int64_t{1} << 32;
+  constexpr std::int64_t kLane = std::int64_t{1} << 22;  // tids stay below 2^32 (Perfetto's)
   EXPECT_EQ(tid["around"], 7);
   EXPECT_EQ(tid["between"], 7);
   EXPECT_EQ(tid["physics"], 7);  // simprof's own spans never move

@@ -282,6 +282,11 @@ TEST(KinetoContract, EachRuleCatchesItsViolation) {
     }
   });
   EXPECT_TRUE(has(kineto_violations(crossing, 1), "nest"));
+  const std::string wide_tid = broken([](json& j) {
+    for (auto& e : j["traceEvents"])
+      if (e.value("cat", "") == "cpu_op") e["tid"] = std::int64_t{1} << 32;
+  });
+  EXPECT_TRUE(has(kineto_violations(wide_tid, 1), "tid"));
   EXPECT_TRUE(has(kineto_violations(good, 0), "rank"));  // rank 1's file is not rank 0's
   fs::remove_all(dir);
 }

@@ -237,21 +237,20 @@ TEST(TraceSession, StageSpansAreOnTheThreadThatRunsTheSteps) {
   TraceSession session(prof, o);
   std::vector<Trace> traces;
   session.on_trace_ready([&](const Trace& t, std::uint64_t) { traces.push_back(t); });
-  std::int64_t loop = 0;
-  std::thread([&] {
-    loop = detail::os_thread_id();
-    for (int i = 0; i < 2; ++i) {
+  std::int64_t loop[2] = {0, 0};
+  for (int i = 0; i < 2; ++i)  // each step on a thread of its own (joined before the next)
+    std::thread([&, i] {
+      loop[i] = detail::os_thread_id();
       auto step = prof.step();
       SIMPROF_STAGE(prof, "physics");
       mc.advance_ns(100);
-    }
-  }).join();
+    }).join();
   ASSERT_EQ(traces.size(), 1u);
-  ASSERT_NE(loop, detail::os_thread_id());
+  ASSERT_NE(loop[0], detail::os_thread_id());
   int stages = 0;
   for (const Span& s : traces[0].spans)
     if (s.kind == SpanKind::kCpuStage) {
-      EXPECT_EQ(s.tid, loop) << s.name;
+      EXPECT_EQ(s.tid, loop[s.step()]) << s.name << " of step " << s.step();
       ++stages;
     }
   EXPECT_EQ(stages, 4);  // two steps, two physics

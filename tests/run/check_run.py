@@ -118,6 +118,9 @@ with tempfile.TemporaryDirectory() as d:
         x = [e for e in events if e.get("ph") == "X"]
         loop = {e["tid"] for e in x if e["name"].startswith("ProfilerStep#")}
         decode = [e for e in x if e["name"] in ("decode", "parse")]
+        expect("threads: one decoder round in each traced step (10 decode, 10 parse)",
+               sorted(e["name"] for e in decode) == ["decode"] * 10 + ["parse"] * 10,
+               str([e["name"] for e in decode]))
         expect("threads: one step loop track", len(loop) == 1, str(names))
         expect("threads: the decoder's ranges are spans on its own track",
                decode and all(e["cat"] == "user_annotation" and e["tid"] not in loop
@@ -126,9 +129,12 @@ with tempfile.TemporaryDirectory() as d:
                        for e in decode), str(names) + str(decode[:4]))
         kernel = [e for e in x if e["name"] == "kernel"]
         expect("threads: the range that outlasts its parent is on an overflow track",
-               kernel and all("(ranges that cross" in names.get((e["pid"], e["tid"]), "")
+               len(kernel) == 10 and all("(ranges that cross" in names.get((e["pid"], e["tid"]), "")
                               for e in kernel), str(names))
         expect("threads: every host track nests", nests(events), str(names))
+        expect("threads: every tid fits Perfetto's uint32",
+               all(0 <= e["tid"] < 2 ** 32 for e in events if isinstance(e.get("tid"), int)),
+               str(names))
         steps = [e for e in x if e["name"].startswith("ProfilerStep#")]
         expect("threads: steps 5 to 14", len(steps) == 10, str(len(steps)))
 

@@ -6,8 +6,8 @@
 // ScopedTimer marks its scopes so), one of them ending in the next frame; interleave: a domain's
 // range opens before "physics" and closes first; unbalanced: one "physics" is never popped; usr1:
 // sends itself SIGUSR1 halfway (a user asking for the report so far); threads: a decoder thread
-// marks its own ranges while the steps run, one of them (another domain's) outlasting the range it
-// began in.
+// marks its own ranges, one round inside each step, one of them (another domain's) outlasting the
+// range it began in.
 #include <nvtx3/nvToolsExt.h>
 
 #include <signal.h>
@@ -46,11 +46,18 @@ int main(int argc, char** argv) {
   nvtxRangePushA("setup");
   work(100);
   nvtxRangePop();
+  // threads: the decoder runs one round in each step, while the step waits for it (so each traced
+  // step holds exactly one round, however the threads are scheduled).
+  std::atomic<int> asked{0}, decoded{0};
   std::atomic<bool> done{false};
   std::thread decoder;
   if (mode == "threads")
     decoder = std::thread([&] {
-      while (!done.load()) {
+      for (int round = 1;; ++round) {
+        while (asked.load() < round) {
+          if (done.load()) return;
+          std::this_thread::yield();
+        }
         nvtxRangePushA("decode");
         nvtxRangePushA("parse");
         work(30);
@@ -60,7 +67,7 @@ int main(int argc, char** argv) {
         nvtxRangePop();
         work(20);
         nvtxDomainRangePop(engine);
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
+        decoded.store(round);
       }
     });
   for (int i = 0; i < steps; ++i) {
@@ -84,6 +91,10 @@ int main(int argc, char** argv) {
     work(100);
     nvtxDomainRangePop(engine);
     if (!(mode == "unbalanced" && i == 3)) nvtxRangePop();
+    if (mode == "threads") {  // the decoder's round, inside this step
+      asked.store(i + 1);
+      while (decoded.load() < i + 1) std::this_thread::yield();
+    }
     nvtxRangePushA("sensors");
     work(50);
     nvtxRangePop();

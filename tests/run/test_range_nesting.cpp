@@ -3,7 +3,10 @@
 // themselves, start/end ranges, ranges that do not nest, and a step range never popped.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "range_fixture.hpp"
 #include "range_record.hpp"
@@ -269,6 +272,51 @@ TEST(RangeNesting, AStepRangeThatNestsItsOwnNameIsLearnedFromItsPop) {
   EXPECT_EQ(r.counts().unclosed, 0u);
   const std::string report = simprof::run::range_report(f.prof, r, "frame");
   EXPECT_TRUE(has(report, "is also pushed inside its steps")) << report;
+}
+
+TEST(RangeNesting, TheStepsNameInAnotherDomainIsAStageNotAMissingPop) {
+  // An engine marks its substeps "frame" in its own domain inside the program's "frame": NVTX pops
+  // each domain's own, so the inner one cannot be the outer one left open.
+  Fixture f;
+  RangeSteps r(f.prof, {"frame"});
+  for (int i = 0; i < 5; ++i) {
+    r.push(1, "frame");
+    for (int k = 0; k < 2; ++k) {
+      r.push(1, "frame", kEngine);
+      f.clock.advance_ns(500);
+      r.pop(1, kEngine);
+    }
+    f.clock.advance_ns(1000);
+    r.pop(1);
+  }
+  EXPECT_EQ(r.steps(), 5u);
+  EXPECT_EQ(r.counts().unclosed, 0u);
+  EXPECT_EQ(r.counts().unmatched_pops, 0u);
+  EXPECT_DOUBLE_EQ(f.prof.stats("step").mean, 2e-6);
+  EXPECT_DOUBLE_EQ(f.prof.stats("frame").mean, 1e-6);  // two substeps of 0.5 us a step
+}
+
+TEST(RangeNesting, ARangeThatLosesItsStageIsTracedWholeAtItsClose) {
+  // The engine's "kernel" is physics/kernel until physics closes under it; it stays open, a range
+  // from then on, and its span (for the trace) is all of it.
+  Fixture f;
+  RangeSteps r(f.prof, {"step"});
+  std::vector<std::pair<std::string, std::int64_t>> seen;
+  r.on_range([&](std::uint64_t, std::string_view name, std::int64_t b, std::int64_t e) {
+    seen.emplace_back(std::string(name), e - b);
+  });
+  r.push(1, "step");
+  r.push(1, "physics");
+  f.clock.advance_ns(1000);
+  r.push(1, "kernel", kEngine);
+  f.clock.advance_ns(2000);
+  r.pop(1);  // physics, under kernel
+  f.clock.advance_ns(500);
+  r.pop(1, kEngine);
+  r.pop(1);
+  EXPECT_DOUBLE_EQ(f.prof.stats("physics/kernel").mean, 2e-6);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0], std::make_pair(std::string("kernel"), std::int64_t{2500}));
 }
 
 TEST(RangeNesting, NeverPoppedCountsOnlyTheRangesStillOpen) {

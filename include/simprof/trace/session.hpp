@@ -229,8 +229,8 @@ class TraceSession : public StepListener {
     StageId id;  // kStepStage for the step itself
     std::uint64_t step;
     std::int64_t begin, end;
-    std::int64_t tid = 0;  // 0: the loop's thread; else a worker's (EngineZones)
-    bool engine = false;   // measured by the engine (StepProfiler::record())
+    std::int64_t tid;     // the thread it ran on: its step's, or a worker's (EngineZones)
+    bool engine = false;  // measured by the engine (StepProfiler::record())
   };
   struct RecordedCollective {
     Collective c;
