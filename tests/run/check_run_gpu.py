@@ -104,7 +104,18 @@ with tempfile.TemporaryDirectory() as d:
             expect("%s: the trace's causality holds" % mode,
                    trace.get("otherData", {}).get("causality", "").startswith("ok"), out)
 
+# A program that holds CUPTI itself (as torch.profiler or nsys would): simprof's device side gives
+# up its device times and says so with CUPTI's reason; the program keeps CUPTI and the host table
+# stands.
+rc, out = run("run", "--gpu", "--step", "step", "--", PROGRAM, "200", "cupti")
+expect("cupti: the program ran with CUPTI its own (exit 0)",
+       rc == 0 and "CUPTI is this program's" in out, out)
+expect("cupti: simprof says it gave up the device times, and why",
+       "no device times: cuptiSubscribe failed" in out, out)
+expect("cupti: the host table stands", '200 steps of the NVTX range "step" (host clock)' in out,
+       out)
+
 if failures:
     print("\n\n".join(failures))
     sys.exit(1)
-print("simprof run --gpu: eager and graph checked")
+print("simprof run --gpu: eager, graph and a program holding CUPTI checked")

@@ -4,8 +4,12 @@
 // never waiting for the GPU inside the loop. With `graph`, physics's two kernels are one captured
 // graph replayed inside "physics" (no contacts range) and sensors's another. It times itself with
 // CUDA events at every step's end and prints "events period_us=<mean device period>".
-// `nvtx_cuda_program STEPS [graph]`; exit status 0, or 2 when CUDA fails (named), 77 without a GPU.
+// With `cupti` it holds CUPTI itself first (a subscriber of its own, as torch.profiler or nsys
+// would), so simprof's device side cannot have it.
+// `nvtx_cuda_program STEPS [graph | cupti]`; exit status 0, or 2 when CUDA fails (named), 77
+// without a GPU.
 #include <cuda_runtime_api.h>
+#include <cupti.h>
 #include <nvtx3/nvToolsExt.h>
 
 #include <cstdio>
@@ -34,15 +38,28 @@ cudaGraphExec_t captured(cudaStream_t s, std::initializer_list<unsigned long lon
   return exec;
 }
 
+void CUPTIAPI ignore(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::atoi(argv[1]) : 100;
-  const bool graph = argc > 2 && std::string(argv[2]) == "graph";
+  const std::string mode = argc > 2 ? argv[2] : "";
+  const bool graph = mode == "graph";
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::puts("nvtx_cuda_program: no GPU visible");
     return 77;
+  }
+  CUpti_SubscriberHandle own = nullptr;
+  if (mode == "cupti") {
+    if (const CUptiResult r = cuptiSubscribe(&own, ignore, nullptr); r != CUPTI_SUCCESS) {
+      const char* what = nullptr;
+      cuptiGetResultString(r, &what);
+      std::fprintf(stderr, "nvtx_cuda_program: cuptiSubscribe failed: %s\n", what ? what : "?");
+      return 2;
+    }
+    std::puts("nvtx_cuda_program: CUPTI is this program's");
   }
   cudaStream_t s = nullptr;
   check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
@@ -85,5 +102,6 @@ int main(int argc, char** argv) {
     cudaGraphExecDestroy(sensors);
   }
   cudaStreamDestroy(s);
+  if (own != nullptr) cuptiUnsubscribe(own);
   return 0;
 }
