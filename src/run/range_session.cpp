@@ -38,12 +38,9 @@ ProfilingOptions options() {
   return ProfilingOptions::from_env(o);
 }
 
-// Each thread's number in the report (1, 2, ... in the order they first pushed).
-std::uint64_t thread_number() {
-  static std::atomic<std::uint64_t> next{1};
-  thread_local const std::uint64_t mine = next.fetch_add(1);
-  return mine;
-}
+// The calling thread, as RangeSteps and the trace know it: its OS thread id (never 0).
+std::uint64_t thread() { return static_cast<std::uint64_t>(detail::os_thread_id()); }
+
 // Ranges open on this thread in each NVTX domain, as NVTX counts them: the first kDomains domains
 // a thread uses each, any more share one count. Plain arrays: NVTX may be called after the
 // thread's thread_local objects with destructors are gone (at exit).
@@ -59,7 +56,8 @@ int& depth_in(std::uint64_t domain) {
   return depth_count[depth_domains++];
 }
 
-// A start/end range's id: its thread's number in the high bits, so that end() finds the thread.
+// A start/end range's id: its thread's id in the high bits, so that end() finds the thread (a
+// Linux thread id is below 2^22, PID_MAX_LIMIT).
 constexpr int kIdBits = 40;
 
 int report_pipe[2] = {-1, -1};  // SIGUSR1 -> the reporting thread (a signal handler only writes)
@@ -154,7 +152,7 @@ RangeSession::RangeSession()
     start_trace();
     steps_.on_range(
         [this](std::uint64_t thread, std::string_view name, std::int64_t begin, std::int64_t end) {
-          other_ranges_.add(thread < os_tids_.size() ? os_tids_[thread] : 0, name, begin, end);
+          other_ranges_.add(static_cast<std::int64_t>(thread), name, begin, end);
         });
   }
   steps_.on_change([this] {  // the steps so far were another range's: said again, traced afresh
@@ -170,15 +168,15 @@ RangeSession::RangeSession()
 
 int RangeSession::push(std::string_view name, std::uint64_t domain) {
   int& depth = depth_in(domain);
-  open(thread_number(), name, domain, 0);
+  open(thread(), name, domain, 0);
   return depth++;
 }
 
 std::uint64_t RangeSession::start(std::string_view name, std::uint64_t domain) {
-  const std::uint64_t thread = thread_number();
+  const std::uint64_t t = thread();
   const std::uint64_t n = started_.fetch_add(1, std::memory_order_relaxed) + 1;
-  const std::uint64_t id = thread << kIdBits | (n & ((std::uint64_t{1} << kIdBits) - 1));
-  open(thread, name, domain, id);
+  const std::uint64_t id = t << kIdBits | (n & ((std::uint64_t{1} << kIdBits) - 1));
+  open(t, name, domain, id);
   return id;
 }
 
@@ -186,8 +184,6 @@ void RangeSession::open(std::uint64_t thread, std::string_view name, std::uint64
                         std::uint64_t id) {
   const std::lock_guard<std::mutex> lock(mu_);
   if (finished_) return;
-  if (thread >= os_tids_.size()) os_tids_.resize(thread + 1, 0);  // a thread's first range
-  if (os_tids_[thread] == 0) os_tids_[thread] = detail::os_thread_id();
   // Between steps on the step's thread: the device side starts, or changes session (a listener
   // attaches only outside a step).
   if (steps_.at_step_boundary(thread, name)) device_->step(trace_.get());
@@ -205,12 +201,12 @@ void RangeSession::open(std::uint64_t thread, std::string_view name, std::uint64
 }
 
 int RangeSession::pop(std::uint64_t domain) {
-  const std::uint64_t thread = thread_number();
+  const std::uint64_t t = thread();
   {
     const std::lock_guard<std::mutex> lock(mu_);
     if (!finished_) {
       try {
-        steps_.pop(thread, domain);
+        steps_.pop(t, domain);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "simprof run: %s\n", e.what());
       }

@@ -12,7 +12,6 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "range_device.hpp"
 #include "range_spans.hpp"
@@ -68,7 +67,6 @@ class RangeSession {
   std::unique_ptr<TraceSession> trace_;  // --trace-steps: the window's CPU spans (the ranges)
   RangeSpans other_ranges_;              // ... and the ranges that are no stage, on their threads
   SourceRegistration other_joined_;
-  std::vector<std::int64_t> os_tids_;    // each thread number's OS thread id (0: not seen yet)
   std::unique_ptr<RangeDevice> device_;  // --gpu: the device clock's figures
   std::set<std::string, std::less<>> interned_;
   bool said_step_ = false;

@@ -15,6 +15,16 @@ namespace simprof::chrome {
 
 using Buffer = fmt::memory_buffer;
 
+/// Written on a device's track (pid = device, tid = stream): kernels, copies, memsets, syncs.
+inline bool on_device_track(SpanKind k) {
+  return k == SpanKind::kKernel || k == SpanKind::kMemcpy || k == SpanKind::kMemset ||
+         k == SpanKind::kSync;
+}
+/// Written as a complete event on a host thread's track (flows and counters are not).
+inline bool on_host_track(SpanKind k) {
+  return !on_device_track(k) && k != SpanKind::kFlow && k != SpanKind::kCounter;
+}
+
 /// Microseconds with three decimals from integer nanoseconds, exactly.
 void append_us(Buffer& out, std::int64_t ns);
 /// The event's args object, as Kineto writes it for the span's kind.

@@ -25,12 +25,8 @@ using chrome::Buffer;
 using chrome::category;
 using chrome::host_tids;
 using chrome::kLaneStride;
+using chrome::on_device_track;
 using chrome::write_args;
-
-bool on_device_track(SpanKind k) {
-  return k == SpanKind::kKernel || k == SpanKind::kMemcpy || k == SpanKind::kMemset ||
-         k == SpanKind::kSync;
-}
 
 // Kineto's metadata records: which one decides the record's name and what its args hold.
 enum class Meta : std::uint8_t {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "host_lanes.hpp"
 
+#include "chrome_args.hpp"
+
 #include <algorithm>
 #include <map>
 #include <utility>
@@ -8,11 +10,6 @@
 namespace simprof::chrome {
 
 namespace {
-
-bool on_host_track(SpanKind k) {
-  return k == SpanKind::kCpuStage || k == SpanKind::kLaunch || k == SpanKind::kOverhead ||
-         k == SpanKind::kRange;
-}
 
 // One thread's spans (indices into `spans`), in order: the ranges that cannot nest there.
 std::vector<std::size_t> crossing(const std::vector<Span>& spans, std::vector<std::size_t>& track) {

@@ -33,6 +33,36 @@ inline bool device_category(const std::string& cat) {
   return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset";
 }
 
+/// Host events on one thread (pid, tid) that cross the one they began in: HTA builds one call
+/// stack per thread (call_stack.py), and Perfetto draws a thread's slices as one stack.
+inline std::vector<std::string> host_nesting_violations(const nlohmann::json& j) {
+  using json = nlohmann::json;
+  std::map<std::pair<std::string, std::string>, std::vector<std::pair<std::int64_t, std::int64_t>>>
+      host;
+  for (const auto& e : j["traceEvents"])
+    if (e.value("ph", "") == "X" && host_category(e.value("cat", "")) && e.contains("ts") &&
+        e.contains("dur")) {
+      const auto ns = [](const json& v) { return std::llround(v.get<double>() * 1000); };
+      const std::int64_t b = ns(e["ts"]);
+      host[{e["pid"].dump(), e["tid"].dump()}].emplace_back(b, b + ns(e["dur"]));
+    }
+  std::vector<std::string> bad;
+  for (auto& [track, spans] : host) {
+    std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second > b.second;
+    });
+    std::vector<std::int64_t> open;  // the ends of the enclosing events
+    for (const auto& [b, e] : spans) {
+      while (!open.empty() && open.back() <= b) open.pop_back();
+      if (!open.empty() && open.back() < e)
+        bad.push_back("an event on thread " + track.first + "/" + track.second + " at " +
+                      std::to_string(b) + " ns crosses the one it began in");
+      open.push_back(e);
+    }
+  }
+  return bad;
+}
+
 /// The ProfilerStep numbers of a trace (for "the same N on every rank").
 // HTA's iteration marker (trace.py's add_iteration): "ProfilerStep#N".
 inline const std::regex& profiler_step_re() {
@@ -173,35 +203,13 @@ inline std::vector<std::string> kineto_violations(const std::string& raw, int ra
     if (!named_processes.count(p)) fail("metadata", "process " + p + " has no process_name");
     if (!sorted_processes.count(p)) fail("metadata", "process " + p + " has no process_sort_index");
   }
-  // 11. A host thread's events nest: HTA builds one call stack per thread (call_stack.py), and
-  // Perfetto draws a thread's slices as one stack.
-  std::map<std::pair<std::string, std::string>, std::vector<std::pair<std::int64_t, std::int64_t>>>
-      host;
-  for (const auto& e : j["traceEvents"])
-    if (e.value("ph", "") == "X" && host_category(e.value("cat", "")) && e.contains("ts") &&
-        e.contains("dur")) {
-      const auto ns = [](const json& v) { return std::llround(v.get<double>() * 1000); };
-      const std::int64_t b = ns(e["ts"]);
-      host[{e["pid"].dump(), e["tid"].dump()}].emplace_back(b, b + ns(e["dur"]));
-    }
+  // 11. A host thread's events nest (host_nesting_violations()).
+  for (const std::string& v : host_nesting_violations(j)) fail("nest", v);
   // 12. Perfetto reads a tid as a uint32 and puts a larger one on the process's main thread.
   for (const auto& e : j["traceEvents"])
     if (e.contains("tid") && e["tid"].is_number_integer() &&
         e["tid"].get<std::int64_t>() > std::int64_t{0xffffffff})
       fail("tid", "tid " + e["tid"].dump() + " does not fit in 32 bits");
-  for (auto& [track, spans] : host) {
-    std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first < b.first : a.second > b.second;
-    });
-    std::vector<std::int64_t> open;  // the ends of the enclosing events
-    for (const auto& [b, e] : spans) {
-      while (!open.empty() && open.back() <= b) open.pop_back();
-      if (!open.empty() && open.back() < e)
-        fail("nest", "an event on thread " + track.first + "/" + track.second + " at " +
-                         std::to_string(b) + " ns crosses the one it began in");
-      open.push_back(e);
-    }
-  }
   for (const auto& t : tracks) {
     if (t.second == "-1") continue;  // a context synchronisation: no stream
     if (!named_threads.count(t))
