@@ -51,7 +51,6 @@ GraphKernelTimer::Impl::Impl(StepProfiler& p, cudaStream_t s, GraphKernelTimerOp
       engine(s, 1, options.max_stamps * sizeof(unsigned long long), options.ring,
              options.max_stamps * sizeof(unsigned long long), detail::Publish::kOnStream),
       pending(options.ring),
-      hook(std::make_shared<detail::StampHook<Impl>>(this)),
       ranges(options.max_stamps) {
   // The number CUPTI's kernel records give the stream (no subscription), else the runtime's.
   if (cuptiGetStreamIdEx(nullptr, stream, 0, &stream_id) != CUPTI_SUCCESS) {
@@ -64,13 +63,7 @@ GraphKernelTimer::Impl::Impl(StepProfiler& p, cudaStream_t s, GraphKernelTimerOp
   hop_ns = detail::measured_once(device_id, &StampCost::hop_ns, [this] {
     return detail::measure_hop(stream, reinterpret_cast<const void*>(&node_stamp_kernel));
   });
-  attached = prof.attach(*this);  // last: nothing below can throw once the profiler calls us
-}
-
-GraphKernelTimer::Impl::~Impl() {
-  hook->detach();
-  attached.detach();
-  cudaStreamSynchronize(stream);  // stamps may be in flight; errors not thrown here
+  ties.emplace(*this, prof, stream);
 }
 
 void GraphKernelTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t) {
@@ -322,7 +315,7 @@ GraphKernelTimer::GraphKernelTimer(StepProfiler& prof, cudaStream_t stream,
 GraphKernelTimer::~GraphKernelTimer() = default;
 
 std::shared_ptr<GraphInstrumentation> GraphKernelTimer::instrumentation() const noexcept {
-  return impl_->hook;
+  return impl_->ties->hook();
 }
 
 }  // namespace simprof::cuda

@@ -12,6 +12,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -80,7 +81,6 @@ struct Copy {
 struct GraphKernelTimer::Impl final : StepListener {
   struct Pending;
   Impl(StepProfiler& prof, cudaStream_t stream, GraphKernelTimerOptions o);
-  ~Impl() override;
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
@@ -151,7 +151,6 @@ struct GraphKernelTimer::Impl final : StepListener {
   // readings are on their way; the writer, never while it waits for the GPU.
   mutable std::mutex mu;
   std::vector<Pending> pending;  // by slot of the readings
-  std::shared_ptr<detail::StampHook<Impl>> hook;
   std::vector<Copy> copies;
   detail::SlotRanges ranges;   // the row's slots the copies hold
   std::uint64_t step_now = 0;  // the step in progress
@@ -199,8 +198,8 @@ struct GraphKernelTimer::Impl final : StepListener {
 
   ClockPoint clock_from, clock_to;  // at the window's start, at its collection
   std::atomic<double> clock_error{0};
-  detail::ClockProbe probe;     // start() and stop_and_collect() only
-  ListenerAttachment attached;  // last: the first to go, so no call reaches a half-gone listener
+  detail::ClockProbe probe;                     // start() and stop_and_collect() only
+  std::optional<detail::TimerTies<Impl>> ties;  // last: made last, the first to go
 };
 
 }  // namespace simprof::cuda

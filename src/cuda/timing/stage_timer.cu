@@ -166,7 +166,6 @@ DeviceStageTimer::Impl::Impl(StepProfiler& profiler, cudaStream_t s, DeviceStage
       options(checked(o)),
       engine(s, options.ring, sizeof(StepRecord), options.ring, sizeof(StepRecord),
              detail::Publish::kBeside),
-      hook(std::make_shared<detail::StampHook<Impl>>(this)),
       slots(options.ring),
       latest(profiler),
       scratch(profiler) {
@@ -176,7 +175,7 @@ DeviceStageTimer::Impl::Impl(StepProfiler& profiler, cudaStream_t s, DeviceStage
     pacer.emplace(prof, stream, pacer_options(options), StepPacer::Driven{});
     pacer->set_on_step([this](const DeviceStep& d) { device_step(d); });
   }
-  attached = prof.attach(*this);  // last: nothing below can throw once the profiler calls us
+  ties.emplace(*this, prof, stream);
 }
 
 // The device's eager stamp costs, measured once per device: launched as eager stamps are
@@ -208,22 +207,10 @@ double DeviceStageTimer::Impl::calibrate() {
 }
 
 void DeviceStageTimer::Impl::set_publication() {
-  publish_recs = engine.record<StepRecord>(0);
-  publish_ring = static_cast<unsigned>(options.ring);
-  publish_args[0] = &publish_recs;
-  publish_args[1] = &publish_to;
-  publish_args[2] = &publish_ring;
-  publish_args[3] = &publish_step;
-  publish_args[4] = &publish_eager;
+  publication.recs = engine.record<StepRecord>(0);
+  publication.ring = static_cast<unsigned>(options.ring);
   engine.set_publication(
-      {reinterpret_cast<const void*>(&publish_kernel), kPublishThreads, publish_args});
-}
-
-DeviceStageTimer::Impl::~Impl() {
-  hook->detach();  // a cache (or a user) that still holds it launches the plain graph from now on
-  attached.detach();
-  // Stamps may still be in flight (the engine waits for its publications); errors not thrown here.
-  cudaStreamSynchronize(stream);
+      {reinterpret_cast<const void*>(&publish_kernel), kPublishThreads, publication.args});
 }
 
 void DeviceStageTimer::Impl::set_stream(cudaStream_t s) noexcept {
@@ -294,9 +281,9 @@ void DeviceStageTimer::Impl::on_step_end(std::uint64_t step, std::int64_t ticks,
   slots[slot].completed = outcome == StepOutcome::kCompleted;
   // Never full here: a stamped step's slot was free at its begin (slots[...].unread), and each
   // unread step holds one reading.
-  publish_step = step;
-  publish_eager = slots[slot].eager_stamps;
-  publish_to = engine.next_reading<StepRecord>();
+  publication.step = step;
+  publication.eager = slots[slot].eager_stamps;
+  publication.to = engine.next_reading<StepRecord>();
   const char* what = nullptr;
   if (const cudaError_t e = engine.publish(stream, step, 0, what); e != cudaSuccess)
     return lost_publication(what, e);
@@ -313,7 +300,7 @@ DeviceStageTimer::DeviceStageTimer(StepProfiler& prof, cudaStream_t stream,
     : impl_(std::make_unique<Impl>(prof, stream, options)) {}
 DeviceStageTimer::~DeviceStageTimer() = default;
 std::shared_ptr<GraphInstrumentation> DeviceStageTimer::instrumentation() const noexcept {
-  return impl_->hook;
+  return impl_->ties->hook();
 }
 void DeviceStageTimer::set_stream(cudaStream_t stream) noexcept { impl_->set_stream(stream); }
 

@@ -79,7 +79,6 @@ struct CaptureStamps {
 
 struct DeviceStageTimer::Impl final : StepListener {
   Impl(StepProfiler& prof, cudaStream_t stream, DeviceStageTimerOptions options);
-  ~Impl() override;
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
@@ -167,18 +166,20 @@ struct DeviceStageTimer::Impl final : StepListener {
   // The step records, their tag (the step in progress, written by the stream at its start) and
   // their publication (publish_kernel with the arguments below, set before each).
   detail::StampRing engine;
-  void* publish_args[5] = {};
-  const detail::StepRecord* publish_recs = nullptr;
-  detail::StepRecord* publish_to = nullptr;  // the reading's slot, as the device sees it
-  unsigned publish_ring = 0;
-  unsigned long long publish_step = 0;
-  unsigned publish_eager = 0;                     // the step's eager stamps
-  detail::CaptureStamps capture;                  // stamp nodes of the capture in progress
-  std::shared_ptr<detail::StampHook<Impl>> hook;  // GraphCache's view, held weakly there
-  std::vector<Slot> slots;                        // by step % ring
-  bool began_eagerly = false;                     // the step in progress has an eager begin stamp
-  std::size_t slot_now = 0;                       // the step in progress's slot
-  unsigned step_tag = 0;                          // the step in progress's index (low 32 bits)
+  // publish_kernel's arguments, read at each publication: set before it.
+  struct Publication {
+    const detail::StepRecord* recs = nullptr;
+    detail::StepRecord* to = nullptr;  // the reading's slot, as the device sees it
+    unsigned ring = 0;
+    unsigned long long step = 0;
+    unsigned eager = 0;  // the step's eager stamps
+    void* args[5] = {&recs, &to, &ring, &step, &eager};
+  } publication;
+  detail::CaptureStamps capture;  // stamp nodes of the capture in progress
+  std::vector<Slot> slots;        // by step % ring
+  bool began_eagerly = false;     // the step in progress has an eager begin stamp
+  std::size_t slot_now = 0;       // the step in progress's slot
+  unsigned step_tag = 0;          // the step in progress's index (low 32 bits)
   // Eager stamps are launched as programmatic dependents (compute capability 9.0 and up): each is
   // on the GPU already when the work before it ends, and waits for it there (griddepcontrol).
   bool dependent_launch = false;
@@ -212,7 +213,7 @@ struct DeviceStageTimer::Impl final : StepListener {
   std::uint64_t joined = 0, dropped = 0, n_unpaired = 0, n_merged = 0;
   // Said once each: a failed CUDA call (the first only), an unstamped step, an unpaired stage.
   detail::SaidOnce failure, unstamped_said, unpaired_said;
-  ListenerAttachment attached;  // last: the first to go, so no call reaches a half-gone listener
+  std::optional<detail::TimerTies<Impl>> ties;  // last: made last, the first to go
 };
 
 }  // namespace simprof::cuda

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // What the stamping timers (DeviceStageTimer, GraphKernelTimer) share: the graph calls that make a
-// stamped copy of a captured graph, and the hook a GraphCache calls. Private to src/cuda/timing.
+// stamped copy of a captured graph, the hook a GraphCache calls, and the timer's ties (TimerTies).
+// Private to src/cuda/timing.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -8,8 +9,11 @@
 #include <cstddef>
 #include <vector>
 
+#include <memory>
+
 #include "simprof/cuda/graphs/instrumentation.hpp"
 #include "simprof/cuda/runtime/handle.hpp"
+#include "simprof/profiler/step_profiler.hpp"
 
 namespace simprof::cuda::detail {
 
@@ -77,6 +81,33 @@ class StampHook final : public GraphInstrumentation {
 
  private:
   Timer* timer_;
+};
+
+// A stamping timer's ties to the world, its last member: the hook a GraphCache holds and the
+// profiler's attachment, made last (nothing can throw once the profiler calls the timer) and undone
+// first: the hook detached (a cache that still holds it launches the plain graph from then on), the
+// timer detached from the profiler, then the timer's stream drained (its stamps may be in flight;
+// errors are not thrown there).
+template <class Timer>
+class TimerTies {
+ public:
+  TimerTies(Timer& timer, StepProfiler& prof, const cudaStream_t& stream)
+      : hook_(std::make_shared<StampHook<Timer>>(&timer)),
+        stream_(stream),
+        attached_(prof.attach(timer)) {}
+  ~TimerTies() {
+    hook_->detach();
+    attached_.detach();
+    cudaStreamSynchronize(stream_);
+  }
+  TimerTies(const TimerTies&) = delete;
+  TimerTies& operator=(const TimerTies&) = delete;
+  std::shared_ptr<GraphInstrumentation> hook() const noexcept { return hook_; }
+
+ private:
+  std::shared_ptr<StampHook<Timer>> hook_;
+  const cudaStream_t& stream_;  // the timer's, as it is when the timer goes
+  ListenerAttachment attached_;
 };
 
 }  // namespace simprof::cuda::detail
