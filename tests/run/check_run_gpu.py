@@ -115,7 +115,21 @@ expect("cupti: simprof says it gave up the device times, and why",
 expect("cupti: the host table stands", '200 steps of the NVTX range "step" (host clock)' in out,
        out)
 
+# A program that takes CUPTI halfway through: simprof subscribes only during its windows, so the
+# program gets it; simprof's sampling stops at its next window and says why, and its table of the windows
+# before stands.
+rc, out = run("run", "--gpu", "--step", "step", "--gpu-every", "4", "--gpu-interval", "0", "--",
+              PROGRAM, "1000", "cupti-late")
+late = re.search(r"CUPTI is this program's from step (\d+)", out)
+expect("cupti-late: the program took CUPTI mid-run (exit 0)", rc == 0 and late, out)
+if late:
+    expect("cupti-late: ... within 8 steps of asking", int(late.group(1)) < 508, out)
+expect("cupti-late: simprof says its sampling stopped, and why",
+       "device sampling stopped: cuptiSubscribe failed" in out, out)
+expect("cupti-late: the windows before it stand", "on the GPU's clock" in out, out)
+
 if failures:
     print("\n\n".join(failures))
     sys.exit(1)
-print("simprof run --gpu: eager, graph and a program holding CUPTI checked")
+print("simprof run --gpu: eager, graph, and a program holding CUPTI from the start and from "
+      "mid-run checked")

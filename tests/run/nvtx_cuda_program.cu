@@ -5,9 +5,10 @@
 // graph replayed inside "physics" (no contacts range) and sensors's another. It times itself with
 // CUDA events at every step's end and prints "events period_us=<mean device period>".
 // With `cupti` it holds CUPTI itself first (a subscriber of its own, as torch.profiler or nsys
-// would), so simprof's device side cannot have it.
-// `nvtx_cuda_program STEPS [graph | cupti]`; exit status 0, or 2 when CUDA fails (named), 77
-// without a GPU.
+// would), so simprof's device side cannot have it; with `cupti-late` it takes CUPTI halfway
+// through (as a torch.profiler started mid-run would), trying once a step until it has it.
+// `nvtx_cuda_program STEPS [graph | cupti | cupti-late]`; exit status 0, or 2 when CUDA fails
+// (named) or CUPTI refuses `cupti`, 77 without a GPU.
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <nvtx3/nvToolsExt.h>
@@ -40,6 +41,19 @@ cudaGraphExec_t captured(cudaStream_t s, std::initializer_list<unsigned long lon
 
 void CUPTIAPI ignore(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
 
+// CUPTI's one subscriber, this program's; null with the reason said.
+CUpti_SubscriberHandle subscribe(bool say_failure) {
+  CUpti_SubscriberHandle own = nullptr;
+  if (const CUptiResult r = cuptiSubscribe(&own, ignore, nullptr); r != CUPTI_SUCCESS) {
+    const char* what = nullptr;
+    cuptiGetResultString(r, &what);
+    if (say_failure)
+      std::fprintf(stderr, "nvtx_cuda_program: cuptiSubscribe failed: %s\n", what ? what : "?");
+    return nullptr;
+  }
+  return own;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -53,12 +67,8 @@ int main(int argc, char** argv) {
   }
   CUpti_SubscriberHandle own = nullptr;
   if (mode == "cupti") {
-    if (const CUptiResult r = cuptiSubscribe(&own, ignore, nullptr); r != CUPTI_SUCCESS) {
-      const char* what = nullptr;
-      cuptiGetResultString(r, &what);
-      std::fprintf(stderr, "nvtx_cuda_program: cuptiSubscribe failed: %s\n", what ? what : "?");
-      return 2;
-    }
+    own = subscribe(true);
+    if (own == nullptr) return 2;
     std::puts("nvtx_cuda_program: CUPTI is this program's");
   }
   cudaStream_t s = nullptr;
@@ -68,6 +78,11 @@ int main(int argc, char** argv) {
   std::vector<cudaEvent_t> ends(static_cast<std::size_t>(steps));
   for (auto& e : ends) check(cudaEventCreate(&e), "cudaEventCreate");
   for (int i = 0; i < steps; ++i) {
+    if (mode == "cupti-late" && own == nullptr && i >= steps / 2) {
+      own = subscribe(false);
+      if (own != nullptr)
+        std::printf("nvtx_cuda_program: CUPTI is this program's from step %d\n", i);
+    }
     nvtxRangePushA("step");
     nvtxRangePushA("physics");
     if (graph) {
