@@ -35,7 +35,7 @@ InstrumentedGraph::InstrumentedGraph(std::shared_ptr<GraphInstrumentation> tool,
         "torch.cuda.CUDAGraph(keep_graph=True) so raw_cuda_graph() has it)");
   copy_.reset(tool->instrumented_copy(captured));
   if (!copy_) return;
-  // Node priorities: the timer's stamps run at the greatest (stage_timer.cu), the captured work
+  // Node priorities: the timer's stamps run at the greatest (stamp_graph.cpp), the captured work
   // at the priority it was captured with.
   SIMPROF_CUDA_CHECK(cudaGraphInstantiateWithFlags(exec_.out(), copy_.get(),
                                                    cudaGraphInstantiateFlagUseNodePriority));

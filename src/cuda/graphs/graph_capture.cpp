@@ -124,7 +124,7 @@ void GraphCache::instantiate_copies(Entry& e, ToolCopies& copies, ColdStart& col
     const auto t3 = std::chrono::steady_clock::now();
     Entry::Copy c;
     c.tool = tool;
-    // Node priorities: the stamps at the greatest (stage_timer.cu), the captured work as captured.
+    // Node priorities: the stamps at the greatest (stamp_graph.cpp), the captured work as captured.
     SIMPROF_CUDA_CHECK(
         cudaGraphInstantiate(c.exec.out(), copy.get(), cudaGraphInstantiateFlagUseNodePriority));
     c.graph = std::move(copy);  // kept: its tool is told with it when the executable goes

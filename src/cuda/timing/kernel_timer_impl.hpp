@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // GraphKernelTimer's insides: a stamped copy's nodes and slots, and the timer's state. Shared by
-// kernel_timer.cu (sampling, stamped copies), kernel_read.cpp (readings), kernel_trace.cpp (trace
-// windows) and node_describe.cpp; its arithmetic is node_stamps.*. Private to src/cuda/timing.
+// kernel_timer.cu (sampling), kernel_copy.cpp (stamped copies), kernel_read.cpp (readings),
+// kernel_trace.cpp (trace windows) and node_describe.cpp; its arithmetic is node_stamps.*.
+// Private to src/cuda/timing.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -55,6 +56,8 @@ struct NodeInfo {
 };
 
 namespace detail {
+// The node stamp (kernel_timer.cu; argument: unsigned long long* at, the stamp's slot).
+const void* node_stamp_kernel_fn() noexcept;
 // A node as the trace shows it: kernels, copies and memsets (node_describe.cpp).
 void describe_node(cudaGraphNode_t node, cudaGraphNodeType type, int device, NodeInfo& info);
 }  // namespace detail

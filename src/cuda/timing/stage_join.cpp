@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // DeviceStageTimer's host side: joining the published records to the host's steps (the stamps'
 // arithmetic is stage_walk.*), and the means. The device side: stage_stamps.cpp (stamps, capture),
-// stage_timer.cu (publication). Its table: timer_tables.cpp.
+// stage_timer.cpp (steps, publication), stage_kernels.cu. Its table: timer_tables.cpp.
 #include <algorithm>
 #include <cmath>
 #include <limits>

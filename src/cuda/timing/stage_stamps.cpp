@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // DeviceStageTimer's stage boundaries: noted for the stamped copy of a captured step (one leaf
 // stamp after the work captured before them), or stamped eagerly on the stream; and the copy
-// itself. The kernels and the publish kernel are in stage_timer.cu, the publication's launch in
+// itself. The kernels and the publish kernel are in stage_kernels.cu, the publication's launch in
 // stamp_ring.cpp.
 #include <algorithm>
 

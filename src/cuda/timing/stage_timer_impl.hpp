@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // DeviceStageTimer's insides: the device records, and the timer's state, one struct per ring slot.
-// Shared by its device side (stage_timer.cu: kernels, publication; stage_stamps.cpp: stamps,
-// capture) and its host side (stage_join.cpp: joining, means); its arithmetic is stage_walk.*.
+// Shared by its steps (stage_timer.cpp), kernels (stage_kernels.cu), stamped copies
+// (stage_stamps.cpp) and joining (stage_join.cpp: means); its arithmetic is stage_walk.*.
 // Private to src/cuda/timing.
 #pragma once
 
@@ -46,10 +46,14 @@ struct StepRecord {
   unsigned long long eager[DeviceStageTimer::kMaxStamps];
 };
 
-// The stamp kernels a stamped copy adds (stage_timer.cu).
+// The timer's kernels (stage_kernels.cu): the stamps a stamped copy adds, the eager stamp
+// (arguments: at, begin, tag) and the publication (one block of kPublishThreads; arguments:
+// Publication::args).
 const void* begin_kernel_fn() noexcept;
 const void* stamp_kernel_fn() noexcept;
 const void* eager_stamp_kernel_fn() noexcept;
+const void* publish_kernel_fn() noexcept;
+constexpr unsigned kPublishThreads = 128;
 
 constexpr int kPerNode = 8;  // boundaries one stamp kernel records (they share a device instant)
 
