@@ -102,6 +102,10 @@ int main(int argc, char** argv) {
     nvtxRangePop();
     check(cudaEventRecord(ends[static_cast<std::size_t>(i)], s), "cudaEventRecord");
     nvtxRangePop();
+    // Once CUPTI is the program's, each step waits for the GPU: simprof's windows are read, so its
+    // next window finds a free slot and asks CUPTI (and is refused).
+    if (mode == "cupti-late" && own != nullptr)
+      check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   }
   check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   // The mean device period from step 3 on (simprof run --gpu --gpu-every 4 samples steps 2 and 3

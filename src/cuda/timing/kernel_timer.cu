@@ -2,13 +2,12 @@
 // GraphKernelTimer's sampling: which steps run the stamped copies, the row zeroed before each, and
 // where a capture's nodes belong. The copies are made in kernel_copy.cpp, the readings are in
 // kernel_read.cpp, the trace windows in kernel_trace.cpp.
-#include <cupti.h>  // cuptiGetGraphId / cuptiGetGraphNodeId: ids only, no subscription
+#include <cupti.h>  // cuptiGetStreamIdEx: an id only, no subscription
 
 #include <algorithm>
-#include <optional>
 #include <stdexcept>
 
-#include "../cupti/cupti_hub.hpp"  // OwnNodes: the stamps are not the stage's work
+#include "../cupti/cupti_hub.hpp"  // kernel_tracer_window_open
 #include "kernel_timer_impl.hpp"
 #include "simprof/cuda/runtime/error.hpp"
 #include "simprof/cuda/timing/device_clock.cuh"
@@ -69,7 +68,7 @@ GraphKernelTimer::Impl::Impl(StepProfiler& p, cudaStream_t s, GraphKernelTimerOp
   hop_ns = detail::measured_once(device_id, &StampCost::hop_ns, [this] {
     return detail::measure_hop(stream, detail::node_stamp_kernel_fn());
   });
-  ties.emplace(*this, prof, stream);
+  ties.emplace(*this, prof);
 }
 
 void GraphKernelTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t) {

@@ -5,9 +5,6 @@
 #include "simprof/cuda/timing/stage_timer.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <cmath>
-#include <limits>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -88,7 +85,7 @@ DeviceStageTimer::Impl::Impl(StepProfiler& profiler, cudaStream_t s, DeviceStage
     pacer.emplace(prof, stream, pacer_options(options), StepPacer::Driven{});
     pacer->set_on_step([this](const DeviceStep& d) { device_step(d); });
   }
-  ties.emplace(*this, prof, stream);
+  ties.emplace(*this, prof);
 }
 
 // The device's eager stamp costs, measured once per device: launched as eager stamps are

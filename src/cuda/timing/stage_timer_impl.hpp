@@ -178,6 +178,9 @@ struct DeviceStageTimer::Impl final : StepListener {
     unsigned long long step = 0;
     unsigned eager = 0;  // the step's eager stamps
     void* args[5] = {&recs, &to, &ring, &step, &eager};
+    Publication() = default;
+    Publication(const Publication&) = delete;  // args point into this one
+    Publication& operator=(const Publication&) = delete;
   } publication;
   detail::CaptureStamps capture;  // stamp nodes of the capture in progress
   std::vector<Slot> slots;        // by step % ring

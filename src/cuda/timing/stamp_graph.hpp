@@ -7,9 +7,8 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
-#include <vector>
-
 #include <memory>
+#include <vector>
 
 #include "simprof/cuda/graphs/instrumentation.hpp"
 #include "simprof/cuda/runtime/handle.hpp"
@@ -86,27 +85,27 @@ class StampHook final : public GraphInstrumentation {
 // A stamping timer's ties to the world, its last member: the hook a GraphCache holds and the
 // profiler's attachment, made last (nothing can throw once the profiler calls the timer) and undone
 // first: the hook detached (a cache that still holds it launches the plain graph from then on), the
-// timer detached from the profiler, then the timer's stream drained (its stamps may be in flight;
-// errors are not thrown there).
+// timer detached from the profiler, then the timer's stream (its `stream` member, as it is then)
+// drained: its stamps may be in flight; errors are not thrown there.
 template <class Timer>
 class TimerTies {
  public:
-  TimerTies(Timer& timer, StepProfiler& prof, const cudaStream_t& stream)
-      : hook_(std::make_shared<StampHook<Timer>>(&timer)),
-        stream_(stream),
+  TimerTies(Timer& timer, StepProfiler& prof)
+      : timer_(timer),
+        hook_(std::make_shared<StampHook<Timer>>(&timer)),
         attached_(prof.attach(timer)) {}
   ~TimerTies() {
     hook_->detach();
     attached_.detach();
-    cudaStreamSynchronize(stream_);
+    cudaStreamSynchronize(timer_.stream);
   }
   TimerTies(const TimerTies&) = delete;
   TimerTies& operator=(const TimerTies&) = delete;
   std::shared_ptr<GraphInstrumentation> hook() const noexcept { return hook_; }
 
  private:
+  Timer& timer_;
   std::shared_ptr<StampHook<Timer>> hook_;
-  const cudaStream_t& stream_;  // the timer's, as it is when the timer goes
   ListenerAttachment attached_;
 };
 

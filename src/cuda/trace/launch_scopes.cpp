@@ -101,6 +101,8 @@ struct LaunchScopes::Impl {
   Slot* anchor = nullptr;                     // the last anchored window read
   std::atomic<std::uint64_t> skipped{0}, dropped{0}, capturing{0};
   bool claimed = false;  // the process's one LaunchScopes
+  bool handler =
+      false;  // the launch handler is ours (cleared by the destructor, whatever came after)
 
   ~Impl() {
     for (Slot& s : slots)
@@ -236,14 +238,15 @@ LaunchScopes::LaunchScopes(LaunchScopesOptions options) : impl_(std::make_unique
     }
   }
   detail::set_launch_handler(&Impl::on_launch, &m);
+  m.handler = true;
 }
 
 LaunchScopes::~LaunchScopes() {
   Impl& m = *impl_;
-  if (m.reason.empty()) {
-    if (m.lease) detail::enable_launches(m.lease->handle(), false);
-    detail::set_launch_handler(nullptr, nullptr);  // returns once no callback is inside it
-  }
+  if (m.lease) detail::enable_launches(m.lease->handle(), false);
+  // Even where a later arm() failed: the handler still points here. Returns once no callback is
+  // inside it.
+  if (m.handler) detail::set_launch_handler(nullptr, nullptr);
 }
 
 bool LaunchScopes::enabled() const noexcept { return impl_->reason.empty(); }
