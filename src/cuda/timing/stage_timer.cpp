@@ -8,14 +8,8 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
-#include "simprof/base/clock.hpp"
-#include "simprof/base/log.hpp"
-#include "simprof/cuda/graphs/instrumentation.hpp"
 #include "simprof/cuda/runtime/error.hpp"
-#include "simprof/cuda/runtime/handle.hpp"
-#include "simprof/profiler/report.hpp"
 #include "stage_timer_impl.hpp"
 #include "stamp_cost.hpp"
 

@@ -101,8 +101,7 @@ struct LaunchScopes::Impl {
   Slot* anchor = nullptr;                     // the last anchored window read
   std::atomic<std::uint64_t> skipped{0}, dropped{0}, capturing{0};
   bool claimed = false;  // the process's one LaunchScopes
-  bool handler =
-      false;  // the launch handler is ours (cleared by the destructor, whatever came after)
+  bool handler = false;  // the launch handler is set: the destructor clears it
 
   ~Impl() {
     for (Slot& s : slots)
