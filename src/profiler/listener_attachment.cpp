@@ -4,9 +4,9 @@
 #include <stdexcept>
 #include <utility>
 
-#include "engine_zones_impl.hpp"
 #include "simprof/profiler/engine_zones.hpp"
 #include "simprof/profiler/step_profiler.hpp"
+#include "zones/state.hpp"
 
 namespace simprof {
 

@@ -9,9 +9,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "engine_zones_impl.hpp"
 #include "simprof/base/log.hpp"
 #include "simprof/profiler/engine_zones.hpp"
+#include "zones/state.hpp"
 
 namespace simprof {
 

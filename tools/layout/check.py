@@ -34,6 +34,7 @@ ROOM_DEPS = {
     'src/cuda/timing': {'src/cuda/runtime', 'src/cuda/cupti'},
     'src/cuda/memory': {'src/cuda/runtime', 'src/cuda/cupti'},
     'src/run': {'src/record', 'src/compare'},  # the run record every tool shares; compare
+    'src/profiler': {'src/profiler/zones'},  # EngineZones' insides: state.hpp, its one face
 }
 CORE = ('include/simprof/base', 'include/simprof/detail', 'include/simprof/memory',
         'include/simprof/precision', 'include/simprof/profiler', 'include/simprof/timers',

@@ -24,7 +24,7 @@
 // never added to timings(). A thread keeps kMaxWorkerDepth zones open; a deeper one (and what is
 // inside it) is not counted, its leave() pairing with it. While a listener wants worker zones (a
 // TraceSession), each one also reaches on_worker_zone() at the step end, on its thread's track.
-// How a zone stays cheap (no lock, no string work): src/profiler/engine_zones_lanes.hpp and
+// How a zone stays cheap (no lock, no string work): src/profiler/zones/lanes.hpp and
 // docs/engines.md.
 //
 // Misuse is said once (a warning through simprof's logger) and corrupts nothing: a zone still open
@@ -42,7 +42,7 @@
 namespace simprof {
 
 namespace detail {
-class EngineZonesState;  // src/profiler/engine_zones_impl.hpp
+class EngineZonesState;  // src/profiler/zones/state.hpp
 }  // namespace detail
 
 /// An engine's zone hooks as stages of a StepProfiler (see the header comment).
@@ -85,7 +85,7 @@ class EngineZones {
   StageId under() const noexcept;
 
  private:
-  // The zones' state and per-thread layout (src/profiler/engine_zones_impl.hpp); the profiler
+  // The zones' state and per-thread layout (src/profiler/zones/state.hpp); the profiler
   // holds it too, for its step ends.
   std::unique_ptr<detail::EngineZonesState> impl_;
 };

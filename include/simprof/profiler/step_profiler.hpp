@@ -52,7 +52,7 @@
 namespace simprof {
 
 namespace detail {
-class EngineZonesState;  // an EngineZones' insides (src/profiler/engine_zones_impl.hpp)
+class EngineZonesState;  // an EngineZones' insides (src/profiler/zones/state.hpp)
 }  // namespace detail
 
 /// The live step rate and the per-step breakdown of a simulation loop: steps and named stages timed

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
-// EngineZones' insides: the zone paths, the loop's stack, the worker threads' lanes and the step
-// end's sweep. Private to src/profiler (engine_zones.cpp: the zones; engine_zones_lanes.cpp: a
-// thread's lane, the step end; engine_zones_lanes.hpp: the per-thread layout).
+// EngineZones' insides, the one face the profiler reaches (step ends, listeners changed): the zone
+// paths, the loop's stack, the worker threads' lanes. The rest of this room is private to it.
 #pragma once
 
 #include <array>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// EngineZones' per-thread layout, private to src/profiler (engine_zones.cpp: the zones;
-// engine_zones_lanes.cpp: a thread's lane, the step end).
+// EngineZones' per-thread layout, private to src/profiler/zones (lanes.cpp: a thread's lane, the
+// step end).
 // Why: a worker's repeated zone must cost a few loads and two stores on lines only its thread
 // writes, never a lock, and a step end must take every thread's sums in one sweep.
 #pragma once
@@ -15,7 +15,7 @@
 
 #include "simprof/base/log.hpp"
 
-#include "engine_zones_impl.hpp"
+#include "state.hpp"
 
 namespace simprof {
 

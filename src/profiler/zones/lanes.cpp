@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "engine_zones_lanes.hpp"
+#include "lanes.hpp"
 #include "simprof/base/log.hpp"
 #include "simprof/detail/thread_id.hpp"
 
