@@ -36,7 +36,8 @@ BUILD_BASE = "build-python"
 CMAKE_MIN = (3, 24)  # cmake_minimum_required in CMakeLists.txt
 LIBRARY = "libsimprof_c.so"
 # python -m simprof compare / run (src/run): the files of the targets CMake lists.
-RUN_FILES = {"simprof": "simprof", "simprof_nvtx": "libsimprof_nvtx.so"}
+RUN_FILES = {"simprof": "simprof", "simprof_nvtx": "libsimprof_nvtx.so",
+             "simprof_launch_hook": "libsimprof_launch_hook.so"}
 
 
 def fail(message):

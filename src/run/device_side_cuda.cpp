@@ -19,6 +19,12 @@ namespace simprof::run {
 
 namespace {
 
+cuda::LaunchScopesOptions scope_options(const Sampling& sampling) {
+  cuda::LaunchScopesOptions o;
+  o.source = sampling.launch_hook ? cuda::LaunchSource::kHook : cuda::LaunchSource::kCupti;
+  return o;
+}
+
 cuda::KernelTracerOptions tracer_options() {
   cuda::KernelTracerOptions o;
   o.memory = false;
@@ -29,7 +35,10 @@ cuda::KernelTracerOptions tracer_options() {
 class ScopeSide final : public DeviceSide, public StepListener {
  public:
   ScopeSide(StepProfiler& prof, Sampling sampling, Sink sink)
-      : prof_(prof), schedule_(sampling, prof.clock().ticks_per_second()), sink_(std::move(sink)) {
+      : prof_(prof),
+        schedule_(sampling, prof.clock().ticks_per_second()),
+        sink_(std::move(sink)),
+        scopes_(scope_options(sampling)) {
     if (scopes_.enabled()) attached_ = prof.attach(*this);
   }
 

@@ -26,6 +26,8 @@ namespace simprof::run {
 struct Sampling {
   std::int64_t every = 64;
   std::int64_t interval_ms = 100;
+  // --gpu-launches hook: the launches seen through the preloaded launch hook, not CUPTI.
+  bool launch_hook = false;
 };
 
 /// Which steps open a window: steps every-2 (of each `every`), the interval after the last one.

@@ -2,6 +2,7 @@
 #include "range_session.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -60,27 +61,33 @@ int& depth_in(std::uint64_t domain) {
 // Linux thread id is below 2^22, PID_MAX_LIMIT).
 constexpr int kIdBits = 40;
 
-int report_pipe[2] = {-1, -1};  // SIGUSR1 -> the reporting thread (a signal handler only writes)
+int report_pipe[2] = {-1, -1};  // the report signal -> the reporting thread (the handler writes)
+struct sigaction program_action {};  // the program's own handler of that signal, if it had one
 
-void on_usr1(int) {
+void on_report_signal(int sig, siginfo_t* info, void* context) {
   const int saved = errno;
   const char c = 1;
   (void)!write(report_pipe[1], &c, 1);
   errno = saved;
+  if (program_action.sa_flags & SA_SIGINFO)
+    program_action.sa_sigaction(sig, info, context);
+  else if (program_action.sa_handler != SIG_DFL && program_action.sa_handler != SIG_IGN)
+    program_action.sa_handler(sig);
 }
 
-// SIGUSR1: the report so far, from a thread of its own (nothing is printed in the handler).
-void listen_for_usr1(RangeSession& session) {
+// The report signal (simprof got SIGUSR1): the report so far, from a thread of its own (nothing
+// is printed in the handler). The program's SIGUSR1 is left alone.
+void listen_for_reports(RangeSession& session) {
   if (pipe2(report_pipe, O_CLOEXEC) != 0) return;
   std::thread([&session] {
     char c = 0;
     while (read(report_pipe[0], &c, 1) == 1) std::fputs(session.report().c_str(), stderr);
   }).detach();
   struct sigaction sa {};
-  sa.sa_handler = on_usr1;
+  sa.sa_sigaction = on_report_signal;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  sigaction(SIGUSR1, &sa, nullptr);
+  sa.sa_flags = SA_RESTART | SA_SIGINFO;
+  sigaction(report_signal(), &sa, &program_action);
 }
 
 }  // namespace
@@ -94,6 +101,14 @@ long long whole(const char* name, long long fallback, long long least, long long
     throw std::invalid_argument(
         fmt::format("{} = '{}' (expected a whole number from {} to {})", name, n, least, most));
   return v;
+}
+
+std::string process_path(const std::string& path, const std::string& process, bool directory) {
+  if (process.empty() || path.empty()) return path;
+  if (directory) return path + "/" + process;
+  const std::size_t slash = path.rfind('/'), dot = path.rfind('.');
+  const bool suffix = dot != std::string::npos && (slash == std::string::npos || dot > slash + 1);
+  return suffix ? path.substr(0, dot) + "." + process + path.substr(dot) : path + "." + process;
 }
 
 RunConfig RunConfig::from_env() {
@@ -119,6 +134,23 @@ RunConfig RunConfig::from_env() {
     throw std::invalid_argument(fmt::format("SIMPROF_RUN_GPU = '{}' (expected 1, 0 or auto)", g));
   c.gpu_sampling.every = whole("SIMPROF_RUN_GPU_EVERY", 64, 2, 1'000'000'000);
   c.gpu_sampling.interval_ms = whole("SIMPROF_RUN_GPU_INTERVAL_MS", 100, 0, 3'600'000);
+  if (const std::string l = env("SIMPROF_RUN_GPU_LAUNCHES"); l == "hook" || l == "cupti")
+    c.gpu_sampling.launch_hook = l == "hook";
+  else if (!l.empty())
+    throw std::invalid_argument(
+        fmt::format("SIMPROF_RUN_GPU_LAUNCHES = '{}' (expected hook or cupti)", l));
+  // The run's first process with NVTX calls takes the record; a program's other processes (its
+  // workers, or the program under a launcher) write their own beside it.
+  if (!c.mark.empty()) {
+    const int fd = open((c.mark + ".first").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      close(fd);
+    } else if (errno == EEXIST) {
+      c.process = fmt::format("pid{}", getpid());
+      c.json = process_path(c.json, c.process, false);
+      c.trace_dir = process_path(c.trace_dir, c.process, true);
+    }
+  }
   return c;
 }
 
@@ -136,8 +168,14 @@ RangeSession& RangeSession::get() {
   static RangeSession* const session = [] {
     auto* s = new RangeSession();  // never destroyed: NVTX may call until the process is gone
     std::atexit([] { RangeSession::get().finish(); });
-    listen_for_usr1(*s);
+    // A copy made by fork() (no exec) holds this process's steps: it profiles nothing more and
+    // writes nothing (no lock is taken in it: another thread may have held one at the fork).
+    pthread_atfork(nullptr, nullptr, [] { RangeSession::get().forked_.store(true); });
+    listen_for_reports(*s);
     if (!s->config_.json.empty()) snapshot_every(*s, s->config_.json_every_ms);
+    // Once the report signal is handled: simprof run forwards SIGUSR1 to this pid from now on.
+    if (!s->config_.mark.empty() && s->config_.process.empty())
+      std::ofstream(s->config_.mark) << "started " << getpid() << "\n";
     return s;
   }();
   return *session;
@@ -146,7 +184,7 @@ RangeSession& RangeSession::get() {
 RangeSession::RangeSession()
     : config_(RunConfig::from_env()),
       prof_(options(), config_.n_envs),
-      steps_(prof_, RangeStepsOptions{config_.step}),
+      steps_(prof_, RangeStepsOptions{config_.step, static_cast<std::uint64_t>(getpid())}),
       device_(std::make_unique<RangeDevice>(prof_, config_.gpu, config_.gpu_sampling)) {
   if (config_.trace_to > 0) {
     start_trace();
@@ -163,16 +201,16 @@ RangeSession::RangeSession()
   // The record's GPU clocks (nvidia-smi: another process, once) read now, before
   // the program's first range, not by a snapshot under the lock its NVTX calls wait on mid-loop.
   if (!config_.json.empty()) (void)nvidia_gpu_clocks();
-  if (!config_.mark.empty()) std::ofstream(config_.mark) << "started\n";
 }
 
 int RangeSession::push(std::string_view name, std::uint64_t domain) {
   int& depth = depth_in(domain);
-  open(thread(), name, domain, 0);
+  if (!forked_.load(std::memory_order_relaxed)) open(thread(), name, domain, 0);
   return depth++;
 }
 
 std::uint64_t RangeSession::start(std::string_view name, std::uint64_t domain) {
+  if (forked_.load(std::memory_order_relaxed)) return 0;
   const std::uint64_t t = thread();
   const std::uint64_t n = started_.fetch_add(1, std::memory_order_relaxed) + 1;
   const std::uint64_t id = t << kIdBits | (n & ((std::uint64_t{1} << kIdBits) - 1));
@@ -194,15 +232,19 @@ void RangeSession::open(std::uint64_t thread, std::string_view name, std::uint64
   }
   if (!said_step_ && steps_.step_chosen() && steps_.step_thread() != 0) {
     said_step_ = true;
-    std::fprintf(
-        stderr, "simprof run: steps are the NVTX range \"%s\"%s\n", steps_.step_name().c_str(),
-        config_.step.empty() ? " (the outermost range that repeats; --step NAME to choose)" : "");
+    std::fputs(
+        tagged(fmt::format("simprof run: steps are the NVTX range \"{}\"{}\n", steps_.step_name(),
+                           config_.step.empty()
+                               ? " (the outermost range that repeats; --step NAME to choose)"
+                               : ""))
+            .c_str(),
+        stderr);
   }
 }
 
 int RangeSession::pop(std::uint64_t domain) {
   const std::uint64_t t = thread();
-  {
+  if (!forked_.load(std::memory_order_relaxed)) {
     const std::lock_guard<std::mutex> lock(mu_);
     if (!finished_) {
       try {
@@ -218,6 +260,7 @@ int RangeSession::pop(std::uint64_t domain) {
 }
 
 void RangeSession::end(std::uint64_t id) {
+  if (forked_.load(std::memory_order_relaxed)) return;
   const std::lock_guard<std::mutex> lock(mu_);
   if (finished_) return;
   try {
@@ -228,6 +271,7 @@ void RangeSession::end(std::uint64_t id) {
 }
 
 const char* RangeSession::intern(std::string_view s) {
+  if (forked_.load(std::memory_order_relaxed)) return "";  // a forked copy names nothing
   const std::lock_guard<std::mutex> lock(mu_);
   auto it = interned_.find(s);
   if (it == interned_.end()) it = interned_.emplace(s).first;
@@ -246,6 +290,7 @@ void RangeSession::start_trace() {
 }
 
 std::string RangeSession::report(bool final) {
+  if (forked_.load(std::memory_order_relaxed)) return "";
   const std::lock_guard<std::mutex> lock(mu_);
   std::string out = range_report(prof_, steps_, config_.step, final) + device_->report();
   if (trace_) {
@@ -255,11 +300,23 @@ std::string RangeSession::report(bool final) {
                          config_.trace_from, config_.trace_to, prof_.steps());
     for (const std::string& f : files) out += fmt::format("simprof run: the trace: {}\n", f);
   }
+  if (final && !config_.process.empty() && !config_.json.empty())
+    out += fmt::format("simprof run: this process's run record: {}\n", config_.json);
+  return tagged(std::move(out));
+}
+
+std::string RangeSession::tagged(std::string out) const {
+  if (config_.process.empty()) return out;
+  // Another process of the run: every line says whose it is.
+  const std::string tag = "simprof run (" + config_.process + "):";
+  for (std::size_t at = out.find("simprof run:"); at != std::string::npos;
+       at = out.find("simprof run:", at + tag.size()))
+    out.replace(at, 12, tag);
   return out;
 }
 
 void RangeSession::write_record(bool final) {
-  if (config_.json.empty()) return;
+  if (config_.json.empty() || forked_.load(std::memory_order_relaxed)) return;
   const std::lock_guard<std::mutex> writing(write_mu_);
   record::Json doc;
   {
@@ -284,6 +341,7 @@ void RangeSession::write_record(bool final) {
 }
 
 void RangeSession::finish() {
+  if (forked_.load(std::memory_order_relaxed)) return;
   {
     const std::lock_guard<std::mutex> lock(mu_);
     if (finished_) return;

@@ -42,7 +42,10 @@ void RangeSteps::learn(Thread& t, std::uint64_t thread, std::string_view name) {
     // The choice has had no stage (a leaf: a loader thread's range), this one had ranges inside.
     const bool fuller = prof_.num_stages() == kPeriodStage + 1 &&
                         std::find(t.parents.begin(), t.parents.end(), name) != t.parents.end();
-    if (!young || !(shallower || fuller)) return;
+    // The main thread's range from another thread's (a loader's or decoder's that repeated first).
+    const bool to_main = options_.main_thread != 0 && thread == options_.main_thread &&
+                         step_thread_ != options_.main_thread;
+    if (!young || !(shallower || fuller || to_main)) return;
     if (prof_.in_step()) {  // the chosen range is open (on another thread): at its step's end
       pending_ = Pending{true, thread, name, depth};
       return;

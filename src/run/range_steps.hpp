@@ -21,8 +21,11 @@ namespace simprof::run {
 struct RangeStepsOptions {
   // The step's range name; empty: the outermost range that repeats (chosen while the first steps
   // run: a shallower range that repeats later, within kLearningSteps steps, takes over; so does a
-  // range with ranges inside it from a choice that has none, such as a loader thread's).
+  // range with ranges inside it from a choice that has none, such as a loader thread's, and a
+  // range of the main thread from another thread's).
   std::string step;
+  // The process's main thread (0: none known): where the steps are when threads race to repeat.
+  std::uint64_t main_thread = 0;
 };
 
 // What was seen, for the summary at exit and the run record.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "run_args.hpp"
 
+#include <signal.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
@@ -9,7 +11,8 @@ namespace simprof::run {
 
 const char* const kRunUsage =
     "usage: simprof run [--step NAME] [--n-envs N] [--json FILE] [--trace-steps A:B] "
-    "[--trace-dir DIR] [--gpu | --no-gpu] [--gpu-every N] [--gpu-interval MS] [--no-fps] -- "
+    "[--trace-dir DIR] [--gpu | --no-gpu] [--gpu-every N] [--gpu-interval MS] "
+    "[--gpu-launches cupti|hook] [--no-fps] -- "
     "COMMAND [ARGS...]\n"
     "  Runs COMMAND with simprof's NVTX tool: its NVTX ranges become steps and stages.\n"
     "  --step NAME  the range that is one step (default: the outermost range that repeats)\n"
@@ -24,8 +27,12 @@ const char* const kRunUsage =
     "  --gpu-every N  the device times' sampling: 2 consecutive steps in every N (default 64)\n"
     "  --gpu-interval MS  ... and at most one such window in MS milliseconds (default 100; 0: no\n"
     "               bound): each window subscribes to CUPTI, which costs the program's host\n"
+    "  --gpu-launches cupti|hook  how the launches are seen: CUPTI's callbacks (default), or\n"
+    "               simprof's launch hook, preloaded into the program (no CUPTI)\n"
     "  --no-fps     no FPS line while it runs (the stage table is still printed at exit)\n"
     "  The stage table is printed at exit, and on SIGUSR1 (kill -USR1 <simprof's pid>).";
+
+int report_signal() noexcept { return SIGRTMAX - 3; }
 
 bool parse_whole(const std::string& text, long long least, long long most, long long& out) {
   char* end = nullptr;
@@ -63,6 +70,15 @@ bool parse_value(const std::string& arg, const std::string& v, RunArgs& a, std::
       return false;
     }
     a.gpu_interval_ms = ms;
+    return true;
+  }
+  if (arg == "--gpu-launches") {
+    if (v != "cupti" && v != "hook") {
+      error = "simprof run: --gpu-launches '" + v + "' (expected cupti or hook)";
+      return false;
+    }
+    a.launch_hook = v == "hook";
+    a.launches_set = true;
     return true;
   }
   if (arg == "--n-envs" || arg == "--gpu-every") {
@@ -123,7 +139,8 @@ bool parse_run_args(int argc, const char* const* argv, RunArgs& a, std::string& 
       continue;
     }
     if (arg != "--step" && arg != "--n-envs" && arg != "--json" && arg != "--trace-steps" &&
-        arg != "--trace-dir" && arg != "--gpu-every" && arg != "--gpu-interval") {
+        arg != "--trace-dir" && arg != "--gpu-every" && arg != "--gpu-interval" &&
+        arg != "--gpu-launches") {
       error = arg[0] == '-' ? "simprof run: unknown option '" + arg + "'\n" + kRunUsage
                             : "simprof run: '" + arg +
                                   "' is not an option: put the command after --\n" + kRunUsage;
@@ -140,11 +157,12 @@ bool parse_run_args(int argc, const char* const* argv, RunArgs& a, std::string& 
     error = "simprof run: --trace-dir " + a.trace_dir + " needs --trace-steps A:B";
     return false;
   }
-  if (a.gpu == 0 && (a.gpu_every != 0 || a.gpu_interval_ms >= 0)) {
-    error =
-        a.gpu_every != 0
-            ? "simprof run: --gpu-every " + std::to_string(a.gpu_every) + " with --no-gpu"
-            : "simprof run: --gpu-interval " + std::to_string(a.gpu_interval_ms) + " with --no-gpu";
+  if (a.gpu == 0 && (a.gpu_every != 0 || a.gpu_interval_ms >= 0 || a.launches_set)) {
+    error = a.gpu_every != 0
+                ? "simprof run: --gpu-every " + std::to_string(a.gpu_every) + " with --no-gpu"
+            : a.launches_set ? std::string("simprof run: --gpu-launches with --no-gpu")
+                             : "simprof run: --gpu-interval " + std::to_string(a.gpu_interval_ms) +
+                                   " with --no-gpu";
     return false;
   }
   if (a.command.empty()) {

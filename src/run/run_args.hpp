@@ -19,11 +19,17 @@ struct RunArgs {
   int gpu = -1;                                 // --gpu 1, --no-gpu 0, neither -1 (auto)
   std::int64_t gpu_every = 0;                   // --gpu-every N: 2 sampled steps in every N (0: 64)
   std::int64_t gpu_interval_ms = -1;            // --gpu-interval MS: a window at most (-1: 100)
-  bool help = false;                            // -h / --help: `error` holds the usage
+  bool launch_hook = false;   // --gpu-launches hook (true) or cupti: how the launches are seen
+  bool launches_set = false;  // --gpu-launches was given
+  bool help = false;          // -h / --help: `error` holds the usage
   std::vector<std::string> command;
 };
 
 extern const char* const kRunUsage;
+
+// The signal the command sends its tool for the report so far, when simprof itself gets SIGUSR1:
+// a real-time one, so that the program's own SIGUSR1 stays the program's.
+int report_signal() noexcept;
 
 // `text` as a whole number in [least, most] (nothing after it); false, `out` untouched, otherwise.
 // The one reading of numbers for the command line and the environment the tool reads.

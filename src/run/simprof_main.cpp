@@ -4,6 +4,7 @@
 // FPS line while it runs and the stage table when it exits. Nothing in the program changes.
 // `simprof compare BASE.json NEW.json` tests two run records against each other (src/compare); it
 // is built without NVTX's headers too, `run` then says why it cannot run.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,9 +25,20 @@ namespace {
 pid_t child = -1;
 char mark_path[64] = "/tmp/simprof-run-XXXXXX";
 
-// The program's own SIGUSR1 would end it: forwarded only once the tool (its handler) started.
+// SIGUSR1 to simprof: the tool's report signal to the process that took the run's record (the
+// pid in the mark: the program, or its child under a launcher), once the tool's handler is there
+// (before that, the signal's default would end the program). Async-signal-safe calls only.
 void forward_usr1(int) {
-  if (child > 0 && access(mark_path, F_OK) == 0) kill(child, SIGUSR1);
+  const int fd = open(mark_path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  char text[64] = {};
+  const ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  pid_t pid = 0;
+  for (ssize_t i = 0; i < n; ++i)
+    if (text[i] >= '0' && text[i] <= '9') pid = pid * 10 + (text[i] - '0');
+  if (pid <= 0) pid = child;
+  if (pid > 0) kill(pid, simprof::run::report_signal());
 }
 
 bool exists(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
@@ -139,6 +151,25 @@ void say_no_tool(const std::string& looked) {
 #endif
 }
 
+// --gpu-launches: how the tool sees the launches; for the hook, libsimprof_launch_hook.so (beside
+// the tool) preloaded into the program. False, said, when it is not there.
+bool set_launches(const simprof::run::RunArgs& a, const std::string& tool) {
+  if (!a.launches_set) return true;
+  setenv("SIMPROF_RUN_GPU_LAUNCHES", a.launch_hook ? "hook" : "cupti", 1);
+  if (!a.launch_hook) return true;
+  const std::string hook = tool.substr(0, tool.rfind('/') + 1) + "libsimprof_launch_hook.so";
+  if (!exists(hook)) {
+    std::fprintf(stderr,
+                 "simprof run: --gpu-launches hook: cannot find %s (it is built with the CUDA "
+                 "backend)\n",
+                 hook.c_str());
+    return false;
+  }
+  const char* old = std::getenv("LD_PRELOAD");
+  setenv("LD_PRELOAD", (old && *old ? hook + ":" + old : hook).c_str(), 1);
+  return true;
+}
+
 int run(const simprof::run::RunArgs& a) {
   std::string looked;
   const std::string tool = find_tool(looked);
@@ -147,7 +178,7 @@ int run(const simprof::run::RunArgs& a) {
     return 2;
   }
   const std::string json = a.json.empty() ? "" : record_path(a.json);
-  if (!a.json.empty() && json.empty()) return 2;
+  if ((!a.json.empty() && json.empty()) || !set_launches(a, tool)) return 2;
   char* mark = mark_path;
   const int fd = mkstemp(mark);
   if (fd < 0) {
@@ -198,6 +229,7 @@ int run(const simprof::run::RunArgs& a) {
   const std::string said = mark_says(mark);
   const bool started = said == "started";
   unlink(mark);
+  unlink((std::string(mark) + ".first").c_str());  // the first process's claim (the tool's)
   int rc = 0;
   if (WIFSIGNALED(status)) {
     std::fprintf(stderr, "simprof run: %s was killed by signal %d (%s)\n", a.command[0].c_str(),
@@ -211,7 +243,8 @@ int run(const simprof::run::RunArgs& a) {
     std::fprintf(stderr,
                  "simprof run: %s made no NVTX call, so nothing was profiled (is it built with "
                  "NVTX ranges? Built with NVTX_DISABLE defined, its NVTX calls compile to "
-                 "nothing)\n",
+                 "nothing. Or something it runs, such as nsys, set NVTX_INJECTION64_PATH to a "
+                 "tool of its own)\n",
                  a.command[0].c_str());
   return rc;
 }

@@ -190,4 +190,18 @@ TEST(LaunchScopes, BadSizesAreNamed) {
   }
 }
 
+// LaunchSource::kHook where the launch hook is not preloaded (this test process): disabled, saying
+// why, and nothing armed; no GPU needed (nothing is made).
+TEST(LaunchScopes, TheHookMissingIsSaidAndNothingIsArmed) {
+  simprof::cuda::LaunchScopesOptions o;
+  o.source = simprof::cuda::LaunchSource::kHook;
+  simprof::cuda::LaunchScopes scopes(o);
+  EXPECT_FALSE(scopes.enabled());
+  EXPECT_NE(scopes.disabled_reason().find("the launch hook is not in the process"),
+            std::string::npos)
+      << scopes.disabled_reason();
+  EXPECT_FALSE(scopes.arm(1));
+  EXPECT_FALSE(scopes.armed());
+}
+
 }  // namespace

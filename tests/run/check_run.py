@@ -5,6 +5,7 @@
   check_run.py SIMPROF NVTX_PROGRAM
 """
 import json
+import re
 import os
 import subprocess
 import sys
@@ -56,6 +57,28 @@ with tempfile.TemporaryDirectory() as d:
     expect("the record's counts", rec["counts"]["other_threads"] == 1
            and rec["counts"]["unmatched_pops"] == 0, json.dumps(rec))
     expect("no temporary file is left", os.listdir(d) == ["run.json"], str(os.listdir(d)))
+    # A program's other processes: one it runs writes its own record and says whose its report is;
+    # a copy made by fork() without exec writes nothing.
+    rc, out = run("run", "--no-fps", "--step", "step", "--json", path, "--", PROGRAM, "20",
+                  "workers")
+    rec = json.load(open(path))
+    others = [f for f in os.listdir(d) if f.startswith("run.pid") and f.endswith(".json")]
+    other = json.load(open(os.path.join(d, others[0]))) if len(others) == 1 else {}
+    expect("a worker process has its own record, beside the program's",
+           rc == 3 and rec["steps"] == 20 and other.get("steps") == 9, out + str(others))
+    expect("the worker's report says whose it is",
+           re.search(r'simprof run \(pid\d+\): 9 steps of the NVTX range "step"', out) is not None
+           and re.search(r"simprof run \(pid\d+\): this process's run record: .*run\.pid\d+\.json",
+                         out) is not None
+           and out.count('simprof run: 20 steps of the NVTX range "step"') == 1, out)
+    for f in others:
+        os.remove(os.path.join(d, f))
+    rc, out = run("run", "--no-fps", "--step", "step", "--json", path, "--", PROGRAM, "20",
+                  "forked")
+    rec = json.load(open(path))
+    expect("a forked copy of the program writes no record and no report",
+           rc == 3 and rec["steps"] == 20 and out.count("steps of the NVTX range") == 1
+           and os.listdir(d) == ["run.json"], out + str(os.listdir(d)))
     rc, out = run("run", "--no-fps", "--json", path, "--", PROGRAM, "2000", "crash",
                   env={"SIMPROF_RUN_JSON_EVERY_MS": "20"})
     rec = json.load(open(path))
@@ -156,9 +179,11 @@ expect("a missing pop drops one step, not the rest of the run",
        '29 steps of the NVTX range "step"' in out and "1 ranges were never popped" in out
        and "left out" not in out, out)
 rc, out = run("run", "--no-fps", "--step", "step", "--", PROGRAM, "30", "usr1")
-expect("SIGUSR1: the report so far, and the run goes on",
+expect("SIGUSR1 to simprof: the report so far, and the run goes on",
        rc == 3 and out.count('steps of the NVTX range "step"') == 2
        and '30 steps of the NVTX range "step"' in out, out)
+expect("the program's own SIGUSR1 handler stays its own",
+       "own SIGUSR1 handler ran 1 time(s)" in out, out)
 expect("the stage table has p50, p95 and p99", "p50 us     p95 us     p99 us" in out, out)
 
 # Bad input.

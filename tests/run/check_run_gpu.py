@@ -38,55 +38,69 @@ def row(record, name):
     return next((r for r in record["device"]["stages"] if r["stage"] == name), None)
 
 
-def within(record, name, low_us, high_us, out):
+def within(tag, record, name, low_us, high_us, out):
     r = row(record, name)
-    expect("device row %s" % name, r is not None, out)
+    expect("%s: device row %s" % (tag, name), r is not None, out)
     if r is not None:
         p50 = r["p50_s"] * 1e6
-        expect("%s's device p50 %.1f us in [%g, %g]" % (name, p50, low_us, high_us),
+        expect("%s: %s's device p50 %.1f us in [%g, %g]" % (tag, name, p50, low_us, high_us),
                low_us <= p50 <= high_us, out)
+
+
+def launch_args(launches):
+    return [] if launches == "cupti" else ["--gpu-launches", launches]
+
+
+def windows(d, mode, launches):
+    """Sampled windows of the program in `mode`, the launches seen through `launches`: what the
+    device table and the record say against the kernels' known lengths and the program's events."""
+    tag = mode if launches == "cupti" else "%s (%s)" % (mode, launches)
+    record_path = os.path.join(d, "%s-%s.json" % (mode, launches))
+    # 1,500 steps of ~190 us: several 50 ms samples of the FPS line.
+    program = [PROGRAM, "1500"] + (["graph"] if mode == "graph" else [])
+    # --gpu-interval 0: a window in every 4 steps however short they are (this checks what
+    # the windows read, not what they cost).
+    rc, out = run("run", "--gpu", "--gpu-every", "4", "--gpu-interval", "0", "--n-envs", "1000",
+                  "--json", record_path, *launch_args(launches), "--", *program)
+    expect("%s: exit status 0" % tag, rc == 0, out)
+    expect("%s: the device table is printed" % tag, "on the GPU's clock" in out, out)
+    expect("%s: the FPS line is the GPU's" % tag, "GPU clock" in out, out)
+    with open(record_path) as f:
+        record = json.load(f)
+    dev = record["device"]
+    expect("%s: device side on" % tag, dev["on"] and dev["fps_clock"] == "device", out)
+    # The host runs hundreds of steps ahead of the GPU: windows it arms while every one is
+    # still waiting are skipped (counted); the rest are read.
+    expect("%s: sampled steps (%d; %d windows skipped)" % (
+        tag, dev["sampled_steps"], dev["skipped_windows"]), dev["sampled_steps"] >= 20, out)
+    expect("%s: no window dropped" % tag, dev["dropped"] == 0, out)
+    expect("%s: no launch into a capture" % tag, dev["capturing_launches"] == 0, out)
+    # Spin kernels of 100 + 50 us back to back on one stream, 30 us after them: each range's
+    # device time is its kernels' lengths, plus what the events stamped around it cost the
+    # stream on a sampled step (1.5 to 3.5 us each on the H200).
+    within(tag, record, "physics", 150, 162, out)
+    within(tag, record, "sensors", 30, 36, out)
+    within(tag, record, "step", 180, 200, out)
+    within(tag, record, "period", 180, 200, out)
+    if mode == "eager":
+        within(tag, record, "physics/contacts", 50, 56, out)
+    # The device rate the FPS line samples, against the program's own CUDA events over the
+    # same steps (from the first sampled window's end to the last step).
+    events = re.search(r"events period_us=([0-9.]+)", out)
+    expect("%s: events printed" % tag, events, out)
+    if events:
+        truth = 1e6 / float(events.group(1))
+        rate = dev["steps_per_s"]
+        expect("%s: device steps/s %.1f within 1%% of the events' %.1f" % (tag, rate, truth),
+               abs(rate / truth - 1) < 0.01, out)
 
 
 with tempfile.TemporaryDirectory() as d:
     for mode in ("eager", "graph"):
-        record_path = os.path.join(d, mode + ".json")
-        # 1,500 steps of ~190 us: several 50 ms samples of the FPS line.
+        # The launches seen through CUPTI (the default) and through the preloaded launch hook.
+        for launches in ("cupti", "hook"):
+            windows(d, mode, launches)
         program = [PROGRAM, "1500"] + (["graph"] if mode == "graph" else [])
-        # --gpu-interval 0: a window in every 4 steps however short they are (this checks what
-        # the windows read, not what they cost).
-        rc, out = run("run", "--gpu", "--gpu-every", "4", "--gpu-interval", "0", "--n-envs", "1000",
-                      "--json", record_path, "--", *program)
-        expect("%s: exit status 0" % mode, rc == 0, out)
-        expect("%s: the device table is printed" % mode, "on the GPU's clock" in out, out)
-        expect("%s: the FPS line is the GPU's" % mode, "GPU clock" in out, out)
-        with open(record_path) as f:
-            record = json.load(f)
-        dev = record["device"]
-        expect("%s: device side on" % mode, dev["on"] and dev["fps_clock"] == "device", out)
-        # The host runs hundreds of steps ahead of the GPU: windows it arms while every one is
-        # still waiting are skipped (counted); the rest are read.
-        expect("%s: sampled steps (%d; %d windows skipped)" % (
-            mode, dev["sampled_steps"], dev["skipped_windows"]), dev["sampled_steps"] >= 20, out)
-        expect("%s: no window dropped" % mode, dev["dropped"] == 0, out)
-        expect("%s: no launch into a capture" % mode, dev["capturing_launches"] == 0, out)
-        # Spin kernels of 100 + 50 us back to back on one stream, 30 us after them: each range's
-        # device time is its kernels' lengths, plus what the events stamped around it cost the
-        # stream on a sampled step (1.5 to 3.5 us each on the H200).
-        within(record, "physics", 150, 162, out)
-        within(record, "sensors", 30, 36, out)
-        within(record, "step", 180, 200, out)
-        within(record, "period", 180, 200, out)
-        if mode == "eager":
-            within(record, "physics/contacts", 50, 56, out)
-        # The device rate the FPS line samples, against the program's own CUDA events over the
-        # same steps (from the first sampled window's end to the last step).
-        events = re.search(r"events period_us=([0-9.]+)", out)
-        expect("%s: events printed" % mode, events, out)
-        if events:
-            truth = 1e6 / float(events.group(1))
-            rate = dev["steps_per_s"]
-            expect("%s: device steps/s %.1f within 1%% of the events' %.1f" % (mode, rate, truth),
-                   abs(rate / truth - 1) < 0.01, out)
         # The --trace-steps window: the ranges and the kernels launched in them (through CUPTI:
         # its window stalls the loop, so the rates above are from a run without one).
         rc, out = run("run", "--gpu", "--trace-steps", "20:23", "--trace-dir", os.path.join(d, mode),
@@ -114,6 +128,12 @@ expect("cupti: simprof says it gave up the device times, and why",
        "no device times: cuptiSubscribe failed" in out, out)
 expect("cupti: the host table stands", '200 steps of the NVTX range "step" (host clock)' in out,
        out)
+# ... while through the launch hook simprof needs no CUPTI: device times beside the program's own.
+rc, out = run("run", "--gpu", "--step", "step", "--gpu-launches", "hook", "--gpu-every", "4",
+              "--gpu-interval", "0", "--", PROGRAM, "200", "cupti")
+expect("cupti (hook): the program keeps CUPTI and simprof has its device times",
+       rc == 0 and "CUPTI is this program's" in out and "on the GPU's clock" in out
+       and "no device times" not in out, out)
 
 # A program that takes CUPTI halfway through: simprof subscribes only during its windows, so the
 # program gets it; simprof's sampling stops at its next window and says why, and its table of the
@@ -132,5 +152,5 @@ expect("cupti-late: the windows before it stand", "on the GPU's clock" in out, o
 if failures:
     print("\n\n".join(failures))
     sys.exit(1)
-print("simprof run --gpu: eager, graph, and a program holding CUPTI from the start and from "
-      "mid-run checked")
+print("simprof run --gpu: eager, graph (CUPTI and the launch hook), and a program holding CUPTI "
+      "from the start and from mid-run checked")

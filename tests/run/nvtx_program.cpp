@@ -5,21 +5,29 @@
 // crash: aborts halfway; startend: its steps ("frame") and stages are start/end ranges (Warp's
 // ScopedTimer marks its scopes so), one of them ending in the next frame; interleave: a domain's
 // range opens before "physics" and closes first; unbalanced: one "physics" is never popped; usr1:
-// sends itself SIGUSR1 halfway (a user asking for the report so far); threads: a decoder thread
+// has a SIGUSR1 handler of its own, sends itself SIGUSR1 halfway and its parent (simprof run, as
+// a user asking for the report so far) too, and says at exit how often its handler ran; threads:
+// a decoder thread
 // marks its own ranges, one round inside each step, one of them (another domain's) outlasting the
 // range it began in.
+// workers: runs itself (fork and exec) for 9 steps beside its own loop, as a launcher's worker;
+// forked: at its halfway step forks a copy that pushes ranges and exits through exit().
 #include <nvtx3/nvToolsExt.h>
 
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
 
 namespace {
+volatile sig_atomic_t own_usr1 = 0;  // usr1: the program's own handler ran
+
 void work(int us) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
   while (std::chrono::steady_clock::now() < until) {
@@ -43,9 +51,15 @@ int main(int argc, char** argv) {
   const nvtxEventAttributes_t contacts = named(nvtxDomainRegisterStringA(engine, "contacts"));
   const nvtxEventAttributes_t kernel = named(nvtxDomainRegisterStringA(engine, "kernel"));
   nvtxRangeId_t upload = 0;
+  if (mode == "usr1") signal(SIGUSR1, [](int) { own_usr1 = own_usr1 + 1; });
   nvtxRangePushA("setup");
   work(100);
   nvtxRangePop();
+  pid_t other = -1;  // workers: the worker; forked: the copy
+  if (mode == "workers" && (other = fork()) == 0) {
+    execl(argv[0], argv[0], "9", static_cast<char*>(nullptr));
+    _exit(127);
+  }
   // threads: the decoder runs one round in each step, while the step waits for it (so each traced
   // step holds exactly one round, however the threads are scheduled).
   std::atomic<int> asked{0}, decoded{0};
@@ -100,8 +114,16 @@ int main(int argc, char** argv) {
     nvtxRangePop();
     nvtxRangePop();
     if (mode == "crash" && i == steps / 2) std::abort();
+    if (mode == "forked" && i == steps / 2 && (other = fork()) == 0) {
+      for (int k = 0; k < 5; ++k) {
+        nvtxRangePushA("step");
+        nvtxRangePop();
+      }
+      std::exit(0);  // its atexit handlers run: simprof's tool writes nothing for a copy
+    }
     if (mode == "usr1" && i == steps / 2) {
-      kill(getpid(), SIGUSR1);
+      kill(getpid(), SIGUSR1);                                       // the program's own
+      kill(getppid(), SIGUSR1);                                      // the report so far
       std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // the report is written
     }
   }
@@ -111,5 +133,7 @@ int main(int argc, char** argv) {
     nvtxRangePushA("loader");
     nvtxRangePop();
   }).join();
+  if (other > 0) waitpid(other, nullptr, 0);
+  if (mode == "usr1") std::printf("own SIGUSR1 handler ran %d time(s)\n", int(own_usr1));
   return 3;  // an exit status simprof run must pass on
 }

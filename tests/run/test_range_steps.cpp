@@ -114,6 +114,34 @@ TEST(RangeSteps, ASubstepThatRepeatsFirstGivesWayToTheShallowerStep) {
   EXPECT_DOUBLE_EQ(f.prof.stats("substep").mean, 2e-6);
 }
 
+// Threads racing to repeat: the main thread's range takes over from another thread's that repeated
+// first, and keeps the choice when it repeated first.
+TEST(RangeSteps, TheMainThreadsRangeIsTheStepWhenThreadsRace) {
+  for (const bool loader_first : {true, false}) {
+    Fixture f;
+    RangeSteps r(f.prof, {"", /*main_thread=*/1});
+    const auto load = [&] {
+      r.push(2, "load");
+      r.push(2, "decode");
+      f.clock.advance_ns(100);
+      r.pop(2);
+      r.pop(2);
+    };
+    if (loader_first)
+      for (int i = 0; i < 3; ++i) load();
+    EXPECT_EQ(r.step_name(), loader_first ? "load" : "") << loader_first;
+    for (int i = 0; i < 4; ++i) {
+      step(r, f.clock);
+      load();
+    }
+    EXPECT_EQ(r.step_name(), "step") << loader_first;
+    EXPECT_EQ(r.counts().step_changes, loader_first ? 1u : 0u) << loader_first;
+    EXPECT_EQ(r.steps(), 3u) << loader_first;
+    EXPECT_EQ(f.prof.stats("physics").count, 3u) << "counted from the change";
+    EXPECT_GE(r.counts().other_threads, 6u) << "the loader's ranges are no stage";
+  }
+}
+
 // The choice stands once --step named it, or after kLearningSteps steps of it: until then a
 // shallower range may take over, and `simprof run` starts its device side only where no range of
 // the program is open.
@@ -340,6 +368,26 @@ TEST(RunArgs, OptionsAreParsedAndBadValuesNamed) {
   simprof::run::RunArgs d;
   EXPECT_FALSE(simprof::run::parse_run_args(6, unknown, d, error));
   EXPECT_NE(error.find("unknown option '--stpe'"), std::string::npos);
+}
+
+TEST(RunArgs, GpuLaunchesIsCuptiOrHookAndNeedsTheGpu) {
+  std::string error;
+  for (const char* v : {"hook", "cupti"}) {
+    const char* line[] = {"simprof", "run", "--gpu-launches", v, "--", "p"};
+    simprof::run::RunArgs a;
+    ASSERT_TRUE(simprof::run::parse_run_args(6, line, a, error)) << error;
+    EXPECT_TRUE(a.launches_set);
+    EXPECT_EQ(a.launch_hook, std::string(v) == "hook");
+  }
+  const char* bad[] = {"simprof", "run", "--gpu-launches", "driver", "--", "p"};
+  simprof::run::RunArgs b;
+  EXPECT_FALSE(simprof::run::parse_run_args(6, bad, b, error));
+  EXPECT_NE(error.find("--gpu-launches 'driver' (expected cupti or hook)"), std::string::npos)
+      << error;
+  const char* off[] = {"simprof", "run", "--no-gpu", "--gpu-launches", "hook", "--", "p"};
+  simprof::run::RunArgs o;
+  EXPECT_FALSE(simprof::run::parse_run_args(7, off, o, error));
+  EXPECT_NE(error.find("--gpu-launches with --no-gpu"), std::string::npos) << error;
 }
 
 TEST(RangeRecord, TheRecordHoldsTheStepsStagesAndCounts) {

@@ -2,7 +2,8 @@
 #include "simprof/cuda/trace/launch_scopes.hpp"
 
 #include <cuda_runtime_api.h>
-#include <cupti.h>  // with the launch calls' parameter structs (generated_*_meta.h)
+#include <cupti.h>
+#include <dlfcn.h>  // with the launch calls' parameter structs (generated_*_meta.h)
 
 #include <algorithm>
 #include <array>
@@ -15,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "../cupti/cupti_hub.hpp"
+#include "launch_hook.hpp"
 #include "simprof/cuda/runtime/error.hpp"
 
 namespace simprof::cuda {
@@ -102,6 +104,9 @@ struct LaunchScopes::Impl {
   std::atomic<std::uint64_t> skipped{0}, dropped{0}, capturing{0};
   bool claimed = false;  // the process's one LaunchScopes
   bool handler = false;  // the launch handler is set: the destructor clears it
+  // LaunchSource::kHook: the preloaded hook's watch and retire (null: CUPTI's callbacks instead).
+  detail::HookWatch hook_watch = nullptr;
+  detail::HookRetire hook_retire = nullptr;
 
   ~Impl() {
     for (Slot& s : slots)
@@ -157,6 +162,30 @@ struct LaunchScopes::Impl {
         self->armed_thread.load(std::memory_order_acquire) != std::this_thread::get_id())
       return;
     self->launched(stream_of(id, d->functionParams));
+  }
+
+  // The launch hook's watcher: only ever the arming thread's, while armed.
+  static void on_hook_launch(void* context, void* stream, int per_thread) {
+    auto* self = static_cast<Impl*>(context);
+    self->launched(stream == nullptr && per_thread != 0 ? cudaStreamPerThread
+                                                        : static_cast<cudaStream_t>(stream));
+  }
+
+  // LaunchSource::kHook: the hook's functions, or why it cannot be used.
+  void find_hook() {
+    hook_watch = reinterpret_cast<detail::HookWatch>(dlsym(RTLD_DEFAULT, detail::kHookWatch));
+    hook_retire = reinterpret_cast<detail::HookRetire>(dlsym(RTLD_DEFAULT, detail::kHookRetire));
+    const auto entries =
+        reinterpret_cast<detail::HookEntries>(dlsym(RTLD_DEFAULT, detail::kHookEntries));
+    if (hook_watch == nullptr || hook_retire == nullptr || entries == nullptr)
+      reason =
+          "the launch hook is not in the process (libsimprof_launch_hook.so, which simprof "
+          "run --gpu-launches hook preloads)";
+    else if (entries() == 0)
+      reason =
+          "the launch hook handed out no launch entry point (the program found the driver's "
+          "before the hook was loaded, or this is not x86-64)";
+    if (!reason.empty()) hook_watch = nullptr, hook_retire = nullptr;
   }
 
   // Whether the GPU passed every event of the window (its streams run in any order).
@@ -224,11 +253,16 @@ LaunchScopes::LaunchScopes(LaunchScopesOptions options) : impl_(std::make_unique
   m.options = options;
   m.slots.resize(options.windows);
   m.order.resize(options.windows);
+  if (options.source == LaunchSource::kHook) {
+    m.find_hook();
+    if (!m.reason.empty()) return;  // disabled: nothing made
+  }
   for (Slot& s : m.slots) {
     s.runs.resize(options.scopes);
     s.events.resize(options.events);
     for (cudaEvent_t& e : s.events) SIMPROF_CUDA_CHECK(cudaEventCreate(&e));
   }
+  if (options.source == LaunchSource::kHook) return;  // no CUPTI at all
   {
     const detail::CuptiLease probe;  // CUPTI is ours to use (no other tool holds it)
     if (probe.result() != CUPTI_SUCCESS) {
@@ -246,6 +280,7 @@ LaunchScopes::~LaunchScopes() {
   // Even where a later arm() failed: the handler still points here. Returns once no callback is
   // inside it.
   if (m.handler) detail::set_launch_handler(nullptr, nullptr);
+  if (m.hook_retire != nullptr) m.hook_retire();  // no watcher of this one is called after this
 }
 
 bool LaunchScopes::enabled() const noexcept { return impl_->reason.empty(); }
@@ -266,16 +301,21 @@ bool LaunchScopes::arm(std::uint64_t tag) {
     return false;
   }
   Slot& s = *free;
-  m.lease.emplace();
-  if (m.lease->result() != CUPTI_SUCCESS) {
-    m.reason = m.lease->failure();
-    m.lease.reset();
-    return false;
-  }
-  if (const CUptiResult r = detail::enable_launches(m.lease->handle(), true); r != CUPTI_SUCCESS) {
-    m.reason = "cuptiEnableCallback failed: " + detail::cupti_error(r);
-    m.lease.reset();
-    return false;
+  if (m.hook_watch != nullptr) {
+    m.hook_watch(&Impl::on_hook_launch, &m);  // this thread's launches from now on
+  } else {
+    m.lease.emplace();
+    if (m.lease->result() != CUPTI_SUCCESS) {
+      m.reason = m.lease->failure();
+      m.lease.reset();
+      return false;
+    }
+    if (const CUptiResult r = detail::enable_launches(m.lease->handle(), true);
+        r != CUPTI_SUCCESS) {
+      m.reason = "cuptiEnableCallback failed: " + detail::cupti_error(r);
+      m.lease.reset();
+      return false;
+    }
   }
   s.state = State::kArmed;
   s.used = s.n_runs = 0;
@@ -318,6 +358,7 @@ void LaunchScopes::disarm() {
   Impl& m = *impl_;
   if (m.cur == nullptr) return;
   m.armed_thread.store(std::thread::id(), std::memory_order_release);
+  if (m.hook_watch != nullptr) m.hook_watch(nullptr, nullptr);
   if (m.lease) detail::enable_launches(m.lease->handle(), false);
   m.lease.reset();
   if (m.depth != 0) m.cur->failed = true;  // a scope still open: its ends are missing

@@ -16,7 +16,9 @@
 // While armed, CUPTI's callbacks on the driver's launch calls (no activity records: their cost is
 // per kernel, and CUPTI's first activity window costs a loop milliseconds) see every kernel and
 // graph launch made on the arming thread (a runtime launch reaches the driver's call). CUPTI is
-// subscribed from arm() to disarm() only: a subscription slows every driver call. The first
+// subscribed from arm() to disarm() only: a subscription slows every driver call. With
+// LaunchSource::kHook the preloaded launch hook tells the same launches instead, without CUPTI.
+// The first
 // launch into a stream inside a scope records an event on that stream just before it; a scope's
 // close records one on every stream it launched to. A scope's device time runs from the first of
 // its begin events to the last of its end events: from the end of the work queued before it on its
@@ -36,11 +38,23 @@
 
 namespace simprof::cuda {
 
-/// Sizes of a LaunchScopes's pools.
+/// How a LaunchScopes sees the launches.
+enum class LaunchSource {
+  /// CUPTI's callbacks on the driver's launch calls, subscribed while a window is armed.
+  kCupti,
+  /// libsimprof_launch_hook.so, preloaded into the process (`simprof run --gpu-launches hook`):
+  /// the driver's launch entry points as the program found them, told to the arming thread's
+  /// watcher, with no CUPTI at all. Disabled (enabled() false, the reason said) when the hook is
+  /// not in the process or handed out no launch entry point.
+  kHook,
+};
+
+/// Sizes of a LaunchScopes's pools, and how it sees the launches.
 struct LaunchScopesOptions {
   std::size_t events = 256;  ///< events per window (>= 2)
   std::size_t scopes = 64;   ///< scope runs per window (>= 1)
   std::size_t windows = 8;   ///< windows armed or waiting on the GPU at most, plus one (>= 2)
+  LaunchSource source = LaunchSource::kCupti;  ///< how the launches are seen
 };
 
 /// One scope run of a window, on the device.
@@ -76,9 +90,10 @@ class LaunchScopes {
   LaunchScopes(const LaunchScopes&) = delete;
   LaunchScopes& operator=(const LaunchScopes&) = delete;
 
-  /// False when CUPTI could not be used (another tool holds it); disabled_reason() says why.
+  /// False when the launches cannot be seen (another tool holds CUPTI, or the hook is missing);
+  /// disabled_reason() says why.
   bool enabled() const noexcept;
-  /// Why CUPTI could not be used (empty while enabled()).
+  /// Why the launches cannot be seen (empty while enabled()).
   const std::string& disabled_reason() const noexcept;
 
   /// Begins a window on the calling thread; false (counted in skipped()) when every window is

@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: MIT
+// libsimprof_launch_hook.so: the driver's kernel and graph launches seen without CUPTI, for
+// LaunchScopes (launch_hook.hpp). `simprof run --gpu-launches hook` preloads it (LD_PRELOAD).
+//
+// The CUDA runtime, torch, Warp and Triton find the driver's functions through dlsym() on
+// libcuda and through the cuGetProcAddress it hands out; this library stands in for dlsym (on
+// x86-64), hands out its own cuGetProcAddress, and gives each launch entry point asked for
+// (cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel, cuGraphLaunch and their
+// per-thread-stream forms) as a hook that tells the calling thread's watcher, if it has one, and
+// calls the driver's. A program linked to libcuda calls the exported launch functions below.
+// Without a watcher a launch costs a thread-local read more. Nothing here needs a GPU.
+#include <cuda.h>
+#include <dlfcn.h>
+#include <pthread.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+
+#include "launch_hook.hpp"
+
+#define SIMPROF_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+using Dlsym = void* (*)(void*, const char*);
+using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t);
+using GetProc2 = CUresult (*)(const char*, void**, int, cuuint64_t,
+                              CUdriverProcAddressQueryResult*);
+using LaunchKernel = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                  unsigned, unsigned, CUstream, void**, void**);
+using LaunchKernelEx = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**);
+using LaunchCooperative = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                       unsigned, unsigned, CUstream, void**);
+using GraphLaunch = CUresult (*)(CUgraphExec, CUstream);
+
+// ---- the watchers ----------------------------------------------------------------------------
+
+struct Watch {
+  simprof_launch_watcher fn = nullptr;
+  void* context = nullptr;
+  std::uint64_t generation = 0;
+};
+__attribute__((tls_model("initial-exec"))) thread_local Watch t_watch;
+__attribute__((tls_model("initial-exec"))) thread_local bool t_inside = false;
+std::atomic<std::uint64_t> g_generation{1};
+pthread_rwlock_t g_calls = PTHREAD_RWLOCK_INITIALIZER;  // held shared by a call to a watcher
+
+inline void notify(CUstream stream, bool per_thread) noexcept {
+  const Watch& w = t_watch;
+  if (__builtin_expect(w.fn == nullptr, 1) || t_inside) return;
+  t_inside = true;  // a launch the watcher makes is not told again
+  pthread_rwlock_rdlock(&g_calls);
+  if (w.generation == g_generation.load(std::memory_order_relaxed))
+    w.fn(w.context, stream, per_thread ? 1 : 0);
+  pthread_rwlock_unlock(&g_calls);
+  t_inside = false;
+}
+
+// ---- the hooks: a few slots per entry point, each the driver function it stands for ----------
+
+enum Family { kKernel, kKernelEx, kCooperative, kGraph, kFamilies };
+constexpr int kSlots = 4;  // distinct driver functions per family and stream kind
+std::atomic<void*> g_real[kFamilies][2][kSlots];
+std::atomic<std::uint64_t> g_entries{0};
+
+template <class Fn>
+Fn real(Family f, bool per_thread, int slot) {
+  return reinterpret_cast<Fn>(g_real[f][per_thread][slot].load(std::memory_order_relaxed));
+}
+
+template <bool P, int N>
+CUresult kernel_hook(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                     unsigned bz, unsigned shared, CUstream s, void** params, void** extra) {
+  notify(s, P);
+  return real<LaunchKernel>(kKernel, P, N)(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
+}
+
+template <bool P, int N>
+CUresult kernel_ex_hook(const CUlaunchConfig* config, CUfunction f, void** params, void** extra) {
+  notify(config != nullptr ? config->hStream : nullptr, P);
+  return real<LaunchKernelEx>(kKernelEx, P, N)(config, f, params, extra);
+}
+
+template <bool P, int N>
+CUresult cooperative_hook(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                          unsigned by, unsigned bz, unsigned shared, CUstream s, void** params) {
+  notify(s, P);
+  return real<LaunchCooperative>(kCooperative, P, N)(f, gx, gy, gz, bx, by, bz, shared, s, params);
+}
+
+template <bool P, int N>
+CUresult graph_hook(CUgraphExec g, CUstream s) {
+  notify(s, P);
+  return real<GraphLaunch>(kGraph, P, N)(g, s);
+}
+
+#define SIMPROF_SLOTS(hook, P)                                                     \
+  {                                                                                \
+    reinterpret_cast<void*>(&hook<P, 0>), reinterpret_cast<void*>(&hook<P, 1>),    \
+        reinterpret_cast<void*>(&hook<P, 2>), reinterpret_cast<void*>(&hook<P, 3>) \
+  }
+void* const kHooks[kFamilies][2][kSlots] = {
+    {SIMPROF_SLOTS(kernel_hook, false), SIMPROF_SLOTS(kernel_hook, true)},
+    {SIMPROF_SLOTS(kernel_ex_hook, false), SIMPROF_SLOTS(kernel_ex_hook, true)},
+    {SIMPROF_SLOTS(cooperative_hook, false), SIMPROF_SLOTS(cooperative_hook, true)},
+    {SIMPROF_SLOTS(graph_hook, false), SIMPROF_SLOTS(graph_hook, true)}};
+#undef SIMPROF_SLOTS
+
+struct Entry {
+  const char* name;
+  Family family;
+  bool per_thread;
+};
+constexpr Entry kEntries[] = {
+    {"cuLaunchKernel", kKernel, false},
+    {"cuLaunchKernel_ptsz", kKernel, true},
+    {"cuLaunchKernelEx", kKernelEx, false},
+    {"cuLaunchKernelEx_ptsz", kKernelEx, true},
+    {"cuLaunchCooperativeKernel", kCooperative, false},
+    {"cuLaunchCooperativeKernel_ptsz", kCooperative, true},
+    {"cuGraphLaunch", kGraph, false},
+    {"cuGraphLaunch_ptsz", kGraph, true},
+};
+
+const Entry* entry(const char* name) noexcept {
+  for (const Entry& e : kEntries)
+    if (std::strcmp(name, e.name) == 0) return &e;
+  return nullptr;
+}
+
+bool is_hook(void* p) noexcept;
+
+// The hook standing for driver function `fn` (its slot, taken at its first sight); `fn` itself
+// when the family's slots are all taken.
+void* hook_for(Family f, bool per_thread, void* fn) noexcept {
+  if (fn == nullptr || is_hook(fn)) return fn;
+  for (int i = 0; i < kSlots; ++i) {
+    void* seen = nullptr;
+    if (g_real[f][per_thread][i].compare_exchange_strong(seen, fn)) {
+      g_entries.fetch_add(1, std::memory_order_relaxed);
+      return kHooks[f][per_thread][i];
+    }
+    if (seen == fn) return kHooks[f][per_thread][i];
+  }
+  return fn;
+}
+
+// ---- dlsym and cuGetProcAddress -----------------------------------------------------------------
+
+std::atomic<void*> g_get_proc{nullptr}, g_get_proc2{nullptr};  // the driver's
+CUresult get_proc_hook(const char*, void**, int, cuuint64_t);
+CUresult get_proc2_hook(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+
+// A function of this library (a hook, or an exported launch function): handed out as it is.
+bool is_hook(void* p) noexcept {
+  Dl_info found{}, self{};
+  return dladdr(p, &found) != 0 && dladdr(reinterpret_cast<void*>(&is_hook), &self) != 0 &&
+         found.dli_fbase == self.dli_fbase;
+}
+
+}  // namespace
+
+extern "C" {
+// The C library's dlsym (found once; see the x86-64 entry below).
+__attribute__((visibility("hidden"))) Dlsym simprof_hook_real_dlsym = nullptr;
+
+__attribute__((visibility("hidden"))) Dlsym simprof_hook_find_real_dlsym() noexcept {
+  void* f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+  if (f == nullptr) f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+  simprof_hook_real_dlsym = reinterpret_cast<Dlsym>(f);
+  return simprof_hook_real_dlsym;
+}
+}
+
+namespace {
+
+Dlsym real_dlsym() noexcept {
+  const Dlsym d = simprof_hook_real_dlsym;
+  return d != nullptr ? d : simprof_hook_find_real_dlsym();
+}
+
+// The driver's own `name` (null when libcuda is not loaded or has none).
+void* driver_symbol(const char* name) noexcept {
+  void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (cuda == nullptr) return nullptr;
+  void* p = real_dlsym()(cuda, name);
+  dlclose(cuda);
+  return p;
+}
+
+// What the program is handed for `symbol` (a name as cuGetProcAddress or dlsym takes it), found
+// as `fn`.
+void* handed(const char* symbol, void* fn, bool per_thread_asked) noexcept {
+  if (fn == nullptr || symbol == nullptr || symbol[0] != 'c' || symbol[1] != 'u') return fn;
+  if (std::strncmp(symbol, "cuGetProcAddress", 16) == 0) {
+    if (fn == g_get_proc2.load() || fn == driver_symbol("cuGetProcAddress_v2")) {
+      g_get_proc2.store(fn);
+      return reinterpret_cast<void*>(&get_proc2_hook);
+    }
+    if (fn == g_get_proc.load() || fn == driver_symbol("cuGetProcAddress")) {
+      g_get_proc.store(fn);
+      return reinterpret_cast<void*>(&get_proc_hook);
+    }
+    return fn;
+  }
+  const Entry* e = entry(symbol);
+  if (e == nullptr) return fn;
+  bool per_thread = e->per_thread || per_thread_asked;
+  if (!e->per_thread && !per_thread_asked) {  // CU_GET_PROC_ADDRESS_DEFAULT may give either
+    char ptsz[64];
+    std::strncpy(ptsz, symbol, sizeof ptsz - 6);
+    ptsz[sizeof ptsz - 6] = 0;
+    std::strcat(ptsz, "_ptsz");
+    per_thread = fn == driver_symbol(ptsz);
+  }
+  return hook_for(e->family, per_thread, fn);
+}
+
+CUresult get_proc_hook(const char* symbol, void** pfn, int version, cuuint64_t flags) {
+  const auto driver = reinterpret_cast<GetProc>(g_get_proc.load());
+  if (driver == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const CUresult r = driver(symbol, pfn, version, flags);
+  if (r == CUDA_SUCCESS && pfn != nullptr)
+    *pfn = handed(symbol, *pfn, (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0);
+  return r;
+}
+
+CUresult get_proc2_hook(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                        CUdriverProcAddressQueryResult* status) {
+  const auto driver = reinterpret_cast<GetProc2>(g_get_proc2.load());
+  if (driver == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const CUresult r = driver(symbol, pfn, version, flags, status);
+  if (r == CUDA_SUCCESS && pfn != nullptr)
+    *pfn = handed(symbol, *pfn, (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0);
+  return r;
+}
+
+// A program linked to libcuda calls the exported launch functions: the driver's is the next one.
+template <class Fn>
+Fn next(Family f, bool per_thread, const char* name) noexcept {
+  static std::atomic<void*> found[kFamilies][2];
+  void* p = found[f][per_thread].load(std::memory_order_relaxed);
+  if (p == nullptr) {
+    p = real_dlsym()(RTLD_NEXT, name);
+    found[f][per_thread].store(p, std::memory_order_relaxed);
+  }
+  return reinterpret_cast<Fn>(p);
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("hidden"))) void* simprof_hook_dlsym(void* handle,
+                                                                          const char* name) {
+  return handed(name, real_dlsym()(handle, name), false);
+}
+
+#if defined(__x86_64__)
+// dlsym itself. RTLD_NEXT is resolved from dlsym's caller (its return address), so that case jumps
+// to the C library's with the caller's return address untouched; every other handle goes through
+// simprof_hook_dlsym.
+__asm__(R"(
+  .text
+  .globl dlsym
+  .type dlsym, @function
+dlsym:
+  .cfi_startproc
+  endbr64
+  cmpq $-1, %rdi
+  jne simprof_hook_dlsym
+  movq simprof_hook_real_dlsym(%rip), %rax
+  testq %rax, %rax
+  jnz 1f
+  pushq %rdi
+  .cfi_adjust_cfa_offset 8
+  pushq %rsi
+  .cfi_adjust_cfa_offset 8
+  subq $8, %rsp
+  .cfi_adjust_cfa_offset 8
+  call simprof_hook_find_real_dlsym
+  addq $8, %rsp
+  .cfi_adjust_cfa_offset -8
+  popq %rsi
+  .cfi_adjust_cfa_offset -8
+  popq %rdi
+  .cfi_adjust_cfa_offset -8
+1:
+  jmp *%rax
+  .cfi_endproc
+  .size dlsym, .-dlsym
+)");
+#endif
+
+SIMPROF_EXPORT void simprof_launch_hook_watch(simprof_launch_watcher fn, void* context) {
+  t_watch = Watch{fn, context, g_generation.load()};
+}
+
+SIMPROF_EXPORT void simprof_launch_hook_retire() {
+  pthread_rwlock_wrlock(&g_calls);  // no call inside a watcher after this
+  g_generation.fetch_add(1);
+  pthread_rwlock_unlock(&g_calls);
+}
+
+SIMPROF_EXPORT std::uint64_t simprof_launch_hook_entries() { return g_entries.load(); }
+
+SIMPROF_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                       unsigned bx, unsigned by, unsigned bz, unsigned shared,
+                                       CUstream s, void** params, void** extra) {
+  notify(s, false);
+  return next<LaunchKernel>(kKernel, false, "cuLaunchKernel")(f, gx, gy, gz, bx, by, bz, shared, s,
+                                                              params, extra);
+}
+
+SIMPROF_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                            unsigned bx, unsigned by, unsigned bz, unsigned shared,
+                                            CUstream s, void** params, void** extra) {
+  notify(s, true);
+  return next<LaunchKernel>(kKernel, true, "cuLaunchKernel_ptsz")(f, gx, gy, gz, bx, by, bz, shared,
+                                                                  s, params, extra);
+}
+
+SIMPROF_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** params,
+                                         void** extra) {
+  notify(config != nullptr ? config->hStream : nullptr, false);
+  return next<LaunchKernelEx>(kKernelEx, false, "cuLaunchKernelEx")(config, f, params, extra);
+}
+
+SIMPROF_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f,
+                                              void** params, void** extra) {
+  notify(config != nullptr ? config->hStream : nullptr, true);
+  return next<LaunchKernelEx>(kKernelEx, true, "cuLaunchKernelEx_ptsz")(config, f, params, extra);
+}
+
+SIMPROF_EXPORT CUresult cuGraphLaunch(CUgraphExec g, CUstream s) {
+  notify(s, false);
+  return next<GraphLaunch>(kGraph, false, "cuGraphLaunch")(g, s);
+}
+
+SIMPROF_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s) {
+  notify(s, true);
+  return next<GraphLaunch>(kGraph, true, "cuGraphLaunch_ptsz")(g, s);
+}
