@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <limits>
 #include <stdexcept>
 #include <thread>
@@ -169,13 +168,23 @@ RangeSession& RangeSession::get() {
     auto* s = new RangeSession();  // never destroyed: NVTX may call until the process is gone
     std::atexit([] { RangeSession::get().finish(); });
     // A copy made by fork() (no exec) holds this process's steps: it profiles nothing more and
-    // writes nothing (no lock is taken in it: another thread may have held one at the fork).
-    pthread_atfork(nullptr, nullptr, [] { RangeSession::get().forked_.store(true); });
+    // writes nothing (no lock is taken in it: another thread may have held one at the fork). The
+    // handler never calls get(): a fork while it is still making the session would wait on it.
+    static std::atomic<RangeSession*> made{nullptr};
+    made.store(s);
+    pthread_atfork(nullptr, nullptr, [] {
+      if (RangeSession* copy = made.load()) copy->forked_.store(true);
+    });
     listen_for_reports(*s);
     if (!s->config_.json.empty()) snapshot_every(*s, s->config_.json_every_ms);
     // Once the report signal is handled: simprof run forwards SIGUSR1 to this pid from now on.
-    if (!s->config_.mark.empty() && s->config_.process.empty())
-      std::ofstream(s->config_.mark) << "started " << getpid() << "\n";
+    if (!s->config_.mark.empty() && s->config_.process.empty()) {
+      try {  // whole or not at all: simprof run reads the pid from it
+        write_file_atomic(s->config_.mark, fmt::format("started {}\n", getpid()));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "simprof run: %s\n", e.what());
+      }
+    }
     return s;
   }();
   return *session;

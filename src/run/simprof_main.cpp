@@ -37,8 +37,7 @@ void forward_usr1(int) {
   pid_t pid = 0;
   for (ssize_t i = 0; i < n; ++i)
     if (text[i] >= '0' && text[i] <= '9') pid = pid * 10 + (text[i] - '0');
-  if (pid <= 0) pid = child;
-  if (pid > 0) kill(pid, simprof::run::report_signal());
+  if (pid > 0) kill(pid, simprof::run::report_signal());  // none: no tool took the run yet
 }
 
 bool exists(const std::string& path) { return access(path.c_str(), R_OK) == 0; }

@@ -2,19 +2,21 @@
 // libsimprof_launch_hook.so: the driver's kernel and graph launches seen without CUPTI, for
 // LaunchScopes (launch_hook.hpp). `simprof run --gpu-launches hook` preloads it (LD_PRELOAD).
 //
-// The CUDA runtime, torch, Warp and Triton find the driver's functions through dlsym() on
-// libcuda and through the cuGetProcAddress it hands out; this library stands in for dlsym (on
-// x86-64), hands out its own cuGetProcAddress, and gives each launch entry point asked for
-// (cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel, cuGraphLaunch and their
-// per-thread-stream forms) as a hook that tells the calling thread's watcher, if it has one, and
-// calls the driver's. A program linked to libcuda calls the exported launch functions below.
-// Without a watcher a launch costs a thread-local read more. Nothing here needs a GPU.
+// Programs find the driver's functions through dlsym() on libcuda and the cuGetProcAddress it
+// hands out: this library stands in for dlsym (x86-64), hands out its own cuGetProcAddress, and
+// gives each launch entry point (cuLaunchKernel, -Ex, cuLaunchCooperativeKernel, cuGraphLaunch,
+// and their per-thread-stream forms) as a hook that tells the calling thread's watcher, if any,
+// then calls the driver's. A library linked to libcuda calls the exported launch functions below.
 #include <cuda.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "launch_hook.hpp"
@@ -23,7 +25,6 @@
 
 namespace {
 
-using Dlsym = void* (*)(void*, const char*);
 using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t);
 using GetProc2 = CUresult (*)(const char*, void**, int, cuuint64_t,
                               CUdriverProcAddressQueryResult*);
@@ -112,16 +113,14 @@ struct Entry {
   Family family;
   bool per_thread;
 };
+// clang-format off
 constexpr Entry kEntries[] = {
-    {"cuLaunchKernel", kKernel, false},
-    {"cuLaunchKernel_ptsz", kKernel, true},
-    {"cuLaunchKernelEx", kKernelEx, false},
-    {"cuLaunchKernelEx_ptsz", kKernelEx, true},
+    {"cuLaunchKernel", kKernel, false}, {"cuLaunchKernel_ptsz", kKernel, true},
+    {"cuLaunchKernelEx", kKernelEx, false}, {"cuLaunchKernelEx_ptsz", kKernelEx, true},
     {"cuLaunchCooperativeKernel", kCooperative, false},
     {"cuLaunchCooperativeKernel_ptsz", kCooperative, true},
-    {"cuGraphLaunch", kGraph, false},
-    {"cuGraphLaunch_ptsz", kGraph, true},
-};
+    {"cuGraphLaunch", kGraph, false}, {"cuGraphLaunch_ptsz", kGraph, true}};
+// clang-format on
 
 const Entry* entry(const char* name) noexcept {
   for (const Entry& e : kEntries)
@@ -159,59 +158,69 @@ bool is_hook(void* p) noexcept {
          found.dli_fbase == self.dli_fbase;
 }
 
-}  // namespace
-
-extern "C" {
-// The C library's dlsym (found once; see the x86-64 entry below).
-__attribute__((visibility("hidden"))) Dlsym simprof_hook_real_dlsym = nullptr;
-
-__attribute__((visibility("hidden"))) Dlsym simprof_hook_find_real_dlsym() noexcept {
-  void* f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-  if (f == nullptr) f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-  simprof_hook_real_dlsym = reinterpret_cast<Dlsym>(f);
-  return simprof_hook_real_dlsym;
-}
-}
-
-namespace {
-
-Dlsym real_dlsym() noexcept {
-  const Dlsym d = simprof_hook_real_dlsym;
+simprof_dlsym real_dlsym() noexcept {
+  const simprof_dlsym d = simprof_hook_real_dlsym;
   return d != nullptr ? d : simprof_hook_find_real_dlsym();
+}
+
+// The driver, libcuda.so.1, while it is loaded (never loads it): a handle to dlclose, or null. A
+// failure leaves nothing for the caller's dlerror() (its own dlsym succeeded).
+void* driver() noexcept {
+  void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (cuda == nullptr) dlerror();
+  return cuda;
 }
 
 // The driver's own `name` (null when libcuda is not loaded or has none).
 void* driver_symbol(const char* name) noexcept {
-  void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  void* cuda = driver();
   if (cuda == nullptr) return nullptr;
   void* p = real_dlsym()(cuda, name);
+  if (p == nullptr) dlerror();
   dlclose(cuda);
   return p;
+}
+
+// Whether `fn` is the driver's (another library's cu* function is left alone).
+bool in_driver(void* fn) noexcept {
+  void* cuda = driver();
+  if (cuda == nullptr) return false;
+  Dl_info info{};
+  void* map = nullptr;
+  const bool in = dladdr1(fn, &info, &map, RTLD_DL_LINKMAP) != 0 && map == cuda;
+  dlclose(cuda);
+  return in;
 }
 
 // What the program is handed for `symbol` (a name as cuGetProcAddress or dlsym takes it), found
 // as `fn`.
 void* handed(const char* symbol, void* fn, bool per_thread_asked) noexcept {
   if (fn == nullptr || symbol == nullptr || symbol[0] != 'c' || symbol[1] != 'u') return fn;
-  if (std::strncmp(symbol, "cuGetProcAddress", 16) == 0) {
-    if (fn == g_get_proc2.load() || fn == driver_symbol("cuGetProcAddress_v2")) {
+  const bool get_proc = std::strncmp(symbol, "cuGetProcAddress", 16) == 0;
+  const Entry* e = get_proc ? nullptr : entry(symbol);
+  if (!get_proc && e == nullptr) return fn;
+  if (is_hook(fn)) {  // this library's: an exported launch function is no driver's without one
+    void* cuda = driver();
+    if (cuda == nullptr) return nullptr;
+    dlclose(cuda);
+    return fn;
+  }
+  if (!in_driver(fn)) return fn;
+  if (get_proc) {
+    if (fn == driver_symbol("cuGetProcAddress_v2")) {
       g_get_proc2.store(fn);
       return reinterpret_cast<void*>(&get_proc2_hook);
     }
-    if (fn == g_get_proc.load() || fn == driver_symbol("cuGetProcAddress")) {
+    if (fn == driver_symbol("cuGetProcAddress")) {
       g_get_proc.store(fn);
       return reinterpret_cast<void*>(&get_proc_hook);
     }
     return fn;
   }
-  const Entry* e = entry(symbol);
-  if (e == nullptr) return fn;
   bool per_thread = e->per_thread || per_thread_asked;
-  if (!e->per_thread && !per_thread_asked) {  // CU_GET_PROC_ADDRESS_DEFAULT may give either
+  if (!per_thread) {  // CU_GET_PROC_ADDRESS_DEFAULT may give either form
     char ptsz[64];
-    std::strncpy(ptsz, symbol, sizeof ptsz - 6);
-    ptsz[sizeof ptsz - 6] = 0;
-    std::strcat(ptsz, "_ptsz");
+    std::snprintf(ptsz, sizeof ptsz, "%s_ptsz", symbol);
     per_thread = fn == driver_symbol(ptsz);
   }
   return hook_for(e->family, per_thread, fn);
@@ -236,60 +245,31 @@ CUresult get_proc2_hook(const char* symbol, void** pfn, int version, cuuint64_t 
   return r;
 }
 
-// A program linked to libcuda calls the exported launch functions: the driver's is the next one.
-template <class Fn>
-Fn next(Family f, bool per_thread, const char* name) noexcept {
-  static std::atomic<void*> found[kFamilies][2];
-  void* p = found[f][per_thread].load(std::memory_order_relaxed);
+// A library linked to libcuda calls the exported launch functions: the driver's is the next one in
+// the global scope, or libcuda's own where a library loaded it locally (dlopen RTLD_LOCAL).
+std::atomic<void*> g_next[kFamilies][2];
+
+template <class Fn, class... Args>
+CUresult forward(Family f, bool per_thread, const char* name, CUstream s, Args... args) {
+  notify(s, per_thread);
+  void* p = g_next[f][per_thread].load(std::memory_order_relaxed);
   if (p == nullptr) {
     p = real_dlsym()(RTLD_NEXT, name);
-    found[f][per_thread].store(p, std::memory_order_relaxed);
+    if (p == nullptr || is_hook(p)) p = driver_symbol(name);
+    if (p == nullptr) {
+      dlerror();
+      return CUDA_ERROR_NOT_INITIALIZED;  // no driver in the process
+    }
+    g_next[f][per_thread].store(p, std::memory_order_relaxed);
   }
-  return reinterpret_cast<Fn>(p);
+  return reinterpret_cast<Fn>(p)(args...);
 }
 
 }  // namespace
 
-extern "C" __attribute__((visibility("hidden"))) void* simprof_hook_dlsym(void* handle,
-                                                                          const char* name) {
+void* simprof_hook_dlsym(void* handle, const char* name) {
   return handed(name, real_dlsym()(handle, name), false);
 }
-
-#if defined(__x86_64__)
-// dlsym itself. RTLD_NEXT is resolved from dlsym's caller (its return address), so that case jumps
-// to the C library's with the caller's return address untouched; every other handle goes through
-// simprof_hook_dlsym.
-__asm__(R"(
-  .text
-  .globl dlsym
-  .type dlsym, @function
-dlsym:
-  .cfi_startproc
-  endbr64
-  cmpq $-1, %rdi
-  jne simprof_hook_dlsym
-  movq simprof_hook_real_dlsym(%rip), %rax
-  testq %rax, %rax
-  jnz 1f
-  pushq %rdi
-  .cfi_adjust_cfa_offset 8
-  pushq %rsi
-  .cfi_adjust_cfa_offset 8
-  subq $8, %rsp
-  .cfi_adjust_cfa_offset 8
-  call simprof_hook_find_real_dlsym
-  addq $8, %rsp
-  .cfi_adjust_cfa_offset -8
-  popq %rsi
-  .cfi_adjust_cfa_offset -8
-  popq %rdi
-  .cfi_adjust_cfa_offset -8
-1:
-  jmp *%rax
-  .cfi_endproc
-  .size dlsym, .-dlsym
-)");
-#endif
 
 SIMPROF_EXPORT void simprof_launch_hook_watch(simprof_launch_watcher fn, void* context) {
   t_watch = Watch{fn, context, g_generation.load()};
@@ -306,37 +286,51 @@ SIMPROF_EXPORT std::uint64_t simprof_launch_hook_entries() { return g_entries.lo
 SIMPROF_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                        unsigned bx, unsigned by, unsigned bz, unsigned shared,
                                        CUstream s, void** params, void** extra) {
-  notify(s, false);
-  return next<LaunchKernel>(kKernel, false, "cuLaunchKernel")(f, gx, gy, gz, bx, by, bz, shared, s,
-                                                              params, extra);
+  return forward<LaunchKernel>(kKernel, false, "cuLaunchKernel", s, f, gx, gy, gz, bx, by, bz,
+                               shared, s, params, extra);
 }
 
 SIMPROF_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                             unsigned bx, unsigned by, unsigned bz, unsigned shared,
                                             CUstream s, void** params, void** extra) {
-  notify(s, true);
-  return next<LaunchKernel>(kKernel, true, "cuLaunchKernel_ptsz")(f, gx, gy, gz, bx, by, bz, shared,
-                                                                  s, params, extra);
+  return forward<LaunchKernel>(kKernel, true, "cuLaunchKernel_ptsz", s, f, gx, gy, gz, bx, by, bz,
+                               shared, s, params, extra);
 }
 
 SIMPROF_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** params,
                                          void** extra) {
-  notify(config != nullptr ? config->hStream : nullptr, false);
-  return next<LaunchKernelEx>(kKernelEx, false, "cuLaunchKernelEx")(config, f, params, extra);
+  return forward<LaunchKernelEx>(kKernelEx, false, "cuLaunchKernelEx",
+                                 config != nullptr ? config->hStream : nullptr, config, f, params,
+                                 extra);
 }
 
 SIMPROF_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f,
                                               void** params, void** extra) {
-  notify(config != nullptr ? config->hStream : nullptr, true);
-  return next<LaunchKernelEx>(kKernelEx, true, "cuLaunchKernelEx_ptsz")(config, f, params, extra);
+  return forward<LaunchKernelEx>(kKernelEx, true, "cuLaunchKernelEx_ptsz",
+                                 config != nullptr ? config->hStream : nullptr, config, f, params,
+                                 extra);
+}
+
+SIMPROF_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy,
+                                                  unsigned gz, unsigned bx, unsigned by,
+                                                  unsigned bz, unsigned shared, CUstream s,
+                                                  void** params) {
+  return forward<LaunchCooperative>(kCooperative, false, "cuLaunchCooperativeKernel", s, f, gx, gy,
+                                    gz, bx, by, bz, shared, s, params);
+}
+
+SIMPROF_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy,
+                                                       unsigned gz, unsigned bx, unsigned by,
+                                                       unsigned bz, unsigned shared, CUstream s,
+                                                       void** params) {
+  return forward<LaunchCooperative>(kCooperative, true, "cuLaunchCooperativeKernel_ptsz", s, f, gx,
+                                    gy, gz, bx, by, bz, shared, s, params);
 }
 
 SIMPROF_EXPORT CUresult cuGraphLaunch(CUgraphExec g, CUstream s) {
-  notify(s, false);
-  return next<GraphLaunch>(kGraph, false, "cuGraphLaunch")(g, s);
+  return forward<GraphLaunch>(kGraph, false, "cuGraphLaunch", s, g, s);
 }
 
 SIMPROF_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s) {
-  notify(s, true);
-  return next<GraphLaunch>(kGraph, true, "cuGraphLaunch_ptsz")(g, s);
+  return forward<GraphLaunch>(kGraph, true, "cuGraphLaunch_ptsz", s, g, s);
 }

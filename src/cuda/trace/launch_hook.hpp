@@ -11,6 +11,15 @@ extern "C" {
 /// driver: the stream as the launch named it, and whether the launch was a per-thread-default-
 /// stream form (where a null stream is the thread's own).
 typedef void (*simprof_launch_watcher)(void* context, void* stream, int per_thread);
+
+// Inside the hook library only (launch_hook.cpp, launch_hook_dlsym.cpp).
+typedef void* (*simprof_dlsym)(void* handle, const char* name);
+/// The C library's dlsym, once found (null before).
+extern __attribute__((visibility("hidden"))) simprof_dlsym simprof_hook_real_dlsym;
+/// Finds it (the program ends, saying so, when there is none).
+__attribute__((visibility("hidden"))) simprof_dlsym simprof_hook_find_real_dlsym() noexcept;
+/// dlsym for every handle but RTLD_NEXT: the C library's answer, or the hook standing for it.
+__attribute__((visibility("hidden"))) void* simprof_hook_dlsym(void* handle, const char* name);
 }
 
 namespace simprof::cuda::detail {

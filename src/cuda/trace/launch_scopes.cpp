@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "simprof/cuda/trace/launch_scopes.hpp"
 
+// cupti.h: with the launch calls' parameter structs (generated_*_meta.h)
 #include <cuda_runtime_api.h>
 #include <cupti.h>
-#include <dlfcn.h>  // with the launch calls' parameter structs (generated_*_meta.h)
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <array>
@@ -164,9 +165,10 @@ struct LaunchScopes::Impl {
     self->launched(stream_of(id, d->functionParams));
   }
 
-  // The launch hook's watcher: only ever the arming thread's, while armed.
+  // The launch hook's watcher: set on the arming thread only, while armed.
   static void on_hook_launch(void* context, void* stream, int per_thread) {
     auto* self = static_cast<Impl*>(context);
+    if (self->armed_thread.load(std::memory_order_acquire) != std::this_thread::get_id()) return;
     self->launched(stream == nullptr && per_thread != 0 ? cudaStreamPerThread
                                                         : static_cast<cudaStream_t>(stream));
   }

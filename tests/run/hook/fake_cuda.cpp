@@ -7,9 +7,12 @@
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 
 extern "C" {
-// Calls of kernel, kernel_ptsz, ex, ex_ptsz, (cooperative: unused), graph, graph_ptsz.
+// Calls of kernel, kernel_ptsz, ex, ex_ptsz, cooperative, cooperative_ptsz, graph, graph_ptsz.
 __attribute__((visibility("default"))) int fake_calls[8];
 __attribute__((visibility("default"))) void* fake_stream;  // the last launch's
+// CU_GET_PROC_ADDRESS_DEFAULT gives the per-thread form (as under
+// CUDA_API_PER_THREAD_DEFAULT_STREAM).
+__attribute__((visibility("default"))) int fake_default_per_thread;
 }
 
 namespace {
@@ -34,6 +37,10 @@ FAKE_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction, void*
 FAKE_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* c, CUfunction, void**, void**) {
   return count(3, c->hStream);
 }
+FAKE_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                                               unsigned, unsigned, unsigned, CUstream s, void**) {
+  return count(4, s);
+}
 FAKE_EXPORT CUresult cuGraphLaunch(CUgraphExec, CUstream s) { return count(6, s); }
 FAKE_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec, CUstream s) { return count(7, s); }
 
@@ -43,7 +50,8 @@ FAKE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int, cu
   static void* const self = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
   char name[96] = {};
   __builtin_snprintf(name, sizeof name, "%s%s", symbol,
-                     (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) &&
+                     ((flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) ||
+                      (flags == CU_GET_PROC_ADDRESS_DEFAULT && fake_default_per_thread)) &&
                              __builtin_strncmp(symbol, "cuGetProc", 9) != 0
                          ? "_ptsz"
                          : "");

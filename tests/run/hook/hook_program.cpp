@@ -15,6 +15,7 @@
 #include "../../../src/cuda/trace/launch_hook.hpp"
 
 extern "C" int fake_calls[8];
+extern "C" int fake_default_per_thread;
 extern "C" void* fake_stream;
 extern "C" void* fake_next_probe();
 extern "C" int fake_next_loaded();
@@ -48,6 +49,8 @@ using LaunchKernel = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsi
                                   unsigned, unsigned, CUstream, void**, void**);
 using LaunchKernelEx = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**);
 using GraphLaunch = CUresult (*)(CUgraphExec, CUstream);
+using LaunchCooperative = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                       unsigned, unsigned, CUstream, void**);
 
 CUstream stream(std::uintptr_t v) { return reinterpret_cast<CUstream>(v); }
 
@@ -99,31 +102,44 @@ int main() {
   reinterpret_cast<LaunchKernelEx>(p)(&config, nullptr, nullptr, nullptr);
   expect(fake_calls[2] == 1 && seen.n == 4 && seen.stream == stream(0x30),
          "cuLaunchKernelEx: the stream of its config");
+  // CU_GET_PROC_ADDRESS_DEFAULT may give the per-thread form: told as one.
+  fake_default_per_thread = 1;
+  get("cuGraphLaunch", &p, 13000, CU_GET_PROC_ADDRESS_DEFAULT, nullptr);
+  fake_default_per_thread = 0;
+  reinterpret_cast<GraphLaunch>(p)(nullptr, nullptr);
+  expect(fake_calls[7] == 1 && seen.n == 5 && seen.per_thread == 1,
+         "the default flag's per-thread form is told as one");
+  get("cuLaunchCooperativeKernel", &p, 13000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, nullptr);
+  reinterpret_cast<LaunchCooperative>(p)(nullptr, 1, 1, 1, 1, 1, 1, 0, stream(0x38), nullptr);
+  expect(fake_calls[4] == 1 && seen.n == 6 && seen.stream == stream(0x38),
+         "cuLaunchCooperativeKernel through cuGetProcAddress");
   get("cuGetProcAddress", &p, 13000, CU_GET_PROC_ADDRESS_DEFAULT, nullptr);
   expect(p == reinterpret_cast<void*>(get), "cuGetProcAddress asked of itself is the hook's");
 
   // By dlsym on libcuda.
+  dlerror();
   const auto graph = reinterpret_cast<GraphLaunch>(dlsym(cuda, "cuGraphLaunch_ptsz"));
+  expect(dlerror() == nullptr, "a dlsym that found its symbol leaves no error");
   graph(nullptr, stream(0x40));
-  expect(fake_calls[7] == 1 && seen.n == 5 && seen.stream == stream(0x40) && seen.per_thread == 1,
+  expect(fake_calls[7] == 2 && seen.n == 7 && seen.stream == stream(0x40) && seen.per_thread == 1,
          "cuGraphLaunch_ptsz by dlsym");
   expect(dlsym(RTLD_DEFAULT, "cuLaunchKernel") == reinterpret_cast<void*>(&cuLaunchKernel),
          "the hook's own export is handed out as it is");
-  expect(entries() >= 4, "entry points counted: " + std::to_string(entries()));
+  expect(entries() == 5, "entry points counted: " + std::to_string(entries()));
 
   // Another thread's launches, no watcher, a retired watcher: nothing told.
   std::thread([&] {
     launch(reinterpret_cast<LaunchKernel>(dlsym(cuda, "cuLaunchKernel")), stream(0x50));
   }).join();
-  expect(fake_calls[0] == 3 && seen.n == 5,
+  expect(fake_calls[0] == 3 && seen.n == 7,
          "another thread's launch tells this thread's watcher nothing");
   watch(nullptr, nullptr);
   graph(nullptr, stream(0x60));
-  expect(fake_calls[7] == 2 && seen.n == 5, "no watcher: nothing told");
+  expect(fake_calls[7] == 3 && seen.n == 7, "no watcher: nothing told");
   watch(&watcher, &seen);
   retire();
   graph(nullptr, stream(0x70));
-  expect(fake_calls[7] == 3 && seen.n == 5, "a retired watcher is never called");
+  expect(fake_calls[7] == 4 && seen.n == 7, "a retired watcher is never called");
 
   // dlsym(RTLD_NEXT) from a library finds the library after it, as without the hook.
   const auto probe = reinterpret_cast<int (*)()>(fake_next_probe());
