@@ -11,9 +11,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <limits>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -80,7 +82,10 @@ void listen_for_reports(RangeSession& session) {
   if (pipe2(report_pipe, O_CLOEXEC) != 0) return;
   std::thread([&session] {
     char c = 0;
-    while (read(report_pipe[0], &c, 1) == 1) std::fputs(session.report().c_str(), stderr);
+    while (read(report_pipe[0], &c, 1) == 1)
+      std::fputs(("simprof run: the report so far (SIGUSR1); the run goes on\n" + session.report())
+                     .c_str(),
+                 stderr);
   }).detach();
   struct sigaction sa {};
   sa.sa_sigaction = on_report_signal;
@@ -90,6 +95,14 @@ void listen_for_reports(RangeSession& session) {
 }
 
 }  // namespace
+
+// This process's command line (another process of the run than its first).
+static std::string own_command() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  for (std::string a; std::getline(in, a, '\0');) args.push_back(a);
+  return shell_line(args);
+}
 
 // The variable as a whole number in [least, most]; `fallback` when it is not set.
 long long whole(const char* name, long long fallback, long long least, long long most) {
@@ -146,6 +159,7 @@ RunConfig RunConfig::from_env() {
       close(fd);
     } else if (errno == EEXIST) {
       c.process = fmt::format("pid{}", getpid());
+      c.command = own_command();  // this process's, not the run's
       c.json = process_path(c.json, c.process, false);
       c.trace_dir = process_path(c.trace_dir, c.process, true);
     }

@@ -12,9 +12,11 @@ namespace simprof::run {
 RangeSteps::RangeSteps(StepProfiler& prof, RangeStepsOptions options)
     : prof_(prof), options_(std::move(options)), step_(options_.step) {}
 
-void RangeSteps::choose(std::uint64_t thread, std::string_view name, std::size_t depth) {
+void RangeSteps::choose(std::uint64_t thread, std::string_view name, std::size_t depth,
+                        const char* why) {
   if (step_chosen()) {
     ++counts_.step_changes;
+    change_why_ = why;
     previous_ = step_;
     prof_.reset_stats();  // the steps so far were another range's
     steps_ = 0;
@@ -42,14 +44,19 @@ void RangeSteps::learn(Thread& t, std::uint64_t thread, std::string_view name) {
     // The choice has had no stage (a leaf: a loader thread's range), this one had ranges inside.
     const bool fuller = prof_.num_stages() == kPeriodStage + 1 &&
                         std::find(t.parents.begin(), t.parents.end(), name) != t.parents.end();
-    // The main thread's range from another thread's (a loader's or decoder's that repeated first).
-    const bool to_main = options_.main_thread != 0 && thread == options_.main_thread &&
-                         step_thread_ != options_.main_thread;
-    if (!young || !(shallower || fuller || to_main)) return;
+    // The main thread's range from another thread's (a loader's or decoder's that repeated first),
+    // however long that choice has stood: which thread's NVTX call came first is scheduling.
+    const bool to_main = off_main() && thread == options_.main_thread;
+    if (!((young && (shallower || fuller)) || to_main)) return;
+    const char* why = to_main     ? "the main thread's range"
+                      : shallower ? "a shallower range"
+                                  : "a range with ranges inside it";
     if (prof_.in_step()) {  // the chosen range is open (on another thread): at its step's end
-      pending_ = Pending{true, thread, name, depth};
+      pending_ = Pending{true, thread, name, depth, why};
       return;
     }
+    choose(thread, name, depth, why);
+    return;
   }
   choose(thread, name, depth);
 }
@@ -97,7 +104,8 @@ void RangeSteps::push(std::uint64_t thread, std::string_view name, std::uint64_t
   ++it->second;
   name = it->first;  // the session's copy
   Thread& t = threads_[thread];
-  if (options_.step.empty() && (!step_chosen() || steps_ < kLearningSteps) && name != kManyNames)
+  if (options_.step.empty() && (!step_chosen() || steps_ < kLearningSteps || off_main()) &&
+      name != kManyNames)
     learn(t, thread, name);
   if (!have_step_thread_ && step_chosen() && name == step_) {
     step_thread_ = thread;  // --step NAME: the first thread that pushes it
@@ -226,7 +234,7 @@ void RangeSteps::close_at(Thread& t, std::size_t at, bool traced) {
   t.stack.erase(t.stack.begin() + static_cast<std::ptrdiff_t>(at));
   if (step_ended && pending_.set) {  // a takeover that waited for this step's end
     pending_.set = false;
-    choose(pending_.thread, pending_.name, pending_.depth);
+    choose(pending_.thread, pending_.name, pending_.depth, pending_.why);
   }
 }
 

@@ -21,8 +21,8 @@ namespace simprof::run {
 struct RangeStepsOptions {
   // The step's range name; empty: the outermost range that repeats (chosen while the first steps
   // run: a shallower range that repeats later, within kLearningSteps steps, takes over; so does a
-  // range with ranges inside it from a choice that has none, such as a loader thread's, and a
-  // range of the main thread from another thread's).
+  // range with ranges inside it from a choice that has none, such as a loader thread's; and a
+  // range of the main thread from another thread's, however long that choice has stood).
   std::string step;
   // The process's main thread (0: none known): where the steps are when threads race to repeat.
   std::uint64_t main_thread = 0;
@@ -79,6 +79,9 @@ class RangeSteps {
   const RangeCounts& counts() const noexcept { return counts_; }
   // The range the steps were of before the latest change ("" when none).
   const std::string& previous_step() const noexcept { return previous_; }
+  // What made the last change: "a shallower range", "a range with ranges inside it" or "the main
+  // thread's range".
+  const char* change_why() const noexcept { return change_why_; }
   // Why the first stage left out was refused.
   const std::string& first_refusal() const noexcept { return first_refusal_; }
   // Ranges seen, by name, with how many times each was pushed (for "what was seen").
@@ -131,7 +134,13 @@ class RangeSteps {
   void drop_step(Thread& t, std::size_t from);
   void end_stages(Thread& t, std::size_t from);
   void forget(const Frame& f);  // a started range closed early: its end() is quiet (traced)
-  void choose(std::uint64_t thread, std::string_view name, std::size_t depth);
+  // `why`: what made a later range take over ("a shallower range", ...).
+  void choose(std::uint64_t thread, std::string_view name, std::size_t depth, const char* why = "");
+  const char* change_why_ = "";  // the last takeover's why
+  // The step is another thread's than the main one's (where that is known).
+  bool off_main() const noexcept {
+    return options_.main_thread != 0 && step_chosen() && step_thread_ != options_.main_thread;
+  }
   StageId stage_for(const Thread& t, std::string_view name);
 
   StepProfiler& prof_;
@@ -175,6 +184,7 @@ class RangeSteps {
     std::uint64_t thread = 0;
     std::string_view name;
     std::size_t depth = 0;
+    const char* why = "";
   } pending_;
 };
 

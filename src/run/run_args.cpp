@@ -30,9 +30,25 @@ const char* const kRunUsage =
     "  --gpu-launches cupti|hook  how the launches are seen: CUPTI's callbacks (default), or\n"
     "               simprof's launch hook, preloaded into the program (no CUPTI)\n"
     "  --no-fps     no FPS line while it runs (the stage table is still printed at exit)\n"
-    "  The stage table is printed at exit, and on SIGUSR1 (kill -USR1 <simprof's pid>).";
+    "  The stage table is printed at exit, and on SIGUSR1 (kill -USR1 <simprof's pid>). The\n"
+    "  program's exit status is passed on. Another process of the program that makes NVTX calls\n"
+    "  is profiled on its own (FILE.pidN.json). SIMPROF_RUN_JSON_EVERY_MS: the record's snapshots.";
 
 int report_signal() noexcept { return SIGRTMAX - 3; }
+
+// The command as a shell would take it back: each argument quoted where it needs to be.
+std::string shell_line(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) {
+    const bool plain = !s.empty() && s.find_first_not_of(
+                                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
+                                         "OPQRSTUVWXYZ0123456789_-./=:,+@%") == std::string::npos;
+    std::string q = "'";
+    for (const char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += (out.empty() ? "" : " ") + (plain ? s : q + "'");
+  }
+  return out;
+}
 
 bool parse_whole(const std::string& text, long long least, long long most, long long& out) {
   char* end = nullptr;

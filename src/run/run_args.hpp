@@ -31,6 +31,9 @@ extern const char* const kRunUsage;
 // a real-time one, so that the program's own SIGUSR1 stays the program's.
 int report_signal() noexcept;
 
+// The command as a shell would take it back: each argument quoted where it needs to be.
+std::string shell_line(const std::vector<std::string>& command);
+
 // `text` as a whole number in [least, most] (nothing after it); false, `out` untouched, otherwise.
 // The one reading of numbers for the command line and the environment the tool reads.
 bool parse_whole(const std::string& text, long long least, long long most, long long& out);

@@ -119,20 +119,6 @@ void say_record(const std::string& path, bool crashed) {
     std::fprintf(stderr, "simprof run: the run record: %s\n", path.c_str());
 }
 
-// The command as a shell would take it back: each argument quoted where it needs to be.
-std::string joined(const std::vector<std::string>& v) {
-  std::string out;
-  for (const std::string& s : v) {
-    const bool plain = !s.empty() && s.find_first_not_of(
-                                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
-                                         "OPQRSTUVWXYZ0123456789_-./=:,+@%") == std::string::npos;
-    std::string q = "'";
-    for (const char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    out += (out.empty() ? "" : " ") + (plain ? s : q + "'");
-  }
-  return out;
-}
-
 // Why there is no NVTX tool to run a program with: not found, or not built.
 void say_no_tool(const std::string& looked) {
 #ifdef SIMPROF_RUN_TOOL
@@ -196,7 +182,7 @@ int run(const simprof::run::RunArgs& a) {
   setenv("SIMPROF_RUN_STEP", a.step.c_str(), 1);
   setenv("SIMPROF_RUN_N_ENVS", std::to_string(a.n_envs).c_str(), 1);
   setenv("SIMPROF_RUN_JSON", json.c_str(), 1);
-  setenv("SIMPROF_RUN_COMMAND", joined(a.command).c_str(), 1);
+  setenv("SIMPROF_RUN_COMMAND", simprof::run::shell_line(a.command).c_str(), 1);
   if (!a.fps) setenv("SIMPROF_SHOW_FPS", "0", 1);
   setenv("SIMPROF_RUN_GPU", a.gpu < 0 ? "auto" : a.gpu ? "1" : "0", 1);
   if (a.gpu_every > 0) setenv("SIMPROF_RUN_GPU_EVERY", std::to_string(a.gpu_every).c_str(), 1);

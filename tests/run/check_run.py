@@ -64,8 +64,9 @@ with tempfile.TemporaryDirectory() as d:
     rec = json.load(open(path))
     others = [f for f in os.listdir(d) if f.startswith("run.pid") and f.endswith(".json")]
     other = json.load(open(os.path.join(d, others[0]))) if len(others) == 1 else {}
-    expect("a worker process has its own record, beside the program's",
-           rc == 3 and rec["steps"] == 20 and other.get("steps") == 9, out + str(others))
+    expect("a worker process has its own record, beside the program's, with its own command",
+           rc == 3 and rec["steps"] == 20 and other.get("steps") == 9
+           and other["provenance"]["command"].endswith("nvtx_program 9"), out + str(others))
     expect("the worker's report says whose it is",
            re.search(r'simprof run \(pid\d+\): 9 steps of the NVTX range "step"', out) is not None
            and re.search(r"simprof run \(pid\d+\): this process's run record: .*run\.pid\d+\.json",
@@ -181,6 +182,7 @@ expect("a missing pop drops one step, not the rest of the run",
 rc, out = run("run", "--no-fps", "--step", "step", "--", PROGRAM, "30", "usr1")
 expect("SIGUSR1 to simprof: the report so far, and the run goes on",
        rc == 3 and out.count('steps of the NVTX range "step"') == 2
+       and "the report so far (SIGUSR1)" in out
        and '30 steps of the NVTX range "step"' in out, out)
 expect("the program's own SIGUSR1 handler stays its own",
        "own SIGUSR1 handler ran 1 time(s)" in out, out)

@@ -115,7 +115,8 @@ TEST(RangeSteps, ASubstepThatRepeatsFirstGivesWayToTheShallowerStep) {
 }
 
 // Threads racing to repeat: the main thread's range takes over from another thread's that repeated
-// first, and keeps the choice when it repeated first.
+// first (however long that choice stood: past the learning steps here), and keeps the choice when
+// it repeated first.
 TEST(RangeSteps, TheMainThreadsRangeIsTheStepWhenThreadsRace) {
   for (const bool loader_first : {true, false}) {
     Fixture f;
@@ -128,7 +129,7 @@ TEST(RangeSteps, TheMainThreadsRangeIsTheStepWhenThreadsRace) {
       r.pop(2);
     };
     if (loader_first)
-      for (int i = 0; i < 3; ++i) load();
+      for (int i = 0; i < 100; ++i) load();
     EXPECT_EQ(r.step_name(), loader_first ? "load" : "") << loader_first;
     for (int i = 0; i < 4; ++i) {
       step(r, f.clock);
@@ -136,6 +137,9 @@ TEST(RangeSteps, TheMainThreadsRangeIsTheStepWhenThreadsRace) {
     }
     EXPECT_EQ(r.step_name(), "step") << loader_first;
     EXPECT_EQ(r.counts().step_changes, loader_first ? 1u : 0u) << loader_first;
+    if (loader_first) {
+      EXPECT_STREQ(r.change_why(), "the main thread's range");
+    }
     EXPECT_EQ(r.steps(), 3u) << loader_first;
     EXPECT_EQ(f.prof.stats("physics").count, 3u) << "counted from the change";
     EXPECT_GE(r.counts().other_threads, 6u) << "the loader's ranges are no stage";
