@@ -156,6 +156,27 @@ TEST_F(LaunchScopesTest, ALaunchIntoACaptureIsNotStampedAndRunOutEventsDropTheWi
   EXPECT_EQ(scopes_->dropped(), 1u);
 }
 
+// A stream stamped at its first launch, then captured before its scope closes: no end event joins
+// the capture, and the window, missing that end, is dropped.
+TEST_F(LaunchScopesTest, AStreamCapturedBeforeItsScopeClosesGetsNoEndAndDropsTheWindow) {
+  ASSERT_TRUE(scopes_->arm(0));
+  scopes_->open(0);
+  spin<<<1, 1, 0, b_>>>(1'000);  // stamped: b_ is the scope's
+  cudaGraph_t g = nullptr;
+  SIMPROF_CUDA_CHECK(cudaStreamBeginCapture(b_, cudaStreamCaptureModeThreadLocal));
+  spin<<<1, 1, 0, b_>>>(1'000);  // b_ already the scope's: no event, nothing asked
+  scopes_->close();
+  SIMPROF_CUDA_CHECK(cudaStreamEndCapture(b_, &g));
+  scopes_->disarm();
+  std::size_t nodes = 0;
+  SIMPROF_CUDA_CHECK(cudaGraphGetNodes(g, nullptr, &nodes));
+  EXPECT_EQ(nodes, 1u) << "no event joined the program's capture";
+  SIMPROF_CUDA_CHECK(cudaGraphDestroy(g));
+  SIMPROF_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(read(*scopes_, 0).empty());
+  EXPECT_EQ(scopes_->dropped(), 1u);
+}
+
 TEST_F(LaunchScopesTest, WindowsThatLaunchNothingNeverStallTheOnesAfterThem) {
   scopes_.reset();
   scopes_ = std::make_unique<LaunchScopes>(simprof::cuda::LaunchScopesOptions{16, 4, 2});

@@ -175,6 +175,35 @@ CUptiResult enable_launches(CUpti_SubscriberHandle subscriber, bool on) noexcept
   return CUPTI_SUCCESS;
 }
 
+CUstream launch_stream(CUpti_CallbackId id, const void* params) noexcept {
+  CUstream s = nullptr;
+  bool per_thread = false;
+  switch (id) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+      per_thread = true;
+      [[fallthrough]];
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+      s = static_cast<const cuLaunchKernel_params*>(params)->hStream;
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+      per_thread = true;
+      [[fallthrough]];
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx: {
+      const auto* c = static_cast<const cuLaunchKernelEx_params*>(params)->config;
+      s = c != nullptr ? c->hStream : nullptr;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+      per_thread = true;
+      [[fallthrough]];
+    default:  // cuGraphLaunch
+      s = static_cast<const cuGraphLaunch_params*>(params)->hStream;
+  }
+  return s == nullptr && per_thread ? CU_STREAM_PER_THREAD : s;
+}
+
 OwnNodes::OwnNodes() noexcept : was_(CuptiProcess::this_thread().own_nodes) {
   CuptiProcess::this_thread().own_nodes = true;
 }

@@ -131,6 +131,9 @@ CUptiResult enable_graph_nodes(CUpti_SubscriberHandle subscriber, bool on) noexc
 /// clear; returns as set_cupti_handler() does.
 void set_launch_handler(CuptiHandler handler, void* context) noexcept;
 CUptiResult enable_launches(CUpti_SubscriberHandle subscriber, bool on) noexcept;
+/// The stream a launch call reported to the launch handler went to, from its parameters (a
+/// per-thread call's null stream: CU_STREAM_PER_THREAD, that thread's).
+CUstream launch_stream(CUpti_CallbackId id, const void* params) noexcept;
 
 /// Whether a KernelTracer is tracing a window now (started, not yet collected): a GraphKernelTimer
 /// in the same window leaves its replays to CUPTI's records.

@@ -49,37 +49,6 @@ struct Slot {
   int anchor = -1;  // the event of the last depth-0 scope's latest end
 };
 
-// The stream a driver launch went to, from its parameters (0 with a per-thread call: that
-// thread's).
-cudaStream_t stream_of(CUpti_CallbackId id, const void* params) {
-  CUstream s = nullptr;
-  bool per_thread = false;
-  switch (id) {
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
-      per_thread = true;
-      [[fallthrough]];
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
-      s = static_cast<const cuLaunchKernel_params*>(params)->hStream;
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
-      per_thread = true;
-      [[fallthrough]];
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx: {
-      const auto* c = static_cast<const cuLaunchKernelEx_params*>(params)->config;
-      s = c != nullptr ? c->hStream : nullptr;
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
-      per_thread = true;
-      [[fallthrough]];
-    default:  // cuGraphLaunch
-      s = static_cast<const cuGraphLaunch_params*>(params)->hStream;
-  }
-  return s == nullptr && per_thread ? cudaStreamPerThread : static_cast<cudaStream_t>(s);
-}
-
 std::int64_t elapsed_ns(cudaEvent_t from, cudaEvent_t to, bool& ok) {
   float ms = 0;
   if (cudaEventElapsedTime(&ms, from, to) != cudaSuccess) ok = false;
@@ -127,16 +96,18 @@ struct LaunchScopes::Impl {
     return static_cast<int>(cur->used++);
   }
 
+  // Whether `s` is being captured (or cannot be asked): an event recorded into a capture would join
+  // the program's graph.
+  static bool captured(cudaStream_t s) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    return cudaStreamIsCapturing(s, &status) != cudaSuccess ||
+           status != cudaStreamCaptureStatusNone;
+  }
+
   void launched(cudaStream_t s) {
     if (cur == nullptr || depth == 0) return;
-    // Asked of the driver inside the launch's callback: an event recorded into a capture would
-    // join the program's graph.
-    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(s, &status) != cudaSuccess || status != cudaStreamCaptureStatusNone) {
-      capturing.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
     int mark = -1;
+    bool asked = false;  // the driver is asked once, and only where an event would be recorded
     for (std::size_t i = 0; i < depth; ++i) {
       if (stack[i] < 0) continue;
       Run& r = cur->runs[static_cast<std::size_t>(stack[i])];
@@ -146,6 +117,10 @@ struct LaunchScopes::Impl {
       if (r.streams == kStreamsPerScope) {
         cur->failed = true;
         continue;
+      }
+      if (!asked && (asked = true, captured(s))) {
+        capturing.fetch_add(1, std::memory_order_relaxed);
+        return;
       }
       if (mark < 0 && (mark = record(s)) < 0) return;
       r.stream[r.streams] = s;
@@ -162,7 +137,7 @@ struct LaunchScopes::Impl {
     if (d->callbackSite != CUPTI_API_ENTER ||
         self->armed_thread.load(std::memory_order_acquire) != std::this_thread::get_id())
       return;
-    self->launched(stream_of(id, d->functionParams));
+    self->launched(static_cast<cudaStream_t>(detail::launch_stream(id, d->functionParams)));
   }
 
   // The launch hook's watcher: set on the arming thread only, while armed.
@@ -353,7 +328,13 @@ void LaunchScopes::close() {
   const int run = m.stack[--m.depth];
   if (run < 0) return;
   Run& r = m.cur->runs[static_cast<std::size_t>(run)];
-  for (std::size_t k = 0; k < r.streams; ++k) r.end[k] = m.record(r.stream[k]);
+  for (std::size_t k = 0; k < r.streams; ++k) {
+    if (Impl::captured(r.stream[k])) {  // captured since its first launch: no end, no window
+      m.cur->failed = true;
+      continue;
+    }
+    r.end[k] = m.record(r.stream[k]);
+  }
 }
 
 void LaunchScopes::disarm() {

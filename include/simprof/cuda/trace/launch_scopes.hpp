@@ -25,7 +25,9 @@
 // streams to the end of its own (the stamps' rule of DeviceStageTimer). Events come from a pool
 // made at construction (none is made while armed); windows are read in order once the GPU passed
 // them, and one whose events ran out, or whose CUDA call failed, is dropped and counted. A launch
-// into a stream being captured is not stamped (the event would join the capture): counted. Only
+// into a stream being captured is not stamped (the event would join the capture): counted; the
+// driver is asked only where a launch would be stamped (a stream new to an open scope). A stream
+// captured by the time its scope closes gets no end event: that window is dropped. Only
 // kernel and graph launches are stamped: a scope whose only work is a copy launched nothing. Every
 // call is the arming thread's.
 #pragma once
@@ -114,7 +116,8 @@ class LaunchScopes {
   std::uint64_t skipped() const noexcept;
   /// Windows dropped: their events ran out, a scope overflowed, or a CUDA call failed.
   std::uint64_t dropped() const noexcept;
-  /// Launches into a stream being captured (not stamped).
+  /// Launches into a stream being captured that would have been stamped (a stream new to an open
+  /// scope); they are not.
   std::uint64_t capturing_launches() const noexcept;
 
   struct Impl;
