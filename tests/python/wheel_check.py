@@ -101,6 +101,9 @@ def main():
     run_command = bool(os.environ.get("SIMPROF_EXPECT_RUN"))
     if run_command:
         expected |= {"simprof/simprof", "simprof/libsimprof_nvtx.so"}
+    hook = bool(os.environ.get("SIMPROF_EXPECT_HOOK"))  # built with the CUDA backend
+    if hook:
+        expected.add("simprof/libsimprof_launch_hook.so")
     names = zipfile.ZipFile(wheel).namelist()
     package = {n for n in names if not n.split("/")[0].endswith(".dist-info")}
     if package != expected:
@@ -119,7 +122,8 @@ def main():
         sys.exit("wheel check: import simprof loaded %s (expected the copy under %s)" %
                  (where[0], venv))
     here = os.path.dirname(where[0])
-    binaries = ["libsimprof_c.so"] + (["simprof", "libsimprof_nvtx.so"] if run_command else [])
+    binaries = (["libsimprof_c.so"] + (["simprof", "libsimprof_nvtx.so"] if run_command else []) +
+                (["libsimprof_launch_hook.so"] if hook else []))
     for library in (os.path.join(here, name) for name in binaries):
         if not shutil.which("ldd"):
             break
