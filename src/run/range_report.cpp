@@ -85,11 +85,12 @@ void problems(const RangeSteps& steps, const std::string& asked, bool final, std
                        steps.first_refusal());
   if (c.step_changes)
     out += fmt::format(
-        "simprof run: the steps were \"{}\" until \"{}\", {}, "
-        "repeated ({} change{}); the statistics are \"{}\"'s (--step NAME to "
+        "simprof run: the steps were \"{}\"{} until \"{}\", {}, "
+        "repeated ({} change{}, the last said); the statistics are \"{}\"'s (--step NAME to "
         "choose).\n",
-        steps.previous_step(), steps.step_name(), steps.change_why(), c.step_changes,
-        c.step_changes == 1 ? "" : "s", steps.step_name());
+        steps.previous_step(),
+        steps.previous_step() == steps.step_name() ? " on another thread" : "", steps.step_name(),
+        steps.change_why(), c.step_changes, c.step_changes == 1 ? "" : "s", steps.step_name());
 }
 
 }  // namespace

@@ -44,14 +44,20 @@ void RangeSteps::learn(Thread& t, std::uint64_t thread, std::string_view name) {
     // The choice has had no stage (a leaf: a loader thread's range), this one had ranges inside.
     const bool fuller = prof_.num_stages() == kPeriodStage + 1 &&
                         std::find(t.parents.begin(), t.parents.end(), name) != t.parents.end();
-    // The main thread's range from another thread's (a loader's or decoder's that repeated first),
-    // however long that choice has stood: which thread's NVTX call came first is scheduling.
-    const bool to_main = off_main() && thread == options_.main_thread;
+    // The main thread's range from another thread's (a loader's or decoder's that repeated first):
+    // while that choice is young, or later for a range with ranges inside it (the main thread's
+    // first steps may come late: its first NVTX call waits while the tool loads). A main thread's
+    // leaf range (a checkpoint) never takes a long-standing choice.
+    const bool to_main = off_main() && thread == options_.main_thread &&
+                         (steps_ < kLearningSteps ||
+                          std::find(t.parents.begin(), t.parents.end(), name) != t.parents.end());
     if (!((young && (shallower || fuller)) || to_main)) return;
     const char* why = to_main     ? "the main thread's range"
                       : shallower ? "a shallower range"
                                   : "a range with ranges inside it";
     if (prof_.in_step()) {  // the chosen range is open (on another thread): at its step's end
+      // A deeper range of the same thread does not replace a takeover already waiting.
+      if (pending_.set && pending_.thread == thread && depth >= pending_.depth) return;
       pending_ = Pending{true, thread, name, depth, why};
       return;
     }
@@ -104,7 +110,9 @@ void RangeSteps::push(std::uint64_t thread, std::string_view name, std::uint64_t
   ++it->second;
   name = it->first;  // the session's copy
   Thread& t = threads_[thread];
-  if (options_.step.empty() && (!step_chosen() || steps_ < kLearningSteps || off_main()) &&
+  if (options_.step.empty() &&
+      (!step_chosen() || steps_ < kLearningSteps ||
+       (off_main() && thread == options_.main_thread)) &&
       name != kManyNames)
     learn(t, thread, name);
   if (!have_step_thread_ && step_chosen() && name == step_) {

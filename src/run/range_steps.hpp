@@ -22,7 +22,8 @@ struct RangeStepsOptions {
   // The step's range name; empty: the outermost range that repeats (chosen while the first steps
   // run: a shallower range that repeats later, within kLearningSteps steps, takes over; so does a
   // range with ranges inside it from a choice that has none, such as a loader thread's; and a
-  // range of the main thread from another thread's, however long that choice has stood).
+  // range of the main thread from another thread's: while young, and later if it has ranges
+  // inside).
   std::string step;
   // The process's main thread (0: none known): where the steps are when threads race to repeat.
   std::uint64_t main_thread = 0;
@@ -65,7 +66,9 @@ class RangeSteps {
   // The step range: the one asked for, or the one chosen (empty until one is).
   const std::string& step_name() const noexcept { return step_; }
   bool step_chosen() const noexcept { return !step_.empty(); }
-  // The choice stands: named by --step, or kLearningSteps steps of it counted.
+  // The choice stands against a deeper or a fuller range: named by --step, or kLearningSteps steps
+  // of it counted (the main thread's range with ranges inside it may still take over a choice on
+  // another thread).
   bool settled() const noexcept {
     return step_chosen() && (!options_.step.empty() || steps_ >= kLearningSteps);
   }

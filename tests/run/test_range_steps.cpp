@@ -115,8 +115,9 @@ TEST(RangeSteps, ASubstepThatRepeatsFirstGivesWayToTheShallowerStep) {
 }
 
 // Threads racing to repeat: the main thread's range takes over from another thread's that repeated
-// first (however long that choice stood: past the learning steps here), and keeps the choice when
-// it repeated first.
+// first (with ranges inside it, however long that choice stood: past the learning steps here), and
+// keeps the choice when it repeated first. A main thread's leaf range (a checkpoint) does not take
+// a long-standing choice.
 TEST(RangeSteps, TheMainThreadsRangeIsTheStepWhenThreadsRace) {
   for (const bool loader_first : {true, false}) {
     Fixture f;
@@ -144,6 +145,21 @@ TEST(RangeSteps, TheMainThreadsRangeIsTheStepWhenThreadsRace) {
     EXPECT_EQ(f.prof.stats("physics").count, 3u) << "counted from the change";
     EXPECT_GE(r.counts().other_threads, 6u) << "the loader's ranges are no stage";
   }
+  Fixture f;
+  RangeSteps r(f.prof, {"", /*main_thread=*/1});
+  for (int i = 0; i < 100; ++i) {
+    r.push(2, "decode");
+    r.push(2, "x");
+    f.clock.advance_ns(100);
+    r.pop(2);
+    r.pop(2);
+    if (i % 40 == 39) {  // a checkpoint on the main thread, twice
+      r.push(1, "save");
+      r.pop(1);
+    }
+  }
+  EXPECT_EQ(r.step_name(), "decode");
+  EXPECT_EQ(r.counts().step_changes, 0u);
 }
 
 // The choice stands once --step named it, or after kLearningSteps steps of it: until then a

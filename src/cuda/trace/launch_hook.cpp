@@ -201,7 +201,11 @@ void* handed(const char* symbol, void* fn, bool per_thread_asked) noexcept {
   if (!get_proc && e == nullptr) return fn;
   if (is_hook(fn)) {  // this library's: an exported launch function is no driver's without one
     void* cuda = driver();
-    if (cuda == nullptr) return nullptr;
+    if (cuda == nullptr) {  // null, said by dlerror(), or an interposer's after this library
+      void* next = real_dlsym()(RTLD_NEXT, symbol);
+      __asm__ volatile("" ::: "memory");  // no tail call: dlsym's caller must be this library
+      return next;
+    }
     dlclose(cuda);
     return fn;
   }

@@ -23,8 +23,8 @@ int main() {
   }
   int failures = 0;
   dlerror();
-  if (dlsym(RTLD_DEFAULT, "cuLaunchKernel") != nullptr) {
-    std::fprintf(stderr, "FAILED: no driver loaded, yet cuLaunchKernel was found\n");
+  if (dlsym(RTLD_DEFAULT, "cuLaunchKernel") != nullptr || dlerror() == nullptr) {
+    std::fprintf(stderr, "FAILED: no driver loaded, yet cuLaunchKernel was found (or no error)\n");
     ++failures;
   }
   void* user = dlopen("libfake_user.so", RTLD_NOW | RTLD_LOCAL);

@@ -26,8 +26,9 @@
 // made at construction (none is made while armed); windows are read in order once the GPU passed
 // them, and one whose events ran out, or whose CUDA call failed, is dropped and counted. A launch
 // into a stream being captured is not stamped (the event would join the capture): counted; the
-// driver is asked only where a launch would be stamped (a stream new to an open scope). A stream
-// captured by the time its scope closes gets no end event: that window is dropped. Only
+// driver is asked where an event would be recorded (a launch into a stream new to an open scope,
+// and each stream at its scope's close), not at every launch. A stream captured by the time its
+// scope closes gets no end event: that window is dropped. Only
 // kernel and graph launches are stamped: a scope whose only work is a copy launched nothing. Every
 // call is the arming thread's.
 #pragma once
@@ -114,7 +115,8 @@ class LaunchScopes {
 
   /// Windows not armed: every one was still waiting on the GPU.
   std::uint64_t skipped() const noexcept;
-  /// Windows dropped: their events ran out, a scope overflowed, or a CUDA call failed.
+  /// Windows dropped: their events ran out, a scope overflowed, a CUDA call failed, or a stream
+  /// was being captured when its scope closed.
   std::uint64_t dropped() const noexcept;
   /// Launches into a stream being captured that would have been stamped (a stream new to an open
   /// scope); they are not.
