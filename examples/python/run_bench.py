@@ -5,7 +5,7 @@ did, are its stage times the device's, and what does it cost?
 
     python3 run_bench.py --simprof <simprof command> [--n-envs 1024 30000] [--kernels 100]
         [--steps 3000] [--repeats 3] [--gpu-every 64] [--gpu-interval MS] [--torch-profiler]
-        [--gpu-launches cupti|hook]
+        [--gpu-launches auto|cupti|hook] [--pin CPU]
         [--json out.json]
 
 Per size and mode (eager, torch.cuda.CUDAGraph), `repeats` rounds, each the loop alone and then
@@ -26,6 +26,10 @@ under `simprof run --gpu`, every run timing itself with CUDA events (nvtx_loop.p
           side: the loop's own host period under simprof run over its period alone.
   torch.profiler  with --torch-profiler, each round also runs the loop inside torch.profiler
           (CPU and CUDA activities, every step traced): its cost the same way, for comparison.
+
+--pin CPU runs every process on that one CPU (the loop, simprof run and the program it starts):
+an eager loop is bound by its host, and separate processes on whatever cores the scheduler gives
+them spread far more than a cost of a few percent.
 
 Exit status 0 when every target is met.
 """
@@ -52,15 +56,19 @@ def last_json(text):
     raise RuntimeError("no JSON line in the loop's output:\n" + text)
 
 
+def run(a, args, check=True):
+    """One process (on CPU a.pin alone where given), its output captured."""
+    pin = None if a.pin is None else (lambda: os.sched_setaffinity(0, {a.pin}))
+    return subprocess.run(args, capture_output=True, text=True, check=check, preexec_fn=pin)
+
+
 def one_config(a, n_envs, graph):
     plain, profiled, fps, stages, torch_prof = [], [], [], [], []
     for _ in range(a.repeats):
         if a.torch_profiler:
-            t = subprocess.run(loop_args(n_envs, a.kernels, graph, a.steps) + ["--torch-profiler"],
-                               capture_output=True, text=True, check=True)
+            t = run(a, loop_args(n_envs, a.kernels, graph, a.steps) + ["--torch-profiler"])
             torch_prof.append(last_json(t.stdout))
-        p = subprocess.run(loop_args(n_envs, a.kernels, graph, a.steps), capture_output=True,
-                           text=True, check=True)
+        p = run(a, loop_args(n_envs, a.kernels, graph, a.steps))
         plain.append(last_json(p.stdout))
         with tempfile.TemporaryDirectory() as d:
             rec = os.path.join(d, "run.json")
@@ -69,10 +77,8 @@ def one_config(a, n_envs, graph):
                 gpu += ["--gpu-interval", str(a.gpu_interval)]
             if not a.no_gpu and a.gpu_launches is not None:
                 gpu += ["--gpu-launches", a.gpu_launches]
-            q = subprocess.run([a.simprof, "run", *gpu,
-                                "--n-envs", str(n_envs), "--no-fps", "--json", rec, "--"] +
-                               loop_args(n_envs, a.kernels, graph, a.steps),
-                               capture_output=True, text=True)
+            q = run(a, [a.simprof, "run", *gpu, "--n-envs", str(n_envs), "--no-fps", "--json",
+                        rec, "--"] + loop_args(n_envs, a.kernels, graph, a.steps), check=False)
             if q.returncode != 0:
                 raise RuntimeError("simprof run failed:\n" + q.stdout + q.stderr)
             loop = last_json(q.stdout)
@@ -100,7 +106,9 @@ def one_config(a, n_envs, graph):
     out = {"n_envs": n_envs, "mode": "graph" if graph else "eager", "kernels": a.kernels,
            "period_us": base, "cost": cost, "host_cost": host_cost, "null": null,
            "fps_ratio": med([f[0] for f in fps]), "fps_line_ratio": med([f[1] for f in fps]),
-           "gpu_bound": gpu_bound, "stages": {}, "sampled_steps": stages[-1]["_sampled"]}
+           "gpu_bound": gpu_bound, "stages": {}, "sampled_steps": stages[-1]["_sampled"],
+           "rounds_us": [[p["events_period_us"], q["events_period_us"]]
+                         for p, q in zip(plain, profiled)]}
     if torch_prof:
         out["torch_profiler_cost"] = med([r["events_period_us"] for r in torch_prof]) / base - 1
     for name in ("physics", "sensors", "rewards"):
@@ -126,8 +134,10 @@ def main():
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--gpu-every", type=int, default=64)
-    ap.add_argument("--gpu-launches", choices=["cupti", "hook"], default=None,
-                    help="how simprof run sees the launches (default: simprof run's, cupti)")
+    ap.add_argument("--gpu-launches", choices=["auto", "cupti", "hook"], default=None,
+                    help="how simprof run sees the launches (default: simprof run's, auto)")
+    ap.add_argument("--pin", type=int, default=None,
+                    help="run every process on this one CPU (an eager loop is host-bound)")
     ap.add_argument("--gpu-interval", type=int, default=None,
                     help="milliseconds between windows at least (default: simprof run's, 100)")
     ap.add_argument("--modes", nargs="+", default=["eager", "graph"], choices=["eager", "graph"])

@@ -64,8 +64,11 @@ Run parse_run(const Json& j, const std::string& name) {
   run.label = label_of(run.workload);
   if (!j.contains("stages")) bad(name, "no \"stages\" (expected the host stage rows)");
   add_rows(run, j["stages"], "host", name);
-  if (const auto d = j.find("device"); d != j.end() && d->is_object() && d->contains("stages"))
+  if (const auto d = j.find("device"); d != j.end() && d->is_object() && d->contains("stages")) {
     add_rows(run, (*d)["stages"], "device", name);
+    if (const auto l = d->find("launches"); l != d->end() && l->is_string())
+      run.launches = l->get<std::string>();
+  }
   if (const auto f = j.find("fps"); f != j.end() && f->is_object()) {
     Series s;
     s.clock = "fps";
@@ -142,6 +145,20 @@ bool has_workload(const Record& r, const Json& workload) {
   return false;
 }
 
+// Device rows seen through the launch hook and through CUPTI are not one measurement: said for
+// the first pair of runs compared (one each, or of one workload) that says both, differently.
+std::string launches_differ(const Record& base, const Record& changed) {
+  const bool single = base.runs.size() == 1 && changed.runs.size() == 1;
+  for (const Run& b : base.runs)
+    for (const Run& c : changed.runs)
+      if ((single || b.workload == c.workload) && !b.launches.empty() && !c.launches.empty() &&
+          b.launches != c.launches)
+        return fmt::format(
+            "device launches seen through {} vs {} (simprof run --gpu-launches: the same in both)",
+            b.launches, c.launches);
+  return "";
+}
+
 std::vector<std::string> not_comparable(const Record& base, const Record& changed) {
   std::vector<std::string> out;
   if (gpus_of(base.provenance) != gpus_of(changed.provenance))
@@ -150,6 +167,7 @@ std::vector<std::string> not_comparable(const Record& base, const Record& change
   const std::string bt = text_of(base.provenance, "build_type");
   const std::string nt = text_of(changed.provenance, "build_type");
   if (bt != nt) out.push_back(fmt::format("build type: {} vs {}", bt, nt));
+  if (const std::string l = launches_differ(base, changed); !l.empty()) out.push_back(l);
   if (base.runs.size() == 1 && changed.runs.size() == 1) {
     if (base.runs[0].workload != changed.runs[0].workload)
       out.push_back(

@@ -38,6 +38,7 @@ struct Run {
   Json workload;      ///< the keys that must match ({"n_envs": 4096, "mode": "graph", ...})
   std::string label;  ///< the workload in one line: "mode=graph, n_envs=4096"
   std::vector<Series> series;
+  std::string launches;  ///< how simprof run saw the device launches ("hook", "cupti"; "": unsaid)
 };
 
 /// A record: where it came from (`name`: the file), its provenance and its runs.

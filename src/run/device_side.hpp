@@ -26,8 +26,11 @@ class DeviceSide {
   /// windows, gpu_span_us) and its stages' (gpu_span_us). Called on the step's thread.
   using Sink = std::function<void(const TraceAnalysis&)>;
   virtual ~DeviceSide() = default;
-  /// Why CUPTI cannot be used (another tool holds it, ...); empty while it works.
+  /// Why the launches cannot be seen (another tool holds CUPTI, ...); empty while they can.
   virtual std::string disabled_reason() const = 0;
+  /// How the launches are seen: "hook" or "cupti"; and, where auto chose CUPTI, why not the hook.
+  virtual const char* launches() const = 0;
+  virtual std::string hook_unused_reason() const = 0;
   /// The kernels of `session`'s windows through CUPTI (made at the first call); leave_trace() ends
   /// it. Between steps.
   virtual void join_trace(TraceSession& session) = 0;

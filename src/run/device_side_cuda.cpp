@@ -21,7 +21,7 @@ namespace {
 
 cuda::LaunchScopesOptions scope_options(const Sampling& sampling) {
   cuda::LaunchScopesOptions o;
-  o.source = sampling.launch_hook ? cuda::LaunchSource::kHook : cuda::LaunchSource::kCupti;
+  o.source = sampling.launches;
   return o;
 }
 
@@ -43,6 +43,8 @@ class ScopeSide final : public DeviceSide, public StepListener {
   }
 
   std::string disabled_reason() const override { return scopes_.disabled_reason(); }
+  const char* launches() const override { return launches_name(scopes_.source()); }
+  std::string hook_unused_reason() const override { return scopes_.hook_unused_reason(); }
   void join_trace(TraceSession& session) override {
     if (!tracer_) tracer_ = std::make_unique<cuda::KernelTracer>(prof_, tracer_options());
     traced_ = session.add_source(tracer_.get());

@@ -53,6 +53,28 @@ TraceAnalysis WindowSteps::operator()(const cuda::LaunchWindow& w, const NameFn&
   return a;
 }
 
+bool parse_launches(const std::string& text, cuda::LaunchSource& out) noexcept {
+  for (const auto s :
+       {cuda::LaunchSource::kAuto, cuda::LaunchSource::kHook, cuda::LaunchSource::kCupti})
+    if (text == launches_name(s)) {
+      out = s;
+      return true;
+    }
+  return false;
+}
+
+const char* launches_name(cuda::LaunchSource source) noexcept {
+  switch (source) {
+    case cuda::LaunchSource::kHook:
+      return "hook";
+    case cuda::LaunchSource::kCupti:
+      return "cupti";
+    case cuda::LaunchSource::kAuto:
+      break;
+  }
+  return "auto";
+}
+
 WindowSchedule::WindowSchedule(Sampling sampling, double ticks_per_second)
     : every_(static_cast<std::uint64_t>(sampling.every)),
       interval_(static_cast<std::int64_t>(static_cast<double>(sampling.interval_ms) * 1e-3 *

@@ -21,14 +21,21 @@
 namespace simprof::run {
 
 /// How `simprof run --gpu` samples: a window of 2 consecutive steps in every `every`, and at most
-/// one window in `interval_ms` (each window subscribes to CUPTI for its steps, which costs the
-/// program's host time: the interval bounds that cost where steps are short).
+/// one window in `interval_ms` (each window costs the program's host time, through CUPTI a
+/// subscription: the interval bounds that cost where steps are short), and how it sees launches.
 struct Sampling {
   std::int64_t every = 64;
   std::int64_t interval_ms = 100;
-  // --gpu-launches hook: the launches seen through the preloaded launch hook, not CUPTI.
-  bool launch_hook = false;
+  // --gpu-launches: how the launches are seen (kAuto: the preloaded launch hook, else CUPTI).
+  cuda::LaunchSource launches = cuda::LaunchSource::kAuto;
+  // Why simprof run did not preload the hook under auto (SIMPROF_RUN_HOOK_UNUSED); empty: it did.
+  std::string hook_unused{};
 };
+
+/// --gpu-launches and SIMPROF_RUN_GPU_LAUNCHES: "auto", "hook" or "cupti" (false for another).
+bool parse_launches(const std::string& text, cuda::LaunchSource& out) noexcept;
+/// The name parse_launches() reads.
+const char* launches_name(cuda::LaunchSource source) noexcept;
 
 /// Which steps open a window: steps every-2 (of each `every`), the interval after the last one.
 class WindowSchedule {

@@ -99,6 +99,9 @@ std::string RangeDevice::report() const {
         "step's thread, so it has no kernels.\n";
   if (side_ && !side_->disabled_reason().empty())
     late += fmt::format("simprof run: device sampling stopped: {}.\n", side_->disabled_reason());
+  if (!hook_unused().empty())
+    late += fmt::format("simprof run: launches seen through CUPTI, not the launch hook: {}.\n",
+                        hook_unused());
   if (!side_)
     return mode_ == GpuMode::kOn
                ? "simprof run: --gpu: the program never started CUDA on the step's thread, so "
@@ -110,17 +113,25 @@ std::string RangeDevice::report() const {
                                    ? fmt::format("2 in every {}, a window in {} ms at most",
                                                  sampling_.every, sampling_.interval_ms)
                                    : fmt::format("2 in every {}", sampling_.every);
+  const char* seen = std::string(side_->launches()) == "hook" ? "the launch hook" : "CUPTI";
   if (rows.empty())
     return late + fmt::format(
                       "simprof run: device clock: no sampled step launched a kernel on the step's "
-                      "thread ({} windows read: {}).\n",
-                      table_.windows(), schedule);
+                      "thread ({} windows read: {}, launches seen through {}).\n",
+                      table_.windows(), schedule, seen);
   return late +
          fmt::format(
-             "simprof run: {} sampled steps on the GPU's clock ({}: each range from the end of "
-             "the work before it on its streams to the end of its own)\n",
-             table_.sampled(), schedule) +
+             "simprof run: {} sampled steps on the GPU's clock ({}, launches seen through {}: "
+             "each range from the end of the work before it on its streams to the end of its "
+             "own)\n",
+             table_.sampled(), schedule, seen) +
          format_stage_rows(rows);
+}
+
+std::string RangeDevice::hook_unused() const {
+  if (!side_) return "";
+  const std::string why = side_->hook_unused_reason();
+  return why.empty() && std::string(side_->launches()) == "cupti" ? sampling_.hook_unused : why;
 }
 
 record::Json RangeDevice::json() const {
@@ -130,6 +141,8 @@ record::Json RangeDevice::json() const {
   return Json{{"clock", "device"},
               {"on", side_ != nullptr},
               {"off_reason", off_.empty() ? Json(nullptr) : Json(off_)},
+              {"launches", side_ ? Json(side_->launches()) : Json(nullptr)},
+              {"hook_unused", hook_unused().empty() ? Json(nullptr) : Json(hook_unused())},
               {"sample_every", sampling_.every},
               {"interval_ms", sampling_.interval_ms},
               {"windows", table_.windows()},

@@ -45,6 +45,8 @@ class RangeDevice {
   record::Json json() const;
 
  private:
+  // Where auto chose CUPTI: why not the hook (the device side's reason, or simprof run's).
+  std::string hook_unused() const;
   void start();
   void window(const TraceAnalysis& steps);  // a sampled window (the step's thread)
   void trace_window(TraceSession* traced);  // --trace-steps: its kernels, sampling paused

@@ -146,11 +146,11 @@ RunConfig RunConfig::from_env() {
     throw std::invalid_argument(fmt::format("SIMPROF_RUN_GPU = '{}' (expected 1, 0 or auto)", g));
   c.gpu_sampling.every = whole("SIMPROF_RUN_GPU_EVERY", 64, 2, 1'000'000'000);
   c.gpu_sampling.interval_ms = whole("SIMPROF_RUN_GPU_INTERVAL_MS", 100, 0, 3'600'000);
-  if (const std::string l = env("SIMPROF_RUN_GPU_LAUNCHES"); l == "hook" || l == "cupti")
-    c.gpu_sampling.launch_hook = l == "hook";
-  else if (!l.empty())
+  if (const std::string l = env("SIMPROF_RUN_GPU_LAUNCHES");
+      !l.empty() && !parse_launches(l, c.gpu_sampling.launches))
     throw std::invalid_argument(
-        fmt::format("SIMPROF_RUN_GPU_LAUNCHES = '{}' (expected hook or cupti)", l));
+        fmt::format("SIMPROF_RUN_GPU_LAUNCHES = '{}' (expected auto, hook or cupti)", l));
+  c.gpu_sampling.hook_unused = env("SIMPROF_RUN_HOOK_UNUSED");
   // The run's first process with NVTX calls takes the record; a program's other processes (its
   // workers, or the program under a launcher) write their own beside it.
   if (!c.mark.empty()) {

@@ -37,7 +37,7 @@ struct RunConfig {
   std::string trace_dir = ".";
   GpuMode gpu = GpuMode::kAuto;  // SIMPROF_RUN_GPU: auto (unset), 1 or 0
   // SIMPROF_RUN_GPU_EVERY, SIMPROF_RUN_GPU_INTERVAL_MS: a window of 2 steps in every N, at most
-  // one in the interval; SIMPROF_RUN_GPU_LAUNCHES: hook or cupti (the default).
+  // one in the interval; SIMPROF_RUN_GPU_LAUNCHES: auto (the default), hook or cupti.
   Sampling gpu_sampling;
   static RunConfig from_env();
 };

@@ -12,7 +12,7 @@ namespace simprof::run {
 const char* const kRunUsage =
     "usage: simprof run [--step NAME] [--n-envs N] [--json FILE] [--trace-steps A:B] "
     "[--trace-dir DIR] [--gpu | --no-gpu] [--gpu-every N] [--gpu-interval MS] "
-    "[--gpu-launches cupti|hook] [--no-fps] -- "
+    "[--gpu-launches auto|hook|cupti] [--no-fps] -- "
     "COMMAND [ARGS...]\n"
     "  Runs COMMAND with simprof's NVTX tool: its NVTX ranges become steps and stages.\n"
     "  --step NAME  the range that is one step (default: the outermost range that repeats)\n"
@@ -22,13 +22,14 @@ const char* const kRunUsage =
     "  --trace-steps A:B  a Kineto/Perfetto trace of steps A to B-1 (counted from 0), the ranges\n"
     "               as CPU spans, in DIR/simprof_trace_0/rank0.json (--trace-dir DIR, default .)\n"
     "  --gpu        device times (default where the program starts CUDA): the kernels launched\n"
-    "               in each range on the GPU's clock, through CUPTI, and the FPS line from them\n"
+    "               in each range on the GPU's clock, and the FPS line from them\n"
     "  --no-gpu     host times only\n"
     "  --gpu-every N  the device times' sampling: 2 consecutive steps in every N (default 64)\n"
     "  --gpu-interval MS  ... and at most one such window in MS milliseconds (default 100; 0: no\n"
-    "               bound): each window subscribes to CUPTI, which costs the program's host\n"
-    "  --gpu-launches cupti|hook  how the launches are seen: CUPTI's callbacks (default), or\n"
-    "               simprof's launch hook, preloaded into the program (no CUPTI)\n"
+    "               bound)\n"
+    "  --gpu-launches auto|hook|cupti  how the launches are seen: simprof's launch hook,\n"
+    "               preloaded into the program (no CUPTI), or CUPTI's callbacks; auto (default):\n"
+    "               the hook where it sees the program's launches, else CUPTI\n"
     "  --no-fps     no FPS line while it runs (the stage table is still printed at exit)\n"
     "  The stage table is printed at exit, and on SIGUSR1 (kill -USR1 <simprof's pid>). The\n"
     "  program's exit status is passed on. Another process of the program that makes NVTX calls\n"
@@ -89,11 +90,10 @@ bool parse_value(const std::string& arg, const std::string& v, RunArgs& a, std::
     return true;
   }
   if (arg == "--gpu-launches") {
-    if (v != "cupti" && v != "hook") {
-      error = "simprof run: --gpu-launches '" + v + "' (expected cupti or hook)";
+    if (!parse_launches(v, a.launches)) {
+      error = "simprof run: --gpu-launches '" + v + "' (expected auto, hook or cupti)";
       return false;
     }
-    a.launch_hook = v == "hook";
     a.launches_set = true;
     return true;
   }

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "device_table.hpp"
+
 namespace simprof::run {
 
 struct RunArgs {
@@ -19,7 +21,8 @@ struct RunArgs {
   int gpu = -1;                                 // --gpu 1, --no-gpu 0, neither -1 (auto)
   std::int64_t gpu_every = 0;                   // --gpu-every N: 2 sampled steps in every N (0: 64)
   std::int64_t gpu_interval_ms = -1;            // --gpu-interval MS: a window at most (-1: 100)
-  bool launch_hook = false;   // --gpu-launches hook (true) or cupti: how the launches are seen
+  // --gpu-launches auto|hook|cupti: how the launches are seen (auto: the hook, else CUPTI)
+  cuda::LaunchSource launches = cuda::LaunchSource::kAuto;
   bool launches_set = false;  // --gpu-launches was given
   bool help = false;          // -h / --help: `error` holds the usage
   std::vector<std::string> command;

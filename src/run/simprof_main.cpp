@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "compare_cli.hpp"
+#include "launch_preload.hpp"
 #include "run_args.hpp"
 
 namespace {
@@ -136,25 +137,6 @@ void say_no_tool(const std::string& looked) {
 #endif
 }
 
-// --gpu-launches: how the tool sees the launches; for the hook, libsimprof_launch_hook.so (beside
-// the tool) preloaded into the program. False, said, when it is not there.
-bool set_launches(const simprof::run::RunArgs& a, const std::string& tool) {
-  if (!a.launches_set) return true;
-  setenv("SIMPROF_RUN_GPU_LAUNCHES", a.launch_hook ? "hook" : "cupti", 1);
-  if (!a.launch_hook) return true;
-  const std::string hook = tool.substr(0, tool.rfind('/') + 1) + "libsimprof_launch_hook.so";
-  if (!exists(hook)) {
-    std::fprintf(stderr,
-                 "simprof run: --gpu-launches hook: cannot find %s (it is built with the CUDA "
-                 "backend)\n",
-                 hook.c_str());
-    return false;
-  }
-  const char* old = std::getenv("LD_PRELOAD");
-  setenv("LD_PRELOAD", (old && *old ? hook + ":" + old : hook).c_str(), 1);
-  return true;
-}
-
 int run(const simprof::run::RunArgs& a) {
   std::string looked;
   const std::string tool = find_tool(looked);
@@ -163,7 +145,7 @@ int run(const simprof::run::RunArgs& a) {
     return 2;
   }
   const std::string json = a.json.empty() ? "" : record_path(a.json);
-  if ((!a.json.empty() && json.empty()) || !set_launches(a, tool)) return 2;
+  if ((!a.json.empty() && json.empty()) || !simprof::run::set_launches(a, tool)) return 2;
   char* mark = mark_path;
   const int fd = mkstemp(mark);
   if (fd < 0) {

@@ -312,6 +312,22 @@ TEST(CompareRecords, RecordsThatDifferInWhatMattersAreNotComparable) {
   const Outcome gpus = compare_records(base_rec, parse_record(gpu.dump(), "new.json"), {});
   ASSERT_EQ(gpus.not_comparable.size(), 1u);
   EXPECT_EQ(gpus.not_comparable[0], "GPUs: none vs NVIDIA H200");
+
+  // Device rows seen through the launch hook and through CUPTI; a record that does not say (one
+  // written before `launches` existed) is compared.
+  Json hook = release, cupti = release, unsaid = release;
+  hook["device"] = {{"stages", Json::array()}, {"launches", "hook"}};
+  cupti["device"] = {{"stages", Json::array()}, {"launches", "cupti"}};
+  unsaid["device"] = {{"stages", Json::array()}};
+  const Outcome seen = compare_records(parse_record(hook.dump(), "base.json"),
+                                       parse_record(cupti.dump(), "new.json"), {});
+  ASSERT_EQ(seen.not_comparable.size(), 1u);
+  EXPECT_EQ(seen.not_comparable[0],
+            "device launches seen through hook vs cupti (simprof run --gpu-launches: the same in "
+            "both)");
+  EXPECT_TRUE(compare_records(parse_record(hook.dump(), "base.json"),
+                              parse_record(unsaid.dump(), "new.json"), {})
+                  .not_comparable.empty());
 }
 
 TEST(CompareRecords, AStageInOneRunOnlyIsNamed) {

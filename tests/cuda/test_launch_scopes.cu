@@ -223,6 +223,21 @@ TEST(LaunchScopes, TheHookMissingIsSaidAndNothingIsArmed) {
       << scopes.disabled_reason();
   EXPECT_FALSE(scopes.arm(1));
   EXPECT_FALSE(scopes.armed());
+  EXPECT_EQ(scopes.source(), simprof::cuda::LaunchSource::kHook);
+}
+
+// The default, kAuto, where the hook is not preloaded: CUPTI's callbacks, with the hook's reason.
+TEST_F(LaunchScopesTest, AutoWithoutTheHookUsesCuptiAndSaysWhy) {
+  EXPECT_EQ(scopes_->source(), simprof::cuda::LaunchSource::kCupti);
+  EXPECT_NE(scopes_->hook_unused_reason().find("the launch hook is not in the process"),
+            std::string::npos)
+      << scopes_->hook_unused_reason();
+  simprof::cuda::LaunchScopesOptions o;
+  o.source = simprof::cuda::LaunchSource::kCupti;
+  scopes_.reset();
+  const LaunchScopes asked(o);
+  EXPECT_EQ(asked.source(), simprof::cuda::LaunchSource::kCupti);
+  EXPECT_TRUE(asked.hook_unused_reason().empty());
 }
 
 }  // namespace

@@ -216,6 +216,29 @@ expect("a tool that refused to start says why, and nothing false after",
        "could not start" in out and "SIMPROF_RUN_JSON_EVERY_MS = '0'" in out
        and "made no NVTX call" not in out, out)
 
+# The launch hook: preloaded by default where it was built (beside the tool), in front of the
+# program's own LD_PRELOAD; never with --gpu-launches cupti or --no-gpu.
+show = ["sh", "-c", 'echo "preload=[$LD_PRELOAD]"']
+own = {"LD_PRELOAD": "libown.so"}
+rc, out = run("run", "--gpu-launches", "hook", "--no-fps", "--", *show, env=own)
+built = os.environ.get("SIMPROF_EXPECT_HOOK") == "1"  # set by ctest: built with CUDA
+expect("--gpu-launches hook: preloaded where built, else refused naming the file (exit 2)",
+       re.search(r"preload=\[[^]]*/libsimprof_launch_hook\.so:libown\.so\]", out) if built
+       else rc == 2 and "libsimprof_launch_hook.so (it is built with the CUDA backend)" in out,
+       out)
+rc, out = run("run", "--no-fps", "--", *show, env=own)
+expect("the default preloads the hook where it was built, and keeps the program's own",
+       re.search(r"preload=\[[^]]*/libsimprof_launch_hook\.so:libown\.so\]", out) if built
+       else "preload=[libown.so]" in out, out)
+# ... behind a sanitizer's runtime that the program's own list begins with (it must come first).
+rc, out = run("run", "--no-fps", "--", *show, env={"LD_PRELOAD": "/x/libasan.so.8"})
+expect("the hook goes behind a sanitizer runtime preloaded first",
+       re.search(r"preload=\[/x/libasan\.so\.8:[^]]*/libsimprof_launch_hook\.so\]", out) if built
+       else "preload=[/x/libasan.so.8]" in out, out)
+for off in (["--gpu-launches", "cupti"], ["--no-gpu"]):
+    rc, out = run("run", *off, "--no-fps", "--", *show, env=own)
+    expect("%s: nothing preloaded" % " ".join(off), "preload=[libown.so]" in out, out)
+
 if failures:
     print("\n\n".join(failures))
     sys.exit(1)

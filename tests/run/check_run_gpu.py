@@ -48,13 +48,14 @@ def within(tag, record, name, low_us, high_us, out):
 
 
 def launch_args(launches):
-    return [] if launches == "cupti" else ["--gpu-launches", launches]
+    return [] if launches == "default" else ["--gpu-launches", launches]
 
 
 def windows(d, mode, launches):
-    """Sampled windows of the program in `mode`, the launches seen through `launches`: what the
-    device table and the record say against the kernels' known lengths and the program's events."""
-    tag = mode if launches == "cupti" else "%s (%s)" % (mode, launches)
+    """Sampled windows of the program in `mode`, the launches seen through `launches` (the
+    default: the launch hook): what the device table and the record say against the kernels' known
+    lengths and the program's events."""
+    tag = "%s (%s)" % (mode, launches)
     record_path = os.path.join(d, "%s-%s.json" % (mode, launches))
     # 1,500 steps of ~190 us: several 50 ms samples of the FPS line.
     program = [PROGRAM, "1500"] + (["graph"] if mode == "graph" else [])
@@ -69,6 +70,10 @@ def windows(d, mode, launches):
         record = json.load(f)
     dev = record["device"]
     expect("%s: device side on" % tag, dev["on"] and dev["fps_clock"] == "device", out)
+    seen = "cupti" if launches == "cupti" else "hook"
+    expect("%s: the launches seen through %s (record: %s, hook_unused: %s)" % (
+        tag, seen, dev["launches"], dev["hook_unused"]),
+        dev["launches"] == seen and dev["hook_unused"] is None, out)
     # The host runs hundreds of steps ahead of the GPU: windows it arms while every one is
     # still waiting are skipped (counted); the rest are read.
     expect("%s: sampled steps (%d; %d windows skipped)" % (
@@ -97,8 +102,8 @@ def windows(d, mode, launches):
 
 with tempfile.TemporaryDirectory() as d:
     for mode in ("eager", "graph"):
-        # The launches seen through CUPTI (the default) and through the preloaded launch hook.
-        for launches in ("cupti", "hook"):
+        # The launches seen through the preloaded launch hook (the default) and through CUPTI.
+        for launches in ("default", "cupti"):
             windows(d, mode, launches)
         program = [PROGRAM, "1500"] + (["graph"] if mode == "graph" else [])
         # The --trace-steps window: the ranges and the kernels launched in them (through CUPTI:
@@ -118,19 +123,21 @@ with tempfile.TemporaryDirectory() as d:
             expect("%s: the trace's causality holds" % mode,
                    trace.get("otherData", {}).get("causality", "").startswith("ok"), out)
 
-# A program that holds CUPTI itself (as torch.profiler or nsys would): simprof's device side gives
-# up its device times and says so with CUPTI's reason; the program keeps CUPTI and the host table
-# stands.
-rc, out = run("run", "--gpu", "--step", "step", "--", PROGRAM, "200", "cupti")
+# A program that holds CUPTI itself (as torch.profiler or nsys would): through CUPTI, simprof's
+# device side gives up its device times and says so with CUPTI's reason; the program keeps CUPTI
+# and the host table stands.
+rc, out = run("run", "--gpu", "--step", "step", "--gpu-launches", "cupti", "--", PROGRAM, "200",
+              "cupti")
 expect("cupti: the program ran with CUPTI its own (exit 0)",
        rc == 0 and "CUPTI is this program's" in out, out)
 expect("cupti: simprof says it gave up the device times, and why",
        "no device times: cuptiSubscribe failed" in out, out)
 expect("cupti: the host table stands", '200 steps of the NVTX range "step" (host clock)' in out,
        out)
-# ... while through the launch hook simprof needs no CUPTI: device times beside the program's own.
-rc, out = run("run", "--gpu", "--step", "step", "--gpu-launches", "hook", "--gpu-every", "4",
-              "--gpu-interval", "0", "--", PROGRAM, "200", "cupti")
+# ... while through the launch hook (the default) simprof needs no CUPTI: device times beside the
+# program's own.
+rc, out = run("run", "--gpu", "--step", "step", "--gpu-every", "4", "--gpu-interval", "0", "--",
+              PROGRAM, "200", "cupti")
 expect("cupti (hook): the program keeps CUPTI and simprof has its device times",
        rc == 0 and "CUPTI is this program's" in out and "on the GPU's clock" in out
        and "no device times" not in out, out)
@@ -138,8 +145,8 @@ expect("cupti (hook): the program keeps CUPTI and simprof has its device times",
 # A program that takes CUPTI halfway through: simprof subscribes only during its windows, so the
 # program gets it; simprof's sampling stops at its next window and says why, and its table of the
 # windows before stands.
-rc, out = run("run", "--gpu", "--step", "step", "--gpu-every", "4", "--gpu-interval", "0", "--",
-              PROGRAM, "1000", "cupti-late")
+rc, out = run("run", "--gpu", "--step", "step", "--gpu-every", "4", "--gpu-interval", "0",
+              "--gpu-launches", "cupti", "--", PROGRAM, "1000", "cupti-late")
 late = re.search(r"CUPTI is this program's from step (\d+)", out)
 expect("cupti-late: the program took CUPTI mid-run (exit 0)",
        rc == 0 and late is not None, out)
@@ -152,5 +159,5 @@ expect("cupti-late: the windows before it stand", "on the GPU's clock" in out, o
 if failures:
     print("\n\n".join(failures))
     sys.exit(1)
-print("simprof run --gpu: eager, graph (CUPTI and the launch hook), and a program holding CUPTI "
+print("simprof run --gpu: eager, graph (the launch hook and CUPTI), and a program holding CUPTI "
       "from the start and from mid-run checked")

@@ -3,12 +3,15 @@
 // chosen), stages by path, other threads, unbalanced pops, and what the report says.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <stdexcept>
 
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
+#include "launch_preload.hpp"
 #include "range_fixture.hpp"
 #include "range_record.hpp"
 #include "range_report.hpp"
@@ -390,19 +393,29 @@ TEST(RunArgs, OptionsAreParsedAndBadValuesNamed) {
   EXPECT_NE(error.find("unknown option '--stpe'"), std::string::npos);
 }
 
-TEST(RunArgs, GpuLaunchesIsCuptiOrHookAndNeedsTheGpu) {
+TEST(RunArgs, GpuLaunchesIsAutoHookOrCuptiAndNeedsTheGpu) {
+  using simprof::cuda::LaunchSource;
   std::string error;
-  for (const char* v : {"hook", "cupti"}) {
+  const char* plain[] = {"simprof", "run", "--", "p"};
+  simprof::run::RunArgs d;
+  ASSERT_TRUE(simprof::run::parse_run_args(4, plain, d, error)) << error;
+  EXPECT_FALSE(d.launches_set);
+  EXPECT_EQ(d.launches, LaunchSource::kAuto);
+  const std::pair<const char*, LaunchSource> names[] = {{"auto", LaunchSource::kAuto},
+                                                        {"hook", LaunchSource::kHook},
+                                                        {"cupti", LaunchSource::kCupti}};
+  for (const auto& [v, source] : names) {
     const char* line[] = {"simprof", "run", "--gpu-launches", v, "--", "p"};
     simprof::run::RunArgs a;
     ASSERT_TRUE(simprof::run::parse_run_args(6, line, a, error)) << error;
     EXPECT_TRUE(a.launches_set);
-    EXPECT_EQ(a.launch_hook, std::string(v) == "hook");
+    EXPECT_EQ(a.launches, source) << v;
+    EXPECT_STREQ(simprof::run::launches_name(a.launches), v);
   }
   const char* bad[] = {"simprof", "run", "--gpu-launches", "driver", "--", "p"};
   simprof::run::RunArgs b;
   EXPECT_FALSE(simprof::run::parse_run_args(6, bad, b, error));
-  EXPECT_NE(error.find("--gpu-launches 'driver' (expected cupti or hook)"), std::string::npos)
+  EXPECT_NE(error.find("--gpu-launches 'driver' (expected auto, hook or cupti)"), std::string::npos)
       << error;
   const char* off[] = {"simprof", "run", "--no-gpu", "--gpu-launches", "hook", "--", "p"};
   simprof::run::RunArgs o;
@@ -432,4 +445,26 @@ TEST(RangeRecord, TheRecordHoldsTheStepsStagesAndCounts) {
   EXPECT_EQ(doc["workload"], Json({{"step_range", "step"}, {"n_envs", f.prof.n_envs()}}));
   EXPECT_EQ(doc["stages"][0]["samples_s"].size(), 3u);
   EXPECT_TRUE(doc["fps"]["rates_per_env"].is_array());
+}
+
+// A program linked to a sanitizer's runtime that must be loaded first gets no preloaded hook: its
+// file names the runtime (an ELF's dynamic strings); a script, or another ELF, names none.
+TEST(LaunchPreload, AProgramLinkingASanitizerRuntimeIsSeen) {
+  const std::string dir = ::testing::TempDir();
+  const auto write = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream(dir + name, std::ios::binary) << bytes;
+    return dir + name;
+  };
+  const std::string elf(
+      "\x7f"
+      "ELF\x02\x01\x01",
+      7);
+  EXPECT_EQ(simprof::run::first_loaded_runtime(write("asan", elf + "..libasan.so.8..libc.so.6")),
+            "libasan.so");
+  EXPECT_EQ(simprof::run::first_loaded_runtime(write("tsan", elf + "..libtsan.so.2..")),
+            "libtsan.so");
+  EXPECT_EQ(simprof::run::first_loaded_runtime(write("plain", elf + "..libc.so.6..")), "");
+  EXPECT_EQ(simprof::run::first_loaded_runtime(write("script", "#!/bin/sh\n# libasan.so\n")), "");
+  EXPECT_EQ(simprof::run::first_loaded_runtime(dir + "missing"), "");
+  EXPECT_EQ(simprof::run::first_loaded_runtime("sh"), "");  // found on PATH: no runtime
 }

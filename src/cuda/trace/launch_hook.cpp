@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // libsimprof_launch_hook.so: the driver's kernel and graph launches seen without CUPTI, for
-// LaunchScopes (launch_hook.hpp). `simprof run --gpu-launches hook` preloads it (LD_PRELOAD).
+// LaunchScopes (launch_hook.hpp). `simprof run` preloads it (LD_PRELOAD) by default.
 //
 // Programs find the driver's functions through dlsym() on libcuda and the cuGetProcAddress it
 // hands out: this library stands in for dlsym (x86-64), hands out its own cuGetProcAddress, and
@@ -128,12 +128,9 @@ const Entry* entry(const char* name) noexcept {
   return nullptr;
 }
 
-bool is_hook(void* p) noexcept;
-
 // The hook standing for driver function `fn` (its slot, taken at its first sight); `fn` itself
 // when the family's slots are all taken.
 void* hook_for(Family f, bool per_thread, void* fn) noexcept {
-  if (fn == nullptr || is_hook(fn)) return fn;
   for (int i = 0; i < kSlots; ++i) {
     void* seen = nullptr;
     if (g_real[f][per_thread][i].compare_exchange_strong(seen, fn)) {
@@ -171,51 +168,36 @@ void* driver() noexcept {
   return cuda;
 }
 
+// The symbol `name` of the driver handle `cuda` (null, with dlerror() cleared, when it has none).
+void* symbol_in(void* cuda, const char* name) noexcept {
+  void* p = real_dlsym()(cuda, name);
+  if (p == nullptr) dlerror();
+  return p;
+}
+
 // The driver's own `name` (null when libcuda is not loaded or has none).
 void* driver_symbol(const char* name) noexcept {
   void* cuda = driver();
   if (cuda == nullptr) return nullptr;
-  void* p = real_dlsym()(cuda, name);
-  if (p == nullptr) dlerror();
+  void* p = symbol_in(cuda, name);
   dlclose(cuda);
   return p;
 }
 
-// Whether `fn` is the driver's (another library's cu* function is left alone).
-bool in_driver(void* fn) noexcept {
-  void* cuda = driver();
-  if (cuda == nullptr) return false;
+// What the program is handed for driver function `fn` of the loaded driver `cuda`: a launch
+// entry point's hook, or the hooked cuGetProcAddress; `fn` itself for another library's cu*
+// function (`e` null: one of the cuGetProcAddress names).
+void* handed_from(void* cuda, const char* symbol, const Entry* e, void* fn,
+                  bool per_thread_asked) noexcept {
   Dl_info info{};
   void* map = nullptr;
-  const bool in = dladdr1(fn, &info, &map, RTLD_DL_LINKMAP) != 0 && map == cuda;
-  dlclose(cuda);
-  return in;
-}
-
-// What the program is handed for `symbol` (a name as cuGetProcAddress or dlsym takes it), found
-// as `fn`.
-void* handed(const char* symbol, void* fn, bool per_thread_asked) noexcept {
-  if (fn == nullptr || symbol == nullptr || symbol[0] != 'c' || symbol[1] != 'u') return fn;
-  const bool get_proc = std::strncmp(symbol, "cuGetProcAddress", 16) == 0;
-  const Entry* e = get_proc ? nullptr : entry(symbol);
-  if (!get_proc && e == nullptr) return fn;
-  if (is_hook(fn)) {  // this library's: an exported launch function is no driver's without one
-    void* cuda = driver();
-    if (cuda == nullptr) {  // null, said by dlerror(), or an interposer's after this library
-      void* next = real_dlsym()(RTLD_NEXT, symbol);
-      __asm__ volatile("" ::: "memory");  // no tail call: dlsym's caller must be this library
-      return next;
-    }
-    dlclose(cuda);
-    return fn;
-  }
-  if (!in_driver(fn)) return fn;
-  if (get_proc) {
-    if (fn == driver_symbol("cuGetProcAddress_v2")) {
+  if (dladdr1(fn, &info, &map, RTLD_DL_LINKMAP) == 0 || map != cuda) return fn;
+  if (e == nullptr) {
+    if (fn == symbol_in(cuda, "cuGetProcAddress_v2")) {
       g_get_proc2.store(fn);
       return reinterpret_cast<void*>(&get_proc2_hook);
     }
-    if (fn == driver_symbol("cuGetProcAddress")) {
+    if (fn == symbol_in(cuda, "cuGetProcAddress")) {
       g_get_proc.store(fn);
       return reinterpret_cast<void*>(&get_proc_hook);
     }
@@ -225,9 +207,31 @@ void* handed(const char* symbol, void* fn, bool per_thread_asked) noexcept {
   if (!per_thread) {  // CU_GET_PROC_ADDRESS_DEFAULT may give either form
     char ptsz[64];
     std::snprintf(ptsz, sizeof ptsz, "%s_ptsz", symbol);
-    per_thread = fn == driver_symbol(ptsz);
+    per_thread = fn == symbol_in(cuda, ptsz);
   }
   return hook_for(e->family, per_thread, fn);
+}
+
+// What the program is handed for `symbol` (a name as cuGetProcAddress or dlsym takes it), found
+// as `fn`.
+void* handed(const char* symbol, void* fn, bool per_thread_asked) noexcept {
+  if (fn == nullptr || symbol == nullptr || symbol[0] != 'c' || symbol[1] != 'u') return fn;
+  const bool get_proc = std::strncmp(symbol, "cuGetProcAddress", 16) == 0;
+  const Entry* e = get_proc ? nullptr : entry(symbol);
+  if (!get_proc && e == nullptr) return fn;
+  void* cuda = driver();  // one handle for every question below
+  const bool ours = is_hook(fn);
+  if (ours && cuda == nullptr) {
+    // This library's exported launch function, with no driver to call: null, said by dlerror(),
+    // or an interposer's after this library.
+    void* next = real_dlsym()(RTLD_NEXT, symbol);
+    __asm__ volatile("" ::: "memory");  // no tail call: dlsym's caller must be this library
+    return next;
+  }
+  if (cuda == nullptr) return fn;  // not the driver's: it is not loaded
+  void* out = ours ? fn : handed_from(cuda, symbol, e, fn, per_thread_asked);
+  dlclose(cuda);
+  return out;
 }
 
 CUresult get_proc_hook(const char* symbol, void** pfn, int version, cuuint64_t flags) {

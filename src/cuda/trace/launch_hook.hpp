@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // What libsimprof_launch_hook.so (launch_hook.cpp) exports to LaunchScopes, which finds it in the
-// process by name (dlsym): no link between the two. `simprof run --gpu-launches hook` preloads it.
+// process by name (dlsym): no link between the two. `simprof run` preloads it by default.
 // Private to simprof::cuda.
 #pragma once
 

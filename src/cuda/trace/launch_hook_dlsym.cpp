@@ -13,8 +13,12 @@ extern "C" {
 simprof_dlsym simprof_hook_real_dlsym = nullptr;
 
 simprof_dlsym simprof_hook_find_real_dlsym() noexcept {
+#if defined(__x86_64__)
   void* f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
   if (f == nullptr) f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+#else
+  void* f = reinterpret_cast<void*>(&dlsym);  // no stand-in here: dlsym is the C library's
+#endif
   if (f == nullptr) {  // no C library's dlsym to stand in for: nothing can go on
     static const char said[] = "libsimprof_launch_hook.so: cannot find the C library's dlsym\n";
     (void)!write(2, said, sizeof said - 1);

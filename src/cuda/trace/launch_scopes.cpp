@@ -13,6 +13,7 @@
 #include <optional>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -77,6 +78,8 @@ struct LaunchScopes::Impl {
   // LaunchSource::kHook: the preloaded hook's watch and retire (null: CUPTI's callbacks instead).
   detail::HookWatch hook_watch = nullptr;
   detail::HookRetire hook_retire = nullptr;
+  LaunchSource source = LaunchSource::kCupti;  // resolved: kHook or kCupti
+  std::string hook_unused;                     // kAuto chose CUPTI: why
 
   ~Impl() {
     for (Slot& s : slots)
@@ -148,7 +151,7 @@ struct LaunchScopes::Impl {
                                                         : static_cast<cudaStream_t>(stream));
   }
 
-  // LaunchSource::kHook: the hook's functions, or why it cannot be used.
+  // LaunchSource::kHook or kAuto: the hook's functions, or why it cannot be used.
   void find_hook() {
     hook_watch = reinterpret_cast<detail::HookWatch>(dlsym(RTLD_DEFAULT, detail::kHookWatch));
     hook_retire = reinterpret_cast<detail::HookRetire>(dlsym(RTLD_DEFAULT, detail::kHookRetire));
@@ -156,8 +159,8 @@ struct LaunchScopes::Impl {
         reinterpret_cast<detail::HookEntries>(dlsym(RTLD_DEFAULT, detail::kHookEntries));
     if (hook_watch == nullptr || hook_retire == nullptr || entries == nullptr)
       reason =
-          "the launch hook is not in the process (libsimprof_launch_hook.so, which simprof "
-          "run --gpu-launches hook preloads)";
+          "the launch hook is not in the process (libsimprof_launch_hook.so, preloaded by "
+          "simprof run where it is beside its tool)";
     else if (entries() == 0)
       reason =
           "the launch hook handed out no launch entry point (the program found the driver's "
@@ -231,6 +234,7 @@ LaunchScopes::LaunchScopes(LaunchScopesOptions options) : impl_(std::make_unique
   m.slots.resize(options.windows);
   m.order.resize(options.windows);
   if (options.source == LaunchSource::kHook) {
+    m.source = LaunchSource::kHook;
     m.find_hook();
     if (!m.reason.empty()) return;  // disabled: nothing made
   }
@@ -239,7 +243,12 @@ LaunchScopes::LaunchScopes(LaunchScopesOptions options) : impl_(std::make_unique
     s.events.resize(options.events);
     for (cudaEvent_t& e : s.events) SIMPROF_CUDA_CHECK(cudaEventCreate(&e));
   }
-  if (options.source == LaunchSource::kHook) return;  // no CUPTI at all
+  if (options.source == LaunchSource::kAuto) {  // CUDA has started: its entry points are out
+    m.find_hook();
+    m.hook_unused = std::exchange(m.reason, {});  // no hook: CUPTI's callbacks instead
+    if (m.hook_unused.empty()) m.source = LaunchSource::kHook;
+  }
+  if (m.source == LaunchSource::kHook) return;  // no CUPTI at all
   {
     const detail::CuptiLease probe;  // CUPTI is ours to use (no other tool holds it)
     if (probe.result() != CUPTI_SUCCESS) {
@@ -262,6 +271,8 @@ LaunchScopes::~LaunchScopes() {
 
 bool LaunchScopes::enabled() const noexcept { return impl_->reason.empty(); }
 const std::string& LaunchScopes::disabled_reason() const noexcept { return impl_->reason; }
+LaunchSource LaunchScopes::source() const noexcept { return impl_->source; }
+const std::string& LaunchScopes::hook_unused_reason() const noexcept { return impl_->hook_unused; }
 bool LaunchScopes::armed() const noexcept { return impl_->cur != nullptr; }
 std::uint64_t LaunchScopes::skipped() const noexcept { return impl_->skipped.load(); }
 std::uint64_t LaunchScopes::dropped() const noexcept { return impl_->dropped.load(); }

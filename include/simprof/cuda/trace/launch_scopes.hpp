@@ -16,21 +16,20 @@
 // While armed, CUPTI's callbacks on the driver's launch calls (no activity records: their cost is
 // per kernel, and CUPTI's first activity window costs a loop milliseconds) see every kernel and
 // graph launch made on the arming thread (a runtime launch reaches the driver's call). CUPTI is
-// subscribed from arm() to disarm() only: a subscription slows every driver call. With
-// LaunchSource::kHook the preloaded launch hook tells the same launches instead, without CUPTI.
-// The first
-// launch into a stream inside a scope records an event on that stream just before it; a scope's
-// close records one on every stream it launched to. A scope's device time runs from the first of
-// its begin events to the last of its end events: from the end of the work queued before it on its
-// streams to the end of its own (the stamps' rule of DeviceStageTimer). Events come from a pool
-// made at construction (none is made while armed); windows are read in order once the GPU passed
-// them, and one whose events ran out, or whose CUDA call failed, is dropped and counted. A launch
-// into a stream being captured is not stamped (the event would join the capture): counted; the
-// driver is asked where an event would be recorded (a launch into a stream new to an open scope,
-// and each stream at its scope's close), not at every launch. A stream captured by the time its
-// scope closes gets no end event: that window is dropped. Only
-// kernel and graph launches are stamped: a scope whose only work is a copy launched nothing. Every
-// call is the arming thread's.
+// subscribed from arm() to disarm() only: a subscription slows every driver call. Where the
+// launch hook is preloaded (LaunchSource::kHook, or kAuto, the default) it tells the same launches
+// instead, without CUPTI. The first launch into a stream inside a scope records an event on that
+// stream just before it; a scope's close records one on every stream it launched to. A scope's
+// device time runs from the first of its begin events to the last of its end events: from the end
+// of the work queued before it on its streams to the end of its own (the stamps' rule of
+// DeviceStageTimer). Events come from a pool made at construction (none is made while armed);
+// windows are read in order once the GPU passed them, and one whose events ran out, or whose CUDA
+// call failed, is dropped and counted. A launch into a stream being captured is not stamped (the
+// event would join the capture): counted; the driver is asked where an event would be recorded (a
+// launch into a stream new to an open scope, and each stream at its scope's close), not at every
+// launch. A stream captured by the time its scope closes gets no end event: that window is dropped.
+// Only kernel and graph launches are stamped: a scope whose only work is a copy launched nothing.
+// Every call is the arming thread's.
 #pragma once
 
 #include <cstddef>
@@ -45,11 +44,14 @@ namespace simprof::cuda {
 enum class LaunchSource {
   /// CUPTI's callbacks on the driver's launch calls, subscribed while a window is armed.
   kCupti,
-  /// libsimprof_launch_hook.so, preloaded into the process (`simprof run --gpu-launches hook`):
-  /// the driver's launch entry points as the program found them, told to the arming thread's
-  /// watcher, with no CUPTI at all. Disabled (enabled() false, the reason said) when the hook is
-  /// not in the process or handed out no launch entry point.
+  /// libsimprof_launch_hook.so, preloaded into the process (`simprof run` does): the driver's
+  /// launch entry points as the program found them, told to the arming thread's watcher, with no
+  /// CUPTI at all. Disabled (enabled() false, the reason said) when the hook is not in the process
+  /// or handed out no launch entry point.
   kHook,
+  /// The hook where it is in the process and handed out a launch entry point, else CUPTI's
+  /// callbacks (source() says which; hook_unused_reason() why not the hook).
+  kAuto,
 };
 
 /// Sizes of a LaunchScopes's pools, and how it sees the launches.
@@ -57,7 +59,7 @@ struct LaunchScopesOptions {
   std::size_t events = 256;  ///< events per window (>= 2)
   std::size_t scopes = 64;   ///< scope runs per window (>= 1)
   std::size_t windows = 8;   ///< windows armed or waiting on the GPU at most, plus one (>= 2)
-  LaunchSource source = LaunchSource::kCupti;  ///< how the launches are seen
+  LaunchSource source = LaunchSource::kAuto;  ///< how the launches are seen
 };
 
 /// One scope run of a window, on the device.
@@ -98,6 +100,11 @@ class LaunchScopes {
   bool enabled() const noexcept;
   /// Why the launches cannot be seen (empty while enabled()).
   const std::string& disabled_reason() const noexcept;
+  /// How the launches are seen: kHook or kCupti (kAuto resolved when made).
+  LaunchSource source() const noexcept;
+  /// Where kAuto chose CUPTI: why not the hook ("the launch hook is not in the process", ...);
+  /// empty otherwise.
+  const std::string& hook_unused_reason() const noexcept;
 
   /// Begins a window on the calling thread; false (counted in skipped()) when every window is
   /// still waiting on the GPU, or when disabled.
