@@ -5,6 +5,7 @@ simulators mark theirs, and CUDA events at every step's end to time itself. `sim
 it unchanged (run_bench.py compares the two).
 
     python3 nvtx_loop.py [--n-envs 1024] [--kernels 100] [--graph] [--steps 2000] [--torch-profiler]
+        [--ab N]
 
 The step: K elementwise kernels (x.add_(0.5) over n_envs x 64 floats) in "physics" (60 %),
 "sensors" > "Cam" (25 %) and "rewards" (the rest), on the current stream, never synchronised
@@ -12,10 +13,17 @@ inside the loop; with --graph the three stages are three captured torch.cuda.CUD
 replayed inside its range. Prints one JSON line: the mean device period from step 63 on and the
 stage spans over the second half, from the events (one before physics, one after each stage),
 and the host's period over the second half.
+
+With --ab N the steps come in blocks of N, every other block without its NVTX ranges: under
+simprof run those blocks cost the tool nothing, so within one process, block against neighbouring
+block, the ranged blocks' device period over the others' is the ranges' cost ("ab_ratio", the
+median over pairs of blocks after the first 2). Run alone, the same ratio is what the ranges cost
+without a tool (about 1). Separate processes of an eager loop spread far more than this.
 """
 import argparse
 import contextlib
 import json
+import statistics
 import time
 
 import torch
@@ -36,6 +44,8 @@ def main():
     ap.add_argument("--torch-profiler", action="store_true",
                     help="the loop inside torch.profiler.profile (CPU and CUDA activities, every "
                          "step traced, the trace kept in memory): its cost, for comparison")
+    ap.add_argument("--ab", type=int, default=0,
+                    help="blocks of N steps, every other one without NVTX ranges (in-process A/B)")
     a = ap.parse_args()
     x = torch.zeros(a.n_envs, 64, device="cuda")
     counts = split(a.kernels)
@@ -77,10 +87,28 @@ def main():
     stage_us = {name: 1e3 * sum(marks[i][k].elapsed_time(marks[i][k + 1])
                                 for i in range(half, a.steps)) / (a.steps - half)
                 for k, name in enumerate(("physics", "sensors", "rewards"))}
-    print(json.dumps({"events_period_us": 1e3 * period_ms, "events_stage_us": stage_us,
-                      "host_period_us": 1e6 * (t_end - t_half) / (a.steps - half),
-                      "n_envs": a.n_envs, "kernels": a.kernels, "graph": a.graph,
-                      "steps": a.steps, "wall_s": t_end - t0}))
+    out = {"events_period_us": 1e3 * period_ms, "events_stage_us": stage_us,
+           "host_period_us": 1e6 * (t_end - t_half) / (a.steps - half),
+           "n_envs": a.n_envs, "kernels": a.kernels, "graph": a.graph,
+           "steps": a.steps, "wall_s": t_end - t0}
+    if a.ab:
+        out["ab_ratio"] = ab_ratio(marks, a.ab)
+    print(json.dumps(out))
+
+
+def ab_ratio(marks, n):
+    """The median over pairs of blocks (ranged, then not) of their device periods' ratio."""
+    ends = [m[3] for m in marks]
+    blocks = [ends[b - 1].elapsed_time(ends[b + n - 1]) for b in range(n, len(ends) - n + 1, n)]
+    # Block k covers steps [(k + 1) n, (k + 2) n): ranged where k + 1 is even. Pairs from block 2.
+    ratios = [blocks[k] / blocks[k + 1] for k in range(1, len(blocks) - 1)
+              if (k + 1) % 2 == 0]
+    return statistics.median(ratios)
+
+
+@contextlib.contextmanager
+def unranged(_name):
+    yield
 
 
 def loop(a, run, marks):
@@ -88,20 +116,23 @@ def loop(a, run, marks):
     t0 = time.perf_counter()
     half = a.steps // 2
     t_half = t0
+    ranged = torch.cuda.nvtx.range
     for i in range(a.steps):
         if i == half:
             t_half = time.perf_counter()
         m = marks[i]
-        with torch.cuda.nvtx.range("step"):
+        # --ab: every other block of steps without ranges (the same calls, through a no-op).
+        rng = ranged if not a.ab or (i // a.ab) % 2 == 0 else unranged
+        with rng("step"):
             m[0].record()
-            with torch.cuda.nvtx.range("physics"):
+            with rng("physics"):
                 run[0]()
             m[1].record()
-            with torch.cuda.nvtx.range("sensors"):
-                with torch.cuda.nvtx.range("Cam"):
+            with rng("sensors"):
+                with rng("Cam"):
                     run[1]()
             m[2].record()
-            with torch.cuda.nvtx.range("rewards"):
+            with rng("rewards"):
                 run[2]()
             m[3].record()
     return t0, t_half, time.perf_counter()

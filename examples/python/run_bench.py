@@ -5,7 +5,7 @@ did, are its stage times the device's, and what does it cost?
 
     python3 run_bench.py --simprof <simprof command> [--n-envs 1024 30000] [--kernels 100]
         [--steps 3000] [--repeats 3] [--gpu-every 64] [--gpu-interval MS] [--torch-profiler]
-        [--gpu-launches auto|cupti|hook] [--pin CPU]
+        [--gpu-launches auto|cupti|hook] [--pin CPU] [--ab N]
         [--json out.json]
 
 Per size and mode (eager, torch.cuda.CUDAGraph), `repeats` rounds, each the loop alone and then
@@ -27,6 +27,10 @@ under `simprof run --gpu`, every run timing itself with CUDA events (nvtx_loop.p
   torch.profiler  with --torch-profiler, each round also runs the loop inside torch.profiler
           (CPU and CUDA activities, every step traced): its cost the same way, for comparison.
 
+--ab N measures the cost within each process instead (nvtx_loop.py --ab: blocks of N steps,
+every other one without its ranges): the ranged blocks' period over their neighbours' under simprof
+run, over the same ratio of the loop alone. Only the cost is judged then.
+
 --pin CPU runs every process on that one CPU (the loop, simprof run and the program it starts):
 an eager loop is bound by its host, and separate processes on whatever cores the scheduler gives
 them spread far more than a cost of a few percent.
@@ -44,9 +48,10 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def loop_args(n_envs, kernels, graph, steps):
+def loop_args(n_envs, kernels, graph, steps, ab=0):
     return [sys.executable, os.path.join(HERE, "nvtx_loop.py"), "--n-envs", str(n_envs),
-            "--kernels", str(kernels), "--steps", str(steps)] + (["--graph"] if graph else [])
+            "--kernels", str(kernels), "--steps", str(steps)] + (["--graph"] if graph else []) + \
+        (["--ab", str(ab)] if ab else [])
 
 
 def last_json(text):
@@ -63,12 +68,12 @@ def run(a, args, check=True):
 
 
 def one_config(a, n_envs, graph):
-    plain, profiled, fps, stages, torch_prof = [], [], [], [], []
+    plain, profiled, fps, stages, torch_prof, launches = [], [], [], [], [], []
     for _ in range(a.repeats):
         if a.torch_profiler:
-            t = run(a, loop_args(n_envs, a.kernels, graph, a.steps) + ["--torch-profiler"])
+            t = run(a, loop_args(n_envs, a.kernels, graph, a.steps, a.ab) + ["--torch-profiler"])
             torch_prof.append(last_json(t.stdout))
-        p = run(a, loop_args(n_envs, a.kernels, graph, a.steps))
+        p = run(a, loop_args(n_envs, a.kernels, graph, a.steps, a.ab))
         plain.append(last_json(p.stdout))
         with tempfile.TemporaryDirectory() as d:
             rec = os.path.join(d, "run.json")
@@ -78,7 +83,8 @@ def one_config(a, n_envs, graph):
             if not a.no_gpu and a.gpu_launches is not None:
                 gpu += ["--gpu-launches", a.gpu_launches]
             q = run(a, [a.simprof, "run", *gpu, "--n-envs", str(n_envs), "--no-fps", "--json",
-                        rec, "--"] + loop_args(n_envs, a.kernels, graph, a.steps), check=False)
+                        rec, "--"] + loop_args(n_envs, a.kernels, graph, a.steps, a.ab),
+                    check=False)
             if q.returncode != 0:
                 raise RuntimeError("simprof run failed:\n" + q.stdout + q.stderr)
             loop = last_json(q.stdout)
@@ -95,6 +101,7 @@ def one_config(a, n_envs, graph):
         stages.append({n: (rows[n]["mean_s"] * 1e6 if n in rows else float("nan"), us)
                        for n, us in loop["events_stage_us"].items()})
         stages[-1]["_sampled"] = dev["sampled_steps"]
+        launches.append(dev.get("launches"))  # how simprof run saw them: "hook" or "cupti"
     med = lambda v: statistics.median(v)
     base = med([r["events_period_us"] for r in plain])
     cost = med([r["events_period_us"] for r in profiled]) / base - 1
@@ -107,8 +114,15 @@ def one_config(a, n_envs, graph):
            "period_us": base, "cost": cost, "host_cost": host_cost, "null": null,
            "fps_ratio": med([f[0] for f in fps]), "fps_line_ratio": med([f[1] for f in fps]),
            "gpu_bound": gpu_bound, "stages": {}, "sampled_steps": stages[-1]["_sampled"],
+           "launches": launches[-1],
            "rounds_us": [[p["events_period_us"], q["events_period_us"]]
                          for p, q in zip(plain, profiled)]}
+    if a.ab:  # in-process: the ranged blocks over the others, under simprof run over alone
+        ab = lambda runs: med([r["ab_ratio"] for r in runs])
+        out["ab_cost"] = ab(profiled) / ab(plain) - 1
+        out["ab_null"] = (max(r["ab_ratio"] for r in plain) / min(r["ab_ratio"] for r in plain) -
+                          1)
+        out["ab_rounds"] = [[p["ab_ratio"], q["ab_ratio"]] for p, q in zip(plain, profiled)]
     if torch_prof:
         out["torch_profiler_cost"] = med([r["events_period_us"] for r in torch_prof]) / base - 1
     for name in ("physics", "sensors", "rewards"):
@@ -116,6 +130,11 @@ def one_config(a, n_envs, graph):
         events = med([s[name][1] for s in stages])
         out["stages"][name] = {"device_us": ours, "events_us": events}
     # The stages are judged only where the loop is GPU-bound (None: not judged, never "met").
+    # With --ab only the cost is judged: half the steps have no ranges, so simprof run's rate and
+    # stages are over the others.
+    if a.ab:
+        out["met"] = {"cost": out["ab_cost"] <= 0.02 and out["ab_null"] <= 0.01}
+        return out
     out["met"] = {
         "fps": abs(out["fps_ratio"] - 1) <= 0.01 and abs(out["fps_line_ratio"] - 1) <= 0.01,
         "cost": cost <= 0.02 and null <= 0.01,
@@ -136,6 +155,8 @@ def main():
     ap.add_argument("--gpu-every", type=int, default=64)
     ap.add_argument("--gpu-launches", choices=["auto", "cupti", "hook"], default=None,
                     help="how simprof run sees the launches (default: simprof run's, auto)")
+    ap.add_argument("--ab", type=int, default=0,
+                    help="in-process cost: blocks of N steps, every other one without ranges")
     ap.add_argument("--pin", type=int, default=None,
                     help="run every process on this one CPU (an eager loop is host-bound)")
     ap.add_argument("--gpu-interval", type=int, default=None,
@@ -152,12 +173,19 @@ def main():
         for graph in [m == "graph" for m in a.modes]:
             r = one_config(a, n, graph)
             results.append(r)
+            if a.ab:
+                print("%6d envs %-5s [%s] period %7.1f us  in-process cost %+.2f %% (null %.2f %%)"
+                      "%s  rounds (alone, simprof run): %s" % (
+                          n, r["mode"], r["launches"], r["period_us"], 100 * r["ab_cost"],
+                          100 * r["ab_null"], "" if r["met"]["cost"] else " MISSED",
+                          ", ".join("%.4f/%.4f" % tuple(x) for x in r["ab_rounds"])), flush=True)
+                continue
             st = ", ".join("%s %.1f/%.1f us" % (k, v["device_us"], v["events_us"])
                            for k, v in r["stages"].items())
-            print("%6d envs %-5s period %7.1f us  rate/events %.4f%s (line %.3f)  cost %+.2f %% "
-                  "(host %+.2f %%; null %.2f %%)%s"
+            print("%6d envs %-5s [%s] period %7.1f us  rate/events %.4f%s (line %.3f)  "
+                  "cost %+.2f %% (host %+.2f %%; null %.2f %%)%s"
                   "  stages device/events: %s%s" % (
-                      n, r["mode"], r["period_us"], r["fps_ratio"],
+                      n, r["mode"], r["launches"], r["period_us"], r["fps_ratio"],
                       "" if r["met"]["fps"] else " MISSED", r["fps_line_ratio"], 100 * r["cost"],
                       100 * r["host_cost"], 100 * r["null"],
                       "" if r["met"]["cost"] else (" NOISY" if r["null"] > 0.01 else " MISSED"),

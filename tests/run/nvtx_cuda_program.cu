@@ -7,8 +7,10 @@
 // With `cupti` it holds CUPTI itself first (a subscriber of its own, as torch.profiler or nsys
 // would), so simprof's device side cannot have it; with `cupti-late` it takes CUPTI halfway
 // through (as a torch.profiler started mid-run would), trying once a step until it has it.
-// `nvtx_cuda_program STEPS [graph | cupti | cupti-late]`; exit status 0, or 2 when CUDA fails
-// (named) or CUPTI refuses `cupti`, 77 without a GPU.
+// With `launches` the steps are bound by their launches, as an eager Python loop is: 100 empty
+// kernels a step (physics 40, physics/contacts 20, sensors 40) in the same ranges.
+// `nvtx_cuda_program STEPS [graph | cupti | cupti-late | launches]`; exit status 0, or 2 when CUDA
+// fails (named) or CUPTI refuses `cupti`, 77 without a GPU.
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <nvtx3/nvToolsExt.h>
@@ -60,6 +62,10 @@ int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::atoi(argv[1]) : 100;
   const std::string mode = argc > 2 ? argv[2] : "";
   const bool graph = mode == "graph";
+  const bool launch_bound = mode == "launches";
+  const auto empties = [&](cudaStream_t on, int n) {
+    for (int k = 0; k < n; ++k) spin<<<1, 1, 0, on>>>(0);
+  };
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::puts("nvtx_cuda_program: no GPU visible");
@@ -87,6 +93,11 @@ int main(int argc, char** argv) {
     nvtxRangePushA("physics");
     if (graph) {
       check(cudaGraphLaunch(physics, s), "cudaGraphLaunch");
+    } else if (launch_bound) {
+      empties(s, 40);
+      nvtxRangePushA("contacts");
+      empties(s, 20);
+      nvtxRangePop();
     } else {
       spin<<<1, 1, 0, s>>>(100'000);
       nvtxRangePushA("contacts");
@@ -97,6 +108,8 @@ int main(int argc, char** argv) {
     nvtxRangePushA("sensors");
     if (graph)
       check(cudaGraphLaunch(sensors, s), "cudaGraphLaunch");
+    else if (launch_bound)
+      empties(s, 40);
     else
       spin<<<1, 1, 0, s>>>(30'000);
     nvtxRangePop();
