@@ -100,7 +100,8 @@ def ab_ratio(marks, n):
     """The median over pairs of blocks (ranged, then not) of their device periods' ratio."""
     ends = [m[3] for m in marks]
     blocks = [ends[b - 1].elapsed_time(ends[b + n - 1]) for b in range(n, len(ends) - n + 1, n)]
-    # Block k covers steps [(k + 1) n, (k + 2) n): ranged where k + 1 is even. Pairs from block 2.
+    # Block k covers steps [(k + 1) n, (k + 2) n): ranged where k + 1 is even. The first pair
+    # starts at step 2n (steps before it warm up).
     ratios = [blocks[k] / blocks[k + 1] for k in range(1, len(blocks) - 1)
               if (k + 1) % 2 == 0]
     return statistics.median(ratios)
