@@ -48,6 +48,11 @@ void RangeDevice::step(TraceSession* traced) noexcept {
 void RangeDevice::start() {
   side_ = make_device_side(
       prof_, sampling_, [this](const TraceAnalysis& a) { window(a); }, off_);
+  if (side_) {  // kept for the report and the record, whether or not the side can run
+    launches_ = side_->launches();
+    hook_unused_ = side_->hook_unused_reason();
+    if (hook_unused_.empty() && launches_ == "cupti") hook_unused_ = sampling_.hook_unused;
+  }
   if (side_ && !side_->disabled_reason().empty()) off_ = side_->disabled_reason();
   if (!off_.empty()) side_.reset();
 }
@@ -91,7 +96,12 @@ void RangeDevice::restart() noexcept { restart_ = side_ != nullptr; }
 
 std::string RangeDevice::report() const {
   if (mode_ == GpuMode::kOff) return "";
-  if (!off_.empty()) return fmt::format("simprof run: no device times: {}.\n", off_);
+  const std::string why_cupti =
+      hook_unused_.empty()
+          ? ""
+          : fmt::format("simprof run: launches seen through CUPTI, not the launch hook: {}.\n",
+                        hook_unused_);
+  if (!off_.empty()) return why_cupti + fmt::format("simprof run: no device times: {}.\n", off_);
   std::string late;
   if (trace_late_)
     late =
@@ -99,9 +109,7 @@ std::string RangeDevice::report() const {
         "step's thread, so it has no kernels.\n";
   if (side_ && !side_->disabled_reason().empty())
     late += fmt::format("simprof run: device sampling stopped: {}.\n", side_->disabled_reason());
-  if (!hook_unused().empty())
-    late += fmt::format("simprof run: launches seen through CUPTI, not the launch hook: {}.\n",
-                        hook_unused());
+  late += why_cupti;
   if (!side_)
     return mode_ == GpuMode::kOn
                ? "simprof run: --gpu: the program never started CUDA on the step's thread, so "
@@ -113,7 +121,7 @@ std::string RangeDevice::report() const {
                                    ? fmt::format("2 in every {}, a window in {} ms at most",
                                                  sampling_.every, sampling_.interval_ms)
                                    : fmt::format("2 in every {}", sampling_.every);
-  const char* seen = std::string(side_->launches()) == "hook" ? "the launch hook" : "CUPTI";
+  const char* seen = launches_ == "hook" ? "the launch hook" : "CUPTI";
   if (rows.empty())
     return late + fmt::format(
                       "simprof run: device clock: no sampled step launched a kernel on the step's "
@@ -128,12 +136,6 @@ std::string RangeDevice::report() const {
          format_stage_rows(rows);
 }
 
-std::string RangeDevice::hook_unused() const {
-  if (!side_) return "";
-  const std::string why = side_->hook_unused_reason();
-  return why.empty() && std::string(side_->launches()) == "cupti" ? sampling_.hook_unused : why;
-}
-
 record::Json RangeDevice::json() const {
   using record::Json;
   if (mode_ == GpuMode::kOff) return Json(nullptr);
@@ -141,8 +143,8 @@ record::Json RangeDevice::json() const {
   return Json{{"clock", "device"},
               {"on", side_ != nullptr},
               {"off_reason", off_.empty() ? Json(nullptr) : Json(off_)},
-              {"launches", side_ ? Json(side_->launches()) : Json(nullptr)},
-              {"hook_unused", hook_unused().empty() ? Json(nullptr) : Json(hook_unused())},
+              {"launches", launches_.empty() ? Json(nullptr) : Json(launches_)},
+              {"hook_unused", hook_unused_.empty() ? Json(nullptr) : Json(hook_unused_)},
               {"sample_every", sampling_.every},
               {"interval_ms", sampling_.interval_ms},
               {"windows", table_.windows()},

@@ -45,8 +45,6 @@ class RangeDevice {
   record::Json json() const;
 
  private:
-  // Where auto chose CUPTI: why not the hook (the device side's reason, or simprof run's).
-  std::string hook_unused() const;
   void start();
   void window(const TraceAnalysis& steps);  // a sampled window (the step's thread)
   void trace_window(TraceSession* traced);  // --trace-steps: its kernels, sampling paused
@@ -56,7 +54,10 @@ class RangeDevice {
   GpuMode mode_;
   Sampling sampling_;
   std::unique_ptr<DeviceSide> side_;
-  std::string off_;            // why the device clock is off ("": on, or not tried yet)
+  std::string off_;  // why the device clock is off ("": on, or not tried yet)
+  // How the launches were seen ("hook", "cupti"; "": the device side never started), and where
+  // auto chose CUPTI, why not the hook (the device side's reason, or simprof run's).
+  std::string launches_, hook_unused_;
   std::uint64_t checked_ = 0;  // steps seen while waiting for a CUDA context
   FpsTracker::DeviceClockClaim fps_;
   mutable std::mutex mu_;  // the table: read by the report's and the record's threads
