@@ -54,9 +54,9 @@ bool set_launches(const RunArgs& a, const std::string& tool) {
 #if !defined(__x86_64__)
     unused = "the launch hook works on x86-64 only";
 #endif
-    if (const std::string rt = a.command.empty() ? "" : first_loaded_runtime(a.command[0]);
-        unused.empty() && !rt.empty())
-      unused = a.command[0] + " links " + rt + ", which must be the first library loaded";
+    if (unused.empty() && !a.command.empty())
+      if (const std::string rt = first_loaded_runtime(a.command[0]); !rt.empty())
+        unused = a.command[0] + " links " + rt + ", which must be the first library loaded";
     if (unused.empty() && access(hook.c_str(), R_OK) != 0)
       unused = "the launch hook is not beside the tool (" + hook + ")";
   } else if (a.launches == LaunchSource::kHook && access(hook.c_str(), R_OK) != 0) {
