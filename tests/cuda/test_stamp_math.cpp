@@ -4,12 +4,14 @@
 // (ClockMap). The GPU tests check the same against CUDA events; these pin the rules on any machine.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <optional>
 #include <thread>
 #include <vector>
 
 #include "node_stamps.hpp"
 #include "said_once.hpp"
+#include "sample_stats.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 #include "simprof/profiler/timings.hpp"
 #include "stage_walk.hpp"
@@ -29,13 +31,16 @@ using simprof::cuda::detail::kStageBegin;
 using simprof::cuda::detail::kStageEnd;
 using simprof::cuda::detail::MergedMark;
 using simprof::cuda::detail::ReplayStamps;
+using simprof::cuda::detail::RunningStat;
 using simprof::cuda::detail::SaidOnce;
+using simprof::cuda::detail::SampleSchedule;
 using simprof::cuda::detail::SlotRanges;
 using simprof::cuda::detail::StageMark;
 using simprof::cuda::detail::StageWalk;
 using simprof::cuda::detail::StampEntry;
 using simprof::cuda::detail::start_slots;
 using simprof::cuda::detail::StepStamps;
+using simprof::cuda::detail::TimerVoice;
 
 // A profiler with physics, physics/contacts, sensors and sensors/Imu; one step's stamps, added
 // in the order the tests say, and the walk's output over them.
@@ -338,6 +343,64 @@ TEST(SaidOnce, TheFirstTimeOnlyFromAnyThread) {
   SaidOnce other;  // each problem its own
   other.error("another");
   EXPECT_EQ(log.count("another"), 1) << log.str();
+}
+
+TEST(TimerVoice, NamesTheTimerSaysTheFirstFailureAndEachProblemOnce) {
+  simprof::testing::SimprofLog log;
+  TimerVoice voice("SomeTimer");
+  EXPECT_FALSE(voice.failed_before());
+  voice.failed("cudaMemcpyAsync", "cudaErrorInvalidValue");
+  voice.failed("cudaEventRecord", "cudaErrorLaunchFailure");  // an echo of the first: not said
+  EXPECT_TRUE(voice.failed_before());
+  EXPECT_EQ(log.count("simprof: SomeTimer: cudaMemcpyAsync failed: cudaErrorInvalidValue"), 1)
+      << log.str();
+  EXPECT_EQ(log.count("cudaEventRecord"), 0) << log.str();
+  SaidOnce ring, other;
+  voice.warn(ring, "step {} is left out", 7);
+  voice.warn(ring, "step {} is left out", 8);
+  voice.warn(other, "another problem");
+  EXPECT_EQ(log.count("simprof: SomeTimer: step 7 is left out"), 1) << log.str();
+  EXPECT_EQ(log.count("step 8"), 0) << log.str();
+  EXPECT_EQ(log.count("simprof: SomeTimer: another problem"), 1) << log.str();
+}
+
+TEST(SampleSchedule, OneStepInEveryAtItsOffset) {
+  const SampleSchedule s = SampleSchedule::checked("Opts", 4, 1);
+  std::vector<std::uint64_t> sampled;
+  for (std::uint64_t step = 0; step < 12; ++step)
+    if (s.sampled(step)) sampled.push_back(step);
+  EXPECT_EQ(sampled, (std::vector<std::uint64_t>{1, 5, 9}));
+  // -1: 8 where every is above 8 (clear of a power of two's multiples), else 0.
+  EXPECT_EQ(SampleSchedule::checked("Opts", 128, -1).offset, 8u);
+  EXPECT_EQ(SampleSchedule::checked("Opts", 8, -1).offset, 0u);
+  EXPECT_TRUE(SampleSchedule::checked("Opts", 1, 0).sampled(12345));
+}
+
+TEST(SampleSchedule, BadValuesAreNamedWithWhatWasExpected) {
+  using simprof::testing::error_of;
+  EXPECT_EQ(error_of<std::invalid_argument>([] { (void)SampleSchedule::checked("Opts", 0, 0); }),
+            "simprof: Opts.sample_every = 0 (expected >= 1)");
+  EXPECT_EQ(error_of<std::invalid_argument>([] { (void)SampleSchedule::checked("Opts", 4, 4); }),
+            "simprof: Opts.sample_offset = 4 (expected -1, or 0 to sample_every - 1 = 3)");
+  EXPECT_NE(error_of<std::invalid_argument>([] {
+              (void)SampleSchedule::checked("Opts", 4, -2);
+            }).find("sample_offset = -2"),
+            std::string::npos);
+}
+
+TEST(RunningStat, CountSumLeastGreatestAndMean) {
+  RunningStat s;
+  EXPECT_TRUE(std::isnan(s.mean()));
+  for (const double x : {3.0, -1.0, 4.0}) s.add(x);
+  EXPECT_EQ(s.count, 3u);
+  EXPECT_DOUBLE_EQ(s.sum, 6.0);
+  EXPECT_DOUBLE_EQ(s.min, -1.0);
+  EXPECT_DOUBLE_EQ(s.max, 4.0);
+  EXPECT_DOUBLE_EQ(s.mean(), 2.0);
+  RunningStat one;
+  one.add(5.0);  // the first value is both bounds, whatever the zero-initialised ones were
+  EXPECT_DOUBLE_EQ(one.min, 5.0);
+  EXPECT_DOUBLE_EQ(one.max, 5.0);
 }
 
 }  // namespace

@@ -7,39 +7,22 @@
 #include <optional>
 #include <unordered_map>
 
-#include "../cupti/cupti_hub.hpp"  // OwnNodes: the stamps are not the stage's work
 #include "kernel_timer_impl.hpp"
 #include "simprof/cuda/runtime/error.hpp"
 
 namespace simprof::cuda {
 
-cudaGraph_t GraphKernelTimer::Impl::instrumented_copy(cudaGraph_t graph) noexcept {
-  if (graph == nullptr) return nullptr;
-  try {
-    Copy c;
-    cudaGraph_t copy = build_copy(graph, c);
-    if (copy == nullptr) return nullptr;
-    c.made = copy;
-    c.made_in = step_now;
-    const std::lock_guard<std::mutex> lock(mu);
-    copies.push_back(std::move(c));
-    return copy;
-  } catch (const std::exception& e) {
-    (void)cudaGetLastError();  // the graph replays without stamps; the error is said here
-    ++n_unstamped;
-    say("a graph replays without stamps: {}", e.what());
-  } catch (...) {
-    ++n_unstamped;
-  }
-  return nullptr;
-}
-
-cudaGraph_t GraphKernelTimer::Impl::build_copy(cudaGraph_t graph, Copy& c) {
+cudaGraph_t GraphKernelTimer::Impl::stamped_copy(cudaGraph_t graph) {
+  Copy c;
   std::vector<cudaGraphNode_t> stamped;
   if (!plan_copy(graph, c, stamped)) return nullptr;
-  cudaGraph_t copy = stamp_copy(graph, c, stamped);
-  ranges.take(c.offset, c.slots());
-  return copy;
+  GraphHandle copy(stamp_copy(graph, c, stamped));
+  c.made = copy.get();
+  c.made_in = step_now;
+  const std::lock_guard<std::mutex> lock(mu);
+  copies.push_back(std::move(c));  // the copy is destroyed if this throws
+  ranges.take(copies.back().offset, copies.back().slots());
+  return copy.release();
 }
 
 // The graph's nodes that get a stamp (all but empty ones), each described with its stage and the
@@ -78,8 +61,10 @@ bool GraphKernelTimer::Impl::plan_copy(cudaGraph_t graph, Copy& c,
   const std::optional<std::size_t> at = ranges.find(kFirstNode + stamped.size());
   if (!at) {
     ++n_unstamped;
-    say("a graph of {} nodes replays without stamps: the copies made hold {} of max_stamps = {}",
-        stamped.size(), ranges.used(), options.max_stamps);
+    voice.warn(said,
+               "a graph of {} nodes replays without stamps: the copies made hold {} of "
+               "max_stamps = {} (said once; counted after)",
+               stamped.size(), ranges.used(), options.max_stamps);
     return false;
   }
   c.offset = *at;
@@ -107,7 +92,6 @@ bool GraphKernelTimer::Impl::plan_copy(cudaGraph_t graph, Copy& c,
 // each node in the chain (all at the greatest priority).
 cudaGraph_t GraphKernelTimer::Impl::stamp_copy(cudaGraph_t graph, const Copy& c,
                                                const std::vector<cudaGraphNode_t>& stamped) {
-  const detail::OwnNodes own;  // a kernel tracer gives the stamps no stage
   detail::StampedCopy copy(graph);
   int priority = detail::greatest_priority();
   auto add_stamp = [&](std::size_t slot, const cudaGraphNode_t* after, std::size_t n_after) {

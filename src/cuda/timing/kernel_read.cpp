@@ -38,7 +38,8 @@ void GraphKernelTimer::Impl::finish_sample(std::uint64_t step) noexcept {
       ++window_done;
       ++window_lost;
     }
-    say("reading the stamps back failed: {} returned {}", what, cudaGetErrorName(e));
+    voice.warn(said, "reading the stamps back failed: {} returned {} (said once; counted after)",
+               what, cudaGetErrorName(e));
     return;
   }
   p.used = ranges.used();
@@ -77,7 +78,10 @@ void GraphKernelTimer::Impl::read(std::size_t slot, std::uint64_t step, const Pe
     if (!t.complete()) {
       ++n_dropped;
       if (trace) ++window_lost;
-      say("a sampled replay of step {} is left out: one of its stamps did not run", step);
+      voice.warn(said,
+                 "a sampled replay of step {} is left out: one of its stamps did not run (said "
+                 "once; counted after)",
+                 step);
       continue;
     }
     if (trace) {
@@ -105,10 +109,7 @@ void GraphKernelTimer::Impl::read(std::size_t slot, std::uint64_t step, const Pe
     for (std::size_t i = 0; i < c.nodes.size(); ++i) {
       NodeInfo& node = c.nodes[i];
       const double d = t.seconds(i, node.starts);
-      node.min_s = node.count == 0 ? d : std::min(node.min_s, d);
-      node.max_s = node.count == 0 ? d : std::max(node.max_s, d);
-      node.sum_s += d;
-      ++node.count;
+      node.time.add(d);
       if (tell && i < replay.node_s.size()) replay.node_s[i] = d;
     }
     if (tell) {
@@ -154,10 +155,10 @@ std::vector<KernelNodeTime> GraphKernelTimer::nodes() const {
       k.node_id = n.node_id;
       k.copy = ci;
       k.index = n.index;
-      k.count = n.count;
-      k.mean_s = n.count ? n.sum_s / static_cast<double>(n.count) : 0.0;
-      k.min_s = n.min_s;
-      k.max_s = n.max_s;
+      k.count = n.time.count;
+      k.mean_s = n.time.count ? n.time.mean() : 0.0;
+      k.min_s = n.time.min;
+      k.max_s = n.time.max;
       out.push_back(std::move(k));
     }
   }

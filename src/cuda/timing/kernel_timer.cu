@@ -22,22 +22,26 @@ namespace {
 // to every stamp in the chain.
 __global__ void node_stamp_kernel(unsigned long long* at) { *at = global_timer_ns(); }
 
+detail::SampleSchedule schedule_of(const GraphKernelTimerOptions& o) {
+  return detail::SampleSchedule::checked("GraphKernelTimerOptions", o.sample_every,
+                                         o.sample_offset);
+}
+
+// The options, validated; sample_offset resolved.
 GraphKernelTimerOptions checked(GraphKernelTimerOptions o) {
-  if (o.sample_every < 1)
-    throw std::invalid_argument(fmt::format(
-        "simprof: GraphKernelTimerOptions.sample_every = {} (expected >= 1)", o.sample_every));
-  if (o.sample_offset == -1) o.sample_offset = o.sample_every > 8 ? 8 : 0;
-  if (o.sample_offset < 0 || o.sample_offset >= o.sample_every)
-    throw std::invalid_argument(
-        fmt::format("simprof: GraphKernelTimerOptions.sample_offset = {} (expected -1, or 0 to "
-                    "sample_every - 1 = {})",
-                    o.sample_offset, o.sample_every - 1));
+  o.sample_offset = static_cast<int>(schedule_of(o).offset);
   if (o.ring < 1)
     throw std::invalid_argument("simprof: GraphKernelTimerOptions.ring = 0 (expected >= 1)");
   if (o.max_stamps < 2)
     throw std::invalid_argument(fmt::format(
         "simprof: GraphKernelTimerOptions.max_stamps = {} (expected >= 2)", o.max_stamps));
   return o;
+}
+
+// One row, reused by every sampled step, copied into a reading of the ring on the step's stream.
+detail::RingShape ring_shape(const GraphKernelTimerOptions& o) {
+  const std::size_t row = o.max_stamps * sizeof(unsigned long long);
+  return {1, row, o.ring, row, detail::Publish::kOnStream};
 }
 
 }  // namespace
@@ -49,12 +53,8 @@ const void* node_stamp_kernel_fn() noexcept {
 }  // namespace detail
 
 GraphKernelTimer::Impl::Impl(StepProfiler& p, cudaStream_t s, GraphKernelTimerOptions o)
-    : prof(p),
-      stream(s),
-      device_id(bind_device(s, "GraphKernelTimer")),
+    : StampTimer("GraphKernelTimer", p, s, schedule_of(checked(o)), ring_shape(checked(o))),
       options(checked(o)),
-      engine(s, 1, options.max_stamps * sizeof(unsigned long long), options.ring,
-             options.max_stamps * sizeof(unsigned long long), detail::Publish::kOnStream),
       pending(options.ring),
       ranges(options.max_stamps) {
   // The number CUPTI's kernel records give the stream (no subscription), else the runtime's.
@@ -68,15 +68,14 @@ GraphKernelTimer::Impl::Impl(StepProfiler& p, cudaStream_t s, GraphKernelTimerOp
   hop_ns = detail::measured_once(device_id, &StampCost::hop_ns, [this] {
     return detail::measure_hop(stream, detail::node_stamp_kernel_fn());
   });
-  ties.emplace(*this, prof);
+  ties.emplace(*this);
 }
 
 void GraphKernelTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t) {
   sampled = false;
   begun = true;
   step_now = step;
-  if (step % static_cast<std::uint64_t>(options.sample_every) !=
-          static_cast<std::uint64_t>(options.sample_offset) &&
+  if (!schedule.sampled(step) &&
       !(window_open && options.trace_every_step &&  // window_open: set on this thread
         !detail::kernel_tracer_window_open()))      // CUPTI records the window's kernels anyway
     return;
@@ -99,11 +98,12 @@ void GraphKernelTimer::Impl::begin_sample(std::uint64_t step) noexcept {
                             // left out
       ++n_dropped;
       if (in_window) ++window_lost;
-      say_once(said_ring,
-               "sampled step {} is left out: the host is {} sampled replays ahead of the GPU "
-               "(the ring's size); pace the loop (simprof::cuda::GpuProfile, a StepPacer or a "
-               "DeviceStageTimer) or raise GraphKernelTimerOptions.ring",
-               step, options.ring);
+      voice.warn(said_ring,
+                 "sampled step {} is left out: the host is {} sampled replays ahead of the GPU "
+                 "(the ring's size); pace the loop (simprof::cuda::GpuProfile, a StepPacer or a "
+                 "DeviceStageTimer) or raise GraphKernelTimerOptions.ring (said once; counted "
+                 "after)",
+                 step, options.ring);
       return;
     }
   }
@@ -124,7 +124,8 @@ void GraphKernelTimer::Impl::begin_sample(std::uint64_t step) noexcept {
       (void)cudaGetLastError();
       ++n_missed;
       if (in_window) ++window_lost;
-      say("cudaMemsetAsync of the stamps failed: {}", cudaGetErrorName(e));
+      voice.warn(said, "cudaMemsetAsync of the stamps failed: {} (said once; counted after)",
+                 cudaGetErrorName(e));
       return;
     }
   }
@@ -169,8 +170,7 @@ void GraphKernelTimer::Impl::on_stage_end(StageId, std::int64_t) {
 }
 
 void GraphKernelTimer::Impl::capture_begins(cudaStream_t s) noexcept {
-  capturing = true;
-  capture_stream = s;
+  StampTimer::capture_begins(s);
   capture_graph = nullptr;
   placed.clear();
   open_stages.clear();  // reserved: kMaxDepth + 1 never allocates

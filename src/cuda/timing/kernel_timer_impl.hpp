@@ -24,14 +24,13 @@
 
 #include "clock_probe.hpp"
 #include "node_stamps.hpp"
-#include "said_once.hpp"
 #include "simprof/base/log.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/cuda/runtime/handle.hpp"
 #include "simprof/cuda/runtime/stream.hpp"
 #include "simprof/cuda/timing/kernel_timer.hpp"
 #include "stamp_graph.hpp"
-#include "stamp_ring.hpp"
+#include "stamp_timer.hpp"
 
 namespace simprof::cuda {
 
@@ -43,8 +42,7 @@ struct NodeInfo {
   std::uint64_t node_id = 0;
   std::uint32_t index = 0;
   std::vector<std::uint32_t> starts;  // stamp slots within the copy (kHopSlot: a root's start)
-  std::uint64_t count = 0;
-  double sum_s = 0, min_s = 0, max_s = 0;
+  detail::RunningStat time;           // its seconds in the replays read
   // In a trace: kKernel, kMemcpy or kMemset (kCpuStage: another kind of node, not traced), and
   // Kineto's fields of its kind.
   SpanKind traced = SpanKind::kCpuStage;
@@ -81,23 +79,21 @@ struct Copy {
   std::size_t slots() const { return kFirstNode + nodes.size(); }
 };
 
-struct GraphKernelTimer::Impl final : StepListener {
+struct GraphKernelTimer::Impl final : detail::StampTimer {
   struct Pending;
   Impl(StepProfiler& prof, cudaStream_t stream, GraphKernelTimerOptions o);
-  Impl(const Impl&) = delete;
-  Impl& operator=(const Impl&) = delete;
 
   void on_step_begin(std::uint64_t step, std::int64_t ticks) override;
   void on_stage_begin(StageId id, std::int64_t ticks) override;
   void on_stage_end(StageId id, std::int64_t ticks) override;
   void on_step_end(std::uint64_t step, std::int64_t ticks, StepOutcome outcome) override;
-  bool wants_worker_zones() const noexcept override { return false; }
 
   void place_captured(StageId open) noexcept;  // nodes captured so far that have no stage: `open`
-  cudaGraph_t instrumented_copy(cudaGraph_t graph) noexcept;
-  // The copy of `graph` (throws CudaError): its nodes described and their slots reserved
-  // (plan_copy), then the clone with its stamps (stamp_copy).
-  cudaGraph_t build_copy(cudaGraph_t graph, Copy& out);
+  // The copy of `graph` (throws CudaError; null: nothing to stamp, or no room), kept in `copies`:
+  // its nodes described and their slots reserved (plan_copy), then the clone with its stamps
+  // (stamp_copy).
+  cudaGraph_t stamped_copy(cudaGraph_t graph) override;
+  void copy_failed() noexcept override { ++n_unstamped; }
   bool plan_copy(cudaGraph_t graph, Copy& c, std::vector<cudaGraphNode_t>& stamped);
   cudaGraph_t stamp_copy(cudaGraph_t graph, const Copy& c,
                          const std::vector<cudaGraphNode_t>& stamped);
@@ -113,27 +109,10 @@ struct GraphKernelTimer::Impl final : StepListener {
   // counted yet); the step in progress, already stamped, made the window's.
   void next_generation() noexcept;
   bool adopt_sampled_step() noexcept;  // false: no step in progress is stamped
-  // One warning for the timer's life (formatted inside: never throws).
-  template <class... Args>
-  void say(fmt::format_string<Args...> f, Args&&... args) noexcept {
-    say_once(said, f, std::forward<Args>(args)...);
-  }
-  // One warning for the timer's life per `once`: a problem with its own fix is said apart.
-  template <class... Args>
-  void say_once(detail::SaidOnce& once, fmt::format_string<Args...> f, Args&&... args) noexcept {
-    if (once.said()) return;
-    try {
-      once.warn("simprof: GraphKernelTimer: {} (said once; counted after)",
-                fmt::format(f, std::forward<Args>(args)...));
-    } catch (...) {
-    }
-  }
-
-  // The hook a GraphCache calls (StampHook).
-  void capture_begins(cudaStream_t s) noexcept;
-  void capture_ends() noexcept { capturing = false; }
-  bool instrumented_launch() const noexcept { return sampled; }
-  void copy_released(cudaGraph_t copy) noexcept { release(copy); }
+  // The hook a GraphCache calls (StampHook): a sampled step's launches run the stamped copies.
+  void capture_begins(cudaStream_t s) noexcept override;
+  bool instrumented_launch() noexcept override { return sampled; }
+  void copy_released(cudaGraph_t copy) noexcept override { release(copy); }
 
   // What a sampled step's reading holds, by its slot in the readings.
   struct Pending {
@@ -142,13 +121,9 @@ struct GraphKernelTimer::Impl final : StepListener {
     std::uint64_t gen = 0;  // ...of this window (or warm-up) generation
   };
 
-  StepProfiler& prof;
-  cudaStream_t stream;
-  int device_id;
   GraphKernelTimerOptions options;
-  // The row every copy's stamps write into (the engine's one record, reused by each sampled step)
-  // and its publication on the step's stream.
-  detail::StampRing engine;
+  // The engine's one record is the row every copy's stamps write into, reused by each sampled
+  // step and copied into its reading on the step's stream.
   // Guards what a background TraceSession's writer also reads: the ring's state, the copies, the
   // statistics and the window's readings. The loop's thread takes it on sampled steps and while
   // readings are on their way; the writer, never while it waits for the GPU.
@@ -162,9 +137,8 @@ struct GraphKernelTimer::Impl final : StepListener {
   std::uint64_t sampled_step = 0;
   bool sampled_traced = false;  // ...in a trace window of generation sampled_gen
   std::uint64_t sampled_gen = 0;
-  // The capture in progress: its stream, graph, the stages open, the nodes placed.
-  bool capturing = false;
-  cudaStream_t capture_stream = nullptr;
+  // The capture in progress (its stream: capture_stream): its graph, the stages open, the nodes
+  // placed.
   cudaGraph_t capture_graph = nullptr;
   std::vector<StageId> open_stages;
   std::unordered_map<cudaGraphNode_t, StageId> placed;
@@ -173,9 +147,10 @@ struct GraphKernelTimer::Impl final : StepListener {
   double hop_sum_ns = 0;  // over the replays read
   std::uint64_t n_replays = 0, n_missed = 0, n_dropped = 0, n_unstamped = 0;
   std::function<void(const KernelReplay&)> on_replay;
-  KernelReplay replay;         // scratch for on_replay
-  detail::SaidOnce said;       // the loop's thread and a background writer may both say
-  detail::SaidOnce said_ring;  // the host outran the ring (its own fix: pace the loop)
+  KernelReplay replay;  // scratch for on_replay
+  // Said once each: the first of the timer's other problems (the loop's thread and a background
+  // writer may both say one), and the host outrunning the ring (its own fix: pace the loop).
+  detail::SaidOnce said, said_ring;
 
   // Trace windows (TraceSource). The window's flags and counts are under `mu`.
   TimeBase time_base;
@@ -201,8 +176,8 @@ struct GraphKernelTimer::Impl final : StepListener {
 
   ClockPoint clock_from, clock_to;  // at the window's start, at its collection
   std::atomic<double> clock_error{0};
-  detail::ClockProbe probe;                     // start() and stop_and_collect() only
-  std::optional<detail::TimerTies<Impl>> ties;  // last: made last, the first to go
+  detail::ClockProbe probe;               // start() and stop_and_collect() only
+  std::optional<detail::TimerTies> ties;  // last: made last, the first to go
 };
 
 }  // namespace simprof::cuda

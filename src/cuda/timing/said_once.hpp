@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // A problem said the first time it happens, and only counted after (by its owner): formatted and
-// logged inside, never throws, and safe when two threads say it at once. Private to
-// src/cuda/timing.
+// logged inside, never throws, and safe when two threads say it at once; and a timer's voice, whose
+// every line names the timer. Private to src/cuda/timing.
 #pragma once
 
 #include <atomic>
+#include <string>
 #include <utility>
 
 #include <fmt/format.h>
@@ -38,6 +39,29 @@ class SaidOnce {
   }
 
   std::atomic<bool> said_{false};
+};
+
+// A stamping timer's messages: its failed calls (an error, the first only: what follows a failure
+// is often its echo) and its other problems (a warning, once for each SaidOnce).
+class TimerVoice {
+ public:
+  explicit TimerVoice(const char* timer) noexcept : timer_(timer) {}
+  void failed(const char* what, const std::string& why) noexcept {
+    failure_.error("simprof: {}: {} failed: {}", timer_, what, why);
+  }
+  bool failed_before() const noexcept { return failure_.said(); }
+  template <class... Args>
+  void warn(SaidOnce& once, fmt::format_string<Args...> f, Args&&... args) noexcept {
+    if (once.said()) return;
+    try {
+      once.warn("simprof: {}: {}", timer_, fmt::format(f, std::forward<Args>(args)...));
+    } catch (...) {
+    }
+  }
+
+ private:
+  const char* timer_;
+  SaidOnce failure_;
 };
 
 }  // namespace simprof::cuda::detail

@@ -116,32 +116,31 @@ void DeviceStageTimer::Impl::join(const StepRecord& r, std::uint64_t step) {
 // end before its begin. The stage is left out of that step's times, counted, and said once.
 void DeviceStageTimer::Impl::unpaired(StageId id, std::uint64_t step) {
   ++n_unpaired;
-  unpaired_said.warn(
-      "simprof: DeviceStageTimer: stage '{}' of step {} is left out: its stamps ran out of order "
-      "(the GPU ran a stamp late); such stages are counted in unpaired()",
-      prof.stage_name(id), step);
+  voice.warn(unpaired_said,
+             "stage '{}' of step {} is left out: its stamps ran out of order "
+             "(the GPU ran a stamp late); such stages are counted in unpaired()",
+             prof.stage_name(id), step);
 }
 
 // Step and period: the pacer's unstamped steps where it timed some, else the sampled steps.
 const DeviceStageTimer::Impl::Sum* DeviceStageTimer::Impl::sum_of(StageId id) const noexcept {
-  if ((id == kStepStage || id == kPeriodStage) && loop[id == kStepStage ? 0 : 1].count)
+  if ((id == kStepStage || id == kPeriodStage) && loop[id == kStepStage ? 0 : 1].stat.count)
     return &loop[id == kStepStage ? 0 : 1];
-  return id < sums.size() && sums[id].count ? &sums[id] : nullptr;
+  return id < sums.size() && sums[id].stat.count ? &sums[id] : nullptr;
 }
 
 double DeviceStageTimer::Impl::mean(StageId id) const noexcept {
   const Sum* s = sum_of(id);
-  return s ? s->seconds / static_cast<double>(s->count) : std::numeric_limits<double>::quiet_NaN();
+  return s ? s->stat.mean() : std::numeric_limits<double>::quiet_NaN();
 }
 
 std::uint64_t DeviceStageTimer::Impl::count(StageId id) const noexcept {
   const Sum* s = sum_of(id);
-  return s ? s->count : 0;
+  return s ? s->stat.count : 0;
 }
 
 double DeviceStageTimer::Impl::sampled_mean(StageId id) const noexcept {
-  if (id >= sums.size() || sums[id].count == 0) return std::numeric_limits<double>::quiet_NaN();
-  return sums[id].seconds / static_cast<double>(sums[id].count);
+  return id < sums.size() ? sums[id].stat.mean() : std::numeric_limits<double>::quiet_NaN();
 }
 
 // The public face: what a user calls, each a line over Impl.

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "../cupti/cupti_hub.hpp"  // OwnNodes: the stamps are not the stage's work
+#include "../cupti/cupti_hub.hpp"  // kernel_tracer_window_open
 #include "simprof/base/clock.hpp"
 #include "simprof/base/log.hpp"
 #include "simprof/cuda/runtime/error.hpp"
@@ -20,22 +20,11 @@ namespace simprof::cuda {
 using detail::kStageBegin;
 using detail::kStageEnd;
 
-void DeviceStageTimer::Impl::report(const char* what, cudaError_t e) noexcept {
-  if (failure.said()) return;
-  try {
-    report(what, describe(e));
-  } catch (...) {
-  }
-}
-
-void DeviceStageTimer::Impl::report(const char* what, const std::string& why) noexcept {
-  failure.error("simprof: DeviceStageTimer: {} failed: {}", what, why);
-}
-
 void DeviceStageTimer::Impl::note_unstamped(std::uint64_t step) noexcept {
   ++n_unstamped;
-  unstamped_said.warn(
-      "simprof: DeviceStageTimer: sampled step {} ran no stage boundary and no stamped graph, "
+  voice.warn(
+      unstamped_said,
+      "sampled step {} ran no stage boundary and no stamped graph, "
       "while earlier steps had stages: a graph replayed without the timer's stamps (or another "
       "tool's copy ran), so its stages are not timed in this step, or a step without stages. "
       "Give the GraphCache the timer's instrumentation() "
@@ -56,7 +45,7 @@ void DeviceStageTimer::Impl::boundary(StageId stage, int kind) noexcept {
   if (!capturing && merged_eager(stage, kind)) return;
   CaptureInfo ci;
   cudaError_t e = capture_info(capturing ? capture_stream : stream, ci);
-  if (e != cudaSuccess) return report("cudaStreamGetCaptureInfo", e);
+  if (e != cudaSuccess) return failed("cudaStreamGetCaptureInfo", e);
   if (ci.status != cudaStreamCaptureStatusActive) {
     // Eager: on the stream, in order, in sampled steps only.
     if (!skip) eager_stamp(stage, kind);
@@ -92,7 +81,7 @@ void DeviceStageTimer::Impl::boundary(StageId stage, int kind) noexcept {
     c.stamps.push_back({std::vector<cudaGraphNode_t>(ci.deps, ci.deps + ci.n_deps), a});
   } catch (...) {
     c = detail::CaptureStamps{};  // out of memory: this capture gets no stamps
-    report("noting a stamp (out of memory)", cudaErrorMemoryAllocation);
+    failed("noting a stamp (out of memory)", cudaErrorMemoryAllocation);
   }
 }
 
@@ -129,7 +118,7 @@ void DeviceStageTimer::Impl::eager_stamp(StageId stage, int kind) noexcept {
       e != cudaSuccess) {
     (void)cudaGetLastError();
     s.eager_lost = true;
-    report("an eager stamp's cudaLaunchKernelEx", e);
+    failed("an eager stamp's cudaLaunchKernelEx", e);
     return;
   }
   began_eagerly = true;
@@ -137,30 +126,11 @@ void DeviceStageTimer::Impl::eager_stamp(StageId stage, int kind) noexcept {
   if (options.merge_within_ns != 0) last_eager_ns = simprof::detail::steady_now_ns();
 }
 
-cudaGraph_t DeviceStageTimer::Impl::instrumented_copy(cudaGraph_t graph) noexcept {
-  detail::CaptureStamps& c = capture;
-  if (graph == nullptr || c.graph != graph || c.stamps.empty()) return nullptr;
-  cudaGraph_t copy = nullptr;
-  try {
-    copy = stamp_copy(graph);
-  } catch (const CudaError& x) {
-    (void)cudaGetLastError();  // the graph replays without stamps; the error is said here
-    report("instrumenting a graph", x.what());
-    return nullptr;
-  } catch (...) {
-    report("instrumenting a graph (out of memory)", cudaErrorMemoryAllocation);
-    return nullptr;
-  }
-  c = detail::CaptureStamps{};
-  return copy;
-}
-
 // The copy: the captured graph's clone, a begin node (the default priority), and each noted stamp
-// as a leaf after its captured work and the begin node (the greatest priority).
-cudaGraph_t DeviceStageTimer::Impl::stamp_copy(cudaGraph_t graph) {
-  // The stamp nodes are simprof's: a kernel tracer gives them no stage (the copy's clones of the
-  // captured nodes keep theirs).
-  const cuda::detail::OwnNodes own;
+// as a leaf after its captured work and the begin node (the greatest priority). The capture's
+// notes are spent once it is made.
+cudaGraph_t DeviceStageTimer::Impl::stamped_copy(cudaGraph_t graph) {
+  if (capture.graph != graph || capture.stamps.empty()) return nullptr;
   detail::StampedCopy copy(graph);
   detail::StepRecord* recs = engine.record<detail::StepRecord>(0);
   const unsigned* step = engine.tag();
@@ -189,6 +159,7 @@ cudaGraph_t DeviceStageTimer::Impl::stamp_copy(cudaGraph_t graph) {
   // well into the work it was to mark (the first stage then reads short; docs/python.md).
   if (heads.empty()) heads.push_back(begin);
   for (const cudaGraphNode_t h : heads) copy.before_roots(h);
+  capture = detail::CaptureStamps{};
   return copy.release();
 }
 

@@ -28,9 +28,7 @@ DeviceStageTimerOptions checked(DeviceStageTimerOptions o) {
     throw std::invalid_argument(
         fmt::format("simprof: DeviceStageTimerOptions.merge_within_ns = {} (expected >= 0)",
                     o.merge_within_ns));
-  if (o.sample_every < 1)
-    throw std::invalid_argument(fmt::format(
-        "simprof: DeviceStageTimerOptions.sample_every = {} (expected >= 1)", o.sample_every));
+  (void)detail::SampleSchedule::checked("DeviceStageTimerOptions", o.sample_every, 0);
   // Paced, the pacer's times of a step arrive up to max_in_flight + mark_every (2) steps late.
   const std::size_t least =
       o.max_in_flight > 0 ? static_cast<std::size_t>(o.max_in_flight) + 4 : std::size_t{2};
@@ -61,15 +59,18 @@ StepPacerOptions pacer_options(const DeviceStageTimerOptions& o) {
   return po;
 }
 
+// A record per step of the ring, published beside the step into a reading of its own.
+detail::RingShape ring_shape(const DeviceStageTimerOptions& o) {
+  return {o.ring, sizeof(StepRecord), o.ring, sizeof(StepRecord), detail::Publish::kBeside};
+}
+
 }  // namespace
 
 DeviceStageTimer::Impl::Impl(StepProfiler& profiler, cudaStream_t s, DeviceStageTimerOptions o)
-    : prof(profiler),
-      stream(s),
-      device_id(bind_device(s, "DeviceStageTimer")),
+    : StampTimer("DeviceStageTimer", profiler, s,
+                 detail::SampleSchedule::checked("DeviceStageTimerOptions", o.sample_every, 0),
+                 ring_shape(checked(o))),
       options(checked(o)),
-      engine(s, options.ring, sizeof(StepRecord), options.ring, sizeof(StepRecord),
-             detail::Publish::kBeside),
       slots(options.ring),
       latest(profiler),
       scratch(profiler) {
@@ -79,7 +80,7 @@ DeviceStageTimer::Impl::Impl(StepProfiler& profiler, cudaStream_t s, DeviceStage
     pacer.emplace(prof, stream, pacer_options(options), StepPacer::Driven{});
     pacer->set_on_step([this](const DeviceStep& d) { device_step(d); });
   }
-  ties.emplace(*this, prof);
+  ties.emplace(*this);
 }
 
 // The device's eager stamp costs, measured once per device: launched as eager stamps are
@@ -126,7 +127,7 @@ void DeviceStageTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t tick
   began_eagerly = false;
   step_boundaries = step_copy = false;
   step_tag = static_cast<unsigned>(step);
-  const bool sampled = step % static_cast<std::uint64_t>(options.sample_every) == 0;
+  const bool sampled = schedule.sampled(step);
   slot_now = step % options.ring;
   slots[slot_now].stamped = false;
   skip = true;
@@ -147,10 +148,9 @@ void DeviceStageTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t tick
   // goes).
   const auto value = skip ? kNotTimed : static_cast<unsigned>(step);
   const int r = engine.write_tag(stream, value);
-  if (r != 0) {
-    if (failure.said()) return;
+  if (r != 0 && !voice.failed_before()) {
     try {
-      report("cuStreamWriteValue32", describe_driver(r));
+      failed("cuStreamWriteValue32", describe_driver(r));
     } catch (...) {
     }
   }

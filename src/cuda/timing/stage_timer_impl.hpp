@@ -14,8 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "said_once.hpp"
-#include "simprof/cuda/graphs/instrumentation.hpp"
 #include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/cuda/runtime/handle.hpp"
 #include "simprof/cuda/runtime/stream.hpp"
@@ -23,7 +21,7 @@
 #include "simprof/detail/ring.hpp"
 #include "stage_walk.hpp"
 #include "stamp_graph.hpp"
-#include "stamp_ring.hpp"
+#include "stamp_timer.hpp"
 
 namespace simprof::cuda {
 
@@ -81,16 +79,13 @@ struct CaptureStamps {
 
 }  // namespace detail
 
-struct DeviceStageTimer::Impl final : StepListener {
+struct DeviceStageTimer::Impl final : detail::StampTimer {
   Impl(StepProfiler& prof, cudaStream_t stream, DeviceStageTimerOptions options);
-  Impl(const Impl&) = delete;
-  Impl& operator=(const Impl&) = delete;
 
   void on_step_begin(std::uint64_t step, std::int64_t ticks) override;
   void on_stage_begin(StageId id, std::int64_t ticks) override;
   void on_stage_end(StageId id, std::int64_t ticks) override;
   void on_step_end(std::uint64_t step, std::int64_t ticks, StepOutcome outcome) override;
-  bool wants_worker_zones() const noexcept override { return false; }
 
   void set_stream(cudaStream_t stream) noexcept;
   void poll() noexcept;
@@ -107,32 +102,24 @@ struct DeviceStageTimer::Impl final : StepListener {
   bool merged_eager(StageId stage, int kind) noexcept;
   void set_publication();
   void join(const detail::StepRecord& r, std::uint64_t step);
-  cudaGraph_t stamp_copy(cudaGraph_t graph);  // throws CudaError
   void unpaired(StageId id, std::uint64_t step);
   void device_step(const DeviceStep& d);
-  cudaGraph_t instrumented_copy(cudaGraph_t graph) noexcept;
+  // The captured graph's copy with the capture's noted stamps (null: none noted).
+  cudaGraph_t stamped_copy(cudaGraph_t graph) override;
   double calibrate();    // what one eager stamp adds to a stage, ns, in the launch mode in force
   void measure_costs();  // the device's eager stamp costs, measured once (stamp_cost.hpp)
-  void report(const char* what, cudaError_t e) noexcept;
   // A stamped step whose record could not be published: counted as dropped, and said.
   void lost_publication(const char* what, cudaError_t e) noexcept {
     ++dropped;
-    report(what, e);
+    failed(what, e);
   }
-  void report(const char* what, const std::string& why) noexcept;
 
-  // The hook a GraphCache calls (StampHook): a sampled step's launch runs the stamped copy.
-  void capture_begins(cudaStream_t s) noexcept {
-    capturing = true;
-    capture_stream = s;
-  }
-  void capture_ends() noexcept { capturing = false; }
-  bool instrumented_launch() noexcept {
+  // A sampled step's launch runs the stamped copy.
+  bool instrumented_launch() noexcept override {
     if (skip) return false;
     step_copy = true;
     return true;
   }
-  void copy_released(cudaGraph_t) noexcept {}
 
   // One step's place in the ring (step % ring), from its start to its join.
   struct Slot {
@@ -148,28 +135,22 @@ struct DeviceStageTimer::Impl final : StepListener {
     DeviceStep device;       // the pacer's times, until joined
     bool have_device = false;
   };
-  // A stage's device seconds over the joined steps: their sum and the latest ones (samples()).
+  // A stage's device seconds over the joined steps, and the latest ones (samples()).
   struct Sum {
-    double seconds = 0;
-    std::uint64_t count = 0;
+    detail::RunningStat stat;
     simprof::detail::Ring<double> recent{DeviceStageTimer::kSampleHistory};
     // `sample`: also one of samples() (false for a pacer group's copies of one measured period).
     void add(double s, bool sample = true) noexcept {
-      seconds += s;
-      ++count;
+      stat.add(s);
       if (sample) recent.push(s);
     }
   };
   const Sum* sum_of(StageId id) const noexcept;  // what mean(id) is over; null: nothing
 
-  StepProfiler& prof;
-  cudaStream_t stream;
-  int device_id;  // the current device when made: the stream's (bind_device)
   DeviceStageTimerOptions options;
   std::optional<StepPacer> pacer;  // driven: called first at each step begin and end
-  // The step records, their tag (the step in progress, written by the stream at its start) and
-  // their publication (publish_kernel with the arguments below, set before each).
-  detail::StampRing engine;
+  // The engine's records are the steps' (by step % ring), found by the tag (the step in progress,
+  // written by the stream at its start), published by publish_kernel beside the step.
   // publish_kernel's arguments, read at each publication: set before it.
   struct Publication {
     const detail::StepRecord* recs = nullptr;
@@ -206,9 +187,7 @@ struct DeviceStageTimer::Impl final : StepListener {
   // merge_within_ns from it.
   std::int64_t last_eager_ns = 0;
   detail::StageWalk walk{2 * kMaxStamps + detail::kMaxAliases};  // join()'s arithmetic
-  bool skip = false;       // this step is not stamped (not sampled, or the ring was full)
-  bool capturing = false;  // a step is being captured (GraphCache's, or a ForeignCapture)
-  cudaStream_t capture_stream = nullptr;  // ... on this stream
+  bool skip = false;          // this step is not stamped (not sampled, or the ring was full)
   double eager_stamp_ns = 0;  // what one eager stamp adds to a stage around it (calibrate())
   TimingsSnapshot latest;
   TimingsSnapshot scratch;
@@ -218,9 +197,9 @@ struct DeviceStageTimer::Impl final : StepListener {
   std::uint64_t prev_begin_ns = 0;
   bool have_prev = false;
   std::uint64_t joined = 0, dropped = 0, n_unpaired = 0, n_merged = 0;
-  // Said once each: a failed CUDA call (the first only), an unstamped step, an unpaired stage.
-  detail::SaidOnce failure, unstamped_said, unpaired_said;
-  std::optional<detail::TimerTies<Impl>> ties;  // last: made last, the first to go
+  // Said once each (the voice says the first failed call): an unstamped step, an unpaired stage.
+  detail::SaidOnce unstamped_said, unpaired_said;
+  std::optional<detail::TimerTies> ties;  // last: made last, the first to go
 };
 
 }  // namespace simprof::cuda

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+#include "stamp_timer.hpp"
+
+#include <exception>
+
+#include "simprof/cuda/runtime/error.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
+
+namespace simprof::cuda::detail {
+
+StampTimer::StampTimer(const char* name, StepProfiler& p, cudaStream_t s, SampleSchedule sched,
+                       const RingShape& ring)
+    : prof(p),
+      stream(s),
+      device_id(bind_device(s, name)),
+      schedule(sched),
+      engine(s, ring.records, ring.record_bytes, ring.readings, ring.reading_bytes, ring.where),
+      voice(name) {}
+
+void StampTimer::capture_begins(cudaStream_t s) noexcept {
+  capturing = true;
+  capture_stream = s;
+}
+
+cudaGraph_t StampTimer::instrumented_copy(cudaGraph_t graph) noexcept {
+  if (graph == nullptr) return nullptr;
+  const char* why = "out of memory";
+  try {
+    return stamped_copy(graph);
+  } catch (const std::exception& e) {
+    (void)cudaGetLastError();  // the graph replays without stamps; the error is said here
+    why = e.what();
+  } catch (...) {
+  }
+  copy_failed();
+  failed("instrumenting a graph (it replays without stamps)", why);
+  return nullptr;
+}
+
+void StampTimer::failed(const char* what, cudaError_t e) noexcept {
+  if (voice.failed_before()) return;
+  try {
+    voice.failed(what, describe(e));
+  } catch (...) {
+  }
+}
+
+}  // namespace simprof::cuda::detail
