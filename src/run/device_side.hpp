@@ -31,6 +31,10 @@ class DeviceSide {
   /// How the launches are seen: "hook" or "cupti"; and, where auto chose CUPTI, why not the hook.
   virtual const char* launches() const = 0;
   virtual std::string hook_unused_reason() const = 0;
+  /// What a range's two events and each event nested in it cost the stream (ns; measured once per
+  /// device), taken off the ranges' device times; 0 where not measured.
+  virtual double event_pair_ns() const = 0;
+  virtual double event_inside_ns() const = 0;
   /// The kernels of `session`'s windows through CUPTI (made at the first call); leave_trace() ends
   /// it. Between steps.
   virtual void join_trace(TraceSession& session) = 0;

@@ -52,6 +52,8 @@ void RangeDevice::start() {
     launches_ = side_->launches();
     hook_unused_ = side_->hook_unused_reason();
     if (hook_unused_.empty() && launches_ == "cupti") hook_unused_ = sampling_.hook_unused;
+    event_pair_ns_ = side_->event_pair_ns();
+    event_inside_ns_ = side_->event_inside_ns();
   }
   if (side_ && !side_->disabled_reason().empty()) off_ = side_->disabled_reason();
   if (!off_.empty()) side_.reset();
@@ -131,8 +133,8 @@ std::string RangeDevice::report() const {
          fmt::format(
              "simprof run: {} sampled steps on the GPU's clock ({}, launches seen through {}: "
              "each range from the end of the work before it on its streams to the end of its "
-             "own)\n",
-             table_.sampled(), schedule, seen) +
+             "own, less its events' cost: {:.2f} us a range, {:.2f} us an event nested in it)\n",
+             table_.sampled(), schedule, seen, event_pair_ns_ * 1e-3, event_inside_ns_ * 1e-3) +
          format_stage_rows(rows);
 }
 
@@ -145,6 +147,9 @@ record::Json RangeDevice::json() const {
               {"off_reason", off_.empty() ? Json(nullptr) : Json(off_)},
               {"launches", launches_.empty() ? Json(nullptr) : Json(launches_)},
               {"hook_unused", hook_unused_.empty() ? Json(nullptr) : Json(hook_unused_)},
+              {"event_cost_ns", launches_.empty()
+                                    ? Json(nullptr)
+                                    : Json{{"pair", event_pair_ns_}, {"inside", event_inside_ns_}}},
               {"sample_every", sampling_.every},
               {"interval_ms", sampling_.interval_ms},
               {"windows", table_.windows()},

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <vector>
 
@@ -84,6 +85,48 @@ TEST_F(LaunchScopesTest, ScopesTimeTheWorkLaunchedInsideThemOnEveryStream) {
   EXPECT_TRUE(w[0].anchored);
   EXPECT_EQ(w[0].anchor_ns, step.end_ns);
   EXPECT_FALSE(w[0].has_previous);
+}
+
+// A scope's work is its span less its events' own cost (measured once per device): each scope
+// reads its kernels within 5 % or 1 us, a parent's nested events taken off too, while the raw
+// spans read more.
+TEST_F(LaunchScopesTest, AScopesWorkIsItsSpanLessItsEventsCost) {
+  const simprof::cuda::EventCost& cost = scopes_->event_cost();
+  ASSERT_TRUE(cost.measured);
+  EXPECT_GT(cost.pair_ns, 0.0);
+  EXPECT_LT(cost.pair_ns, 20'000.0);
+  EXPECT_GE(cost.inside_ns, 0.0);
+  EXPECT_LT(cost.inside_ns, 20'000.0);
+  ASSERT_TRUE(scopes_->arm(3));
+  scopes_->open(0);  // the step
+  scopes_->open(1);  // physics: 100 us, then contacts' 50 us
+  spin<<<1, 1, 0, a_>>>(100'000);
+  scopes_->open(2);
+  spin<<<1, 1, 0, a_>>>(50'000);
+  scopes_->close();
+  scopes_->close();
+  scopes_->open(3);  // sensors: 30 us
+  spin<<<1, 1, 0, a_>>>(30'000);
+  scopes_->close();
+  scopes_->close();
+  scopes_->disarm();
+  const auto w = read(*scopes_, 1);
+  ASSERT_EQ(w.size(), 1u);
+  ASSERT_EQ(w[0].scopes.size(), 4u);
+  const double kernels_us[] = {180, 150, 50, 30};
+  for (std::size_t i = 0; i < 4; ++i) {
+    const auto& t = w[0].scopes[i];
+    const double work = static_cast<double>(t.work_ns()) * 1e-3;
+    const double span = static_cast<double>(t.end_ns - t.begin_ns) * 1e-3;
+    SCOPED_TRACE(::testing::Message() << "scope " << t.id << ": work " << work << " us, span "
+                                      << span << " us, events " << t.events_ns << " ns");
+    EXPECT_GE(work, kernels_us[i] * 0.995);
+    EXPECT_LE(work, kernels_us[i] + std::max(1.0, 0.05 * kernels_us[i]));
+    EXPECT_GT(span, work);
+  }
+  // The parents carry their children's events: more than a lone pair.
+  EXPECT_GT(w[0].scopes[1].events_ns, w[0].scopes[2].events_ns);
+  EXPECT_GT(w[0].scopes[0].events_ns, w[0].scopes[1].events_ns);
 }
 
 TEST_F(LaunchScopesTest, WindowsAreReadInOrderAndTheGapBetweenThemIsTheDevices) {

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "event_cost.hpp"
 #include "node_stamps.hpp"
 #include "said_once.hpp"
 #include "sample_stats.hpp"
@@ -401,6 +402,30 @@ TEST(RunningStat, CountSumLeastGreatestAndMean) {
   one.add(5.0);  // the first value is both bounds, whatever the zero-initialised ones were
   EXPECT_DOUBLE_EQ(one.min, 5.0);
   EXPECT_DOUBLE_EQ(one.max, 5.0);
+}
+
+// LaunchScopes's events: a scope's pair, plus each event its nested scopes recorded inside it.
+TEST(EventCost, AScopeCarriesItsPairAndTheEventsNestedInIt) {
+  using simprof::cuda::EventCost;
+  using simprof::cuda::detail::events_ns;
+  const EventCost cost{true, 2'000, 700};
+  // physics (events 0 and 3) around contacts (1 and 2); sensors (4, 5) after.
+  const int physics_b[] = {0}, physics_e[] = {3}, contacts_b[] = {1}, contacts_e[] = {2};
+  EXPECT_EQ(events_ns(physics_b, physics_e, 1, cost), 2'000 + 2 * 700);
+  EXPECT_EQ(events_ns(contacts_b, contacts_e, 1, cost), 2'000);
+  // Two streams: four events of its own (0, 1 begins; 4, 5 ends) and one nested scope's two.
+  const int two_b[] = {0, 1}, two_e[] = {5, 4};
+  EXPECT_EQ(events_ns(two_b, two_e, 2, cost), 2'000 + 2 * 700);
+  const int no_end[] = {-1};  // its end is missing: nothing taken off
+  EXPECT_EQ(events_ns(physics_b, no_end, 1, cost), 0);
+  EXPECT_EQ(events_ns(physics_b, physics_e, 0, cost), 0);  // it launched nothing
+  simprof::cuda::ScopeTiming t;
+  t.begin_ns = 1'000;
+  t.end_ns = 2'500;
+  t.events_ns = 2'000;  // more than its span (the cost is a mean): its work is 0, never below
+  EXPECT_EQ(t.work_ns(), 0);
+  t.end_ns = 40'000;
+  EXPECT_EQ(t.work_ns(), 37'000);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "../cupti/cupti_hub.hpp"
+#include "event_cost.hpp"
 #include "launch_hook.hpp"
 #include "simprof/cuda/runtime/error.hpp"
 
@@ -80,6 +81,7 @@ struct LaunchScopes::Impl {
   detail::HookRetire hook_retire = nullptr;
   LaunchSource source = LaunchSource::kCupti;  // resolved: kHook or kCupti
   std::string hook_unused;                     // kAuto chose CUPTI: why
+  EventCost cost;                              // measured once enabled
 
   ~Impl() {
     for (Slot& s : slots)
@@ -195,6 +197,8 @@ struct LaunchScopes::Impl {
         t.begin_ns = k == 0 ? b : std::min(t.begin_ns, b);
         t.end_ns = k == 0 ? e : std::max(t.end_ns, e);
       }
+      if (cost.measured)
+        t.events_ns = detail::events_ns(r.begin.data(), r.end.data(), r.streams, cost);
       if (r.depth == 0 && r.streams > 0) last_top = static_cast<int>(i);
       w.scopes.push_back(t);
     }
@@ -248,16 +252,18 @@ LaunchScopes::LaunchScopes(LaunchScopesOptions options) : impl_(std::make_unique
     m.hook_unused = std::exchange(m.reason, {});  // no hook: CUPTI's callbacks instead
     if (m.hook_unused.empty()) m.source = LaunchSource::kHook;
   }
-  if (m.source == LaunchSource::kHook) return;  // no CUPTI at all
-  {
-    const detail::CuptiLease probe;  // CUPTI is ours to use (no other tool holds it)
+  if (m.source != LaunchSource::kHook) {  // the hook needs no CUPTI at all
+    const detail::CuptiLease probe;       // CUPTI is ours to use (no other tool holds it)
     if (probe.result() != CUPTI_SUCCESS) {
       m.reason = probe.failure();
       return;
     }
+    detail::set_launch_handler(&Impl::on_launch, &m);
+    m.handler = true;
   }
-  detail::set_launch_handler(&Impl::on_launch, &m);
-  m.handler = true;
+  int device = 0;
+  SIMPROF_CUDA_CHECK(cudaGetDevice(&device));
+  m.cost = detail::event_cost(device);
 }
 
 LaunchScopes::~LaunchScopes() {
@@ -273,6 +279,7 @@ bool LaunchScopes::enabled() const noexcept { return impl_->reason.empty(); }
 const std::string& LaunchScopes::disabled_reason() const noexcept { return impl_->reason; }
 LaunchSource LaunchScopes::source() const noexcept { return impl_->source; }
 const std::string& LaunchScopes::hook_unused_reason() const noexcept { return impl_->hook_unused; }
+const EventCost& LaunchScopes::event_cost() const noexcept { return impl_->cost; }
 bool LaunchScopes::armed() const noexcept { return impl_->cur != nullptr; }
 std::uint64_t LaunchScopes::skipped() const noexcept { return impl_->skipped.load(); }
 std::uint64_t LaunchScopes::dropped() const noexcept { return impl_->dropped.load(); }

@@ -22,7 +22,8 @@
 // stream just before it; a scope's close records one on every stream it launched to. A scope's
 // device time runs from the first of its begin events to the last of its end events: from the end
 // of the work queued before it on its streams to the end of its own (the stamps' rule of
-// DeviceStageTimer). Events come from a pool made at construction (none is made while armed);
+// DeviceStageTimer); its work's time (work_ns) is that less the events' own cost, measured once
+// per device (EventCost). Events come from a pool made at construction (none is made while armed);
 // windows are read in order once the GPU passed them, and one whose events ran out, or whose CUDA
 // call failed, is dropped and counted. A launch into a stream being captured is not stamped (the
 // event would join the capture): counted; the driver is asked where an event would be recorded (a
@@ -62,6 +63,14 @@ struct LaunchScopesOptions {
   LaunchSource source = LaunchSource::kAuto;  ///< how the launches are seen
 };
 
+/// What the events a LaunchScopes records cost a stream, measured once per device when the first
+/// enabled LaunchScopes is made on it (milliseconds, on a stream of its own).
+struct EventCost {
+  bool measured = false;  ///< false: disabled before it was measured; nothing is taken off
+  double pair_ns = 0;     ///< a scope's two events: its span less its kernel's own time
+  double inside_ns = 0;   ///< one event of a nested scope between two kernels, over a plain gap
+};
+
 /// One scope run of a window, on the device.
 struct ScopeTiming {
   std::int32_t id = 0;     ///< the id open() was given
@@ -72,6 +81,14 @@ struct ScopeTiming {
   /// Device nanoseconds from the window's first event.
   std::int64_t begin_ns = 0, end_ns = 0;
   ///@}
+  /// The events' own cost in [begin_ns, end_ns]: its pair and those of the scopes nested in it
+  /// (EventCost).
+  std::int64_t events_ns = 0;
+  /// The device time of its work: its span less its events' cost (never below 0).
+  std::int64_t work_ns() const noexcept {
+    const std::int64_t w = end_ns - begin_ns - events_ns;
+    return w > 0 ? w : 0;
+  }
 };
 
 /// One window, read once the GPU passed it.
@@ -105,6 +122,8 @@ class LaunchScopes {
   /// Where kAuto chose CUPTI: why not the hook ("the launch hook is not in the process", ...);
   /// empty otherwise.
   const std::string& hook_unused_reason() const noexcept;
+  /// What its events cost the device's streams (taken off each scope's work_ns()).
+  const EventCost& event_cost() const noexcept;
 
   /// Begins a window on the calling thread; false (counted in skipped()) when every window is
   /// still waiting on the GPU, or when disabled.
