@@ -97,6 +97,7 @@ TEST_F(LaunchScopesTest, AScopesWorkIsItsSpanLessItsEventsCost) {
   EXPECT_LT(cost.pair_ns, 20'000.0);
   EXPECT_GE(cost.inside_ns, 0.0);
   EXPECT_LT(cost.inside_ns, 20'000.0);
+  spin<<<1, 1, 0, a_>>>(200'000);  // the GPU busy: the host's launches are queued, not timed
   ASSERT_TRUE(scopes_->arm(3));
   scopes_->open(0);  // the step
   scopes_->open(1);  // physics: 100 us, then contacts' 50 us
@@ -120,8 +121,7 @@ TEST_F(LaunchScopesTest, AScopesWorkIsItsSpanLessItsEventsCost) {
     const double span = static_cast<double>(t.end_ns - t.begin_ns) * 1e-3;
     SCOPED_TRACE(::testing::Message() << "scope " << t.id << ": work " << work << " us, span "
                                       << span << " us, events " << t.events_ns << " ns");
-    EXPECT_GE(work, kernels_us[i] * 0.995);
-    EXPECT_LE(work, kernels_us[i] + std::max(1.0, 0.05 * kernels_us[i]));
+    EXPECT_NEAR(work, kernels_us[i], std::max(1.0, 0.05 * kernels_us[i]));  // issue 43's bound
     EXPECT_GT(span, work);
   }
   // The parents carry their children's events: more than a lone pair.
