@@ -23,7 +23,8 @@ namespace simprof::run {
 class DeviceSide {
  public:
   /// A window's steps: each step's device span (gpu_begin_ns, gpu_end_ns on one timebase across
-  /// windows, gpu_span_us) and its stages' (gpu_span_us). Called on the step's thread.
+  /// windows) and its work and its stages' (gpu_span_us: the span less its events' cost). Called
+  /// on the step's thread.
   using Sink = std::function<void(const TraceAnalysis&)>;
   virtual ~DeviceSide() = default;
   /// Why the launches cannot be seen (another tool holds CUPTI, ...); empty while they can.
@@ -32,9 +33,13 @@ class DeviceSide {
   virtual const char* launches() const = 0;
   virtual std::string hook_unused_reason() const = 0;
   /// What a range's two events and each event nested in it cost the stream (ns; measured once per
-  /// device), taken off the ranges' device times; 0 where not measured.
-  virtual double event_pair_ns() const = 0;
-  virtual double event_inside_ns() const = 0;
+  /// device), taken off the ranges' device times; where not measured, why (nothing is taken off).
+  struct EventCostNs {
+    bool measured = false;
+    double pair = 0, inside = 0;
+    std::string why_not;
+  };
+  virtual EventCostNs event_cost() const = 0;
   /// The kernels of `session`'s windows through CUPTI (made at the first call); leave_trace() ends
   /// it. Between steps.
   virtual void join_trace(TraceSession& session) = 0;

@@ -45,8 +45,10 @@ class ScopeSide final : public DeviceSide, public StepListener {
   std::string disabled_reason() const override { return scopes_.disabled_reason(); }
   const char* launches() const override { return launches_name(scopes_.source()); }
   std::string hook_unused_reason() const override { return scopes_.hook_unused_reason(); }
-  double event_pair_ns() const override { return scopes_.event_cost().pair_ns; }
-  double event_inside_ns() const override { return scopes_.event_cost().inside_ns; }
+  EventCostNs event_cost() const override {
+    const cuda::EventCost& c = scopes_.event_cost();
+    return {c.measured, c.pair_ns, c.inside_ns, c.why_not};
+  }
   void join_trace(TraceSession& session) override {
     if (!tracer_) tracer_ = std::make_unique<cuda::KernelTracer>(prof_, tracer_options());
     traced_ = session.add_source(tracer_.get());

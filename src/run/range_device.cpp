@@ -52,8 +52,7 @@ void RangeDevice::start() {
     launches_ = side_->launches();
     hook_unused_ = side_->hook_unused_reason();
     if (hook_unused_.empty() && launches_ == "cupti") hook_unused_ = sampling_.hook_unused;
-    event_pair_ns_ = side_->event_pair_ns();
-    event_inside_ns_ = side_->event_inside_ns();
+    event_cost_ = side_->event_cost();
   }
   if (side_ && !side_->disabled_reason().empty()) off_ = side_->disabled_reason();
   if (!off_.empty()) side_.reset();
@@ -124,6 +123,11 @@ std::string RangeDevice::report() const {
                                                  sampling_.every, sampling_.interval_ms)
                                    : fmt::format("2 in every {}", sampling_.every);
   const char* seen = launches_ == "hook" ? "the launch hook" : "CUPTI";
+  const std::string events =
+      event_cost_.measured
+          ? fmt::format("less its events' cost: {:.2f} us a range, {:.2f} us an event nested in it",
+                        event_cost_.pair * 1e-3, event_cost_.inside * 1e-3)
+          : fmt::format("its events' cost not taken off: {}", event_cost_.why_not);
   if (rows.empty())
     return late + fmt::format(
                       "simprof run: device clock: no sampled step launched a kernel on the step's "
@@ -133,8 +137,8 @@ std::string RangeDevice::report() const {
          fmt::format(
              "simprof run: {} sampled steps on the GPU's clock ({}, launches seen through {}: "
              "each range from the end of the work before it on its streams to the end of its "
-             "own, less its events' cost: {:.2f} us a range, {:.2f} us an event nested in it)\n",
-             table_.sampled(), schedule, seen, event_pair_ns_ * 1e-3, event_inside_ns_ * 1e-3) +
+             "own, {})\n",
+             table_.sampled(), schedule, seen, events) +
          format_stage_rows(rows);
 }
 
@@ -147,9 +151,9 @@ record::Json RangeDevice::json() const {
               {"off_reason", off_.empty() ? Json(nullptr) : Json(off_)},
               {"launches", launches_.empty() ? Json(nullptr) : Json(launches_)},
               {"hook_unused", hook_unused_.empty() ? Json(nullptr) : Json(hook_unused_)},
-              {"event_cost_ns", launches_.empty()
-                                    ? Json(nullptr)
-                                    : Json{{"pair", event_pair_ns_}, {"inside", event_inside_ns_}}},
+              {"event_cost_ns", event_cost_.measured ? Json{{"pair", event_cost_.pair},
+                                                            {"inside", event_cost_.inside}}
+                                                     : Json(nullptr)},
               {"sample_every", sampling_.every},
               {"interval_ms", sampling_.interval_ms},
               {"windows", table_.windows()},

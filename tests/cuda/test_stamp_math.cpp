@@ -408,7 +408,10 @@ TEST(RunningStat, CountSumLeastGreatestAndMean) {
 TEST(EventCost, AScopeCarriesItsPairAndTheEventsNestedInIt) {
   using simprof::cuda::EventCost;
   using simprof::cuda::detail::events_ns;
-  const EventCost cost{true, 2'000, 700};
+  EventCost cost;
+  cost.measured = true;
+  cost.pair_ns = 2'000;
+  cost.inside_ns = 700;
   // physics (events 0 and 3) around contacts (1 and 2); sensors (4, 5) after.
   const int physics_b[] = {0}, physics_e[] = {3}, contacts_b[] = {1}, contacts_e[] = {2};
   EXPECT_EQ(events_ns(physics_b, physics_e, 1, cost), 2'000 + 2 * 700);
@@ -426,6 +429,34 @@ TEST(EventCost, AScopeCarriesItsPairAndTheEventsNestedInIt) {
   EXPECT_EQ(t.work_ns(), 0);
   t.end_ns = 40'000;
   EXPECT_EQ(t.work_ns(), 37'000);
+}
+
+// A parent's work never reads less than a child's: its nested events' cost is cut to fit.
+TEST(EventCost, AParentsWorkHoldsItsChildrensWork) {
+  using simprof::cuda::ScopeTiming;
+  const auto scope = [](int depth, std::int64_t b, std::int64_t e, std::int64_t events) {
+    ScopeTiming t;
+    t.depth = depth;
+    t.launched = true;
+    t.begin_ns = b;
+    t.end_ns = e;
+    t.events_ns = events;
+    return t;
+  };
+  // A step whose one stage spans it: the step's four events cost more than their span holds.
+  std::vector<ScopeTiming> w = {scope(0, 0, 34'000, 5'000), scope(1, 500, 33'500, 3'000),
+                                scope(2, 1'000, 33'000, 2'000)};  // and a grandchild
+  simprof::cuda::detail::keep_nested_inside(w);
+  EXPECT_EQ(w[2].work_ns(), 30'000);  // a leaf keeps its own
+  EXPECT_EQ(w[1].work_ns(), 30'000);  // 33,000 - 3,000 would be; it held 30,000 already
+  EXPECT_EQ(w[0].work_ns(), 30'000);  // 29,000 would be less than its child's
+  EXPECT_EQ(w[0].events_ns, 4'000);
+  // Siblings: each checked against the parent alone; one that launched nothing is no bound.
+  std::vector<ScopeTiming> s = {scope(0, 0, 100'000, 6'000), scope(1, 0, 60'000, 2'000),
+                                scope(1, 60'000, 99'000, 2'000), ScopeTiming{}};
+  s[3].depth = 1;
+  simprof::cuda::detail::keep_nested_inside(s);
+  EXPECT_EQ(s[0].events_ns, 6'000);  // 94,000 holds either child (58,000, 37,000)
 }
 
 }  // namespace

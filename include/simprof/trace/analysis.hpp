@@ -51,8 +51,10 @@ struct StepAnalysis {
   std::uint64_t step = 0;
   /// Kernels run in the step.
   std::size_t kernels = 0;
-  double host_us = 0;      ///< the step's host span
-  double gpu_span_us = 0;  ///< first kernel start to last kernel end
+  double host_us = 0;  ///< the step's host span
+  /// First kernel start to last kernel end (simprof run: the step range's device work, its events'
+  /// cost taken off).
+  double gpu_span_us = 0;
   ///@{
   /// The first kernel start and the last kernel end, in the trace's nanoseconds (0: no kernel).
   std::int64_t gpu_begin_ns = 0, gpu_end_ns = 0;

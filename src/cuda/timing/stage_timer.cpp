@@ -20,6 +20,10 @@ namespace {
 using detail::kNotTimed;
 using detail::StepRecord;
 
+detail::SampleSchedule schedule_of(const DeviceStageTimerOptions& o) {
+  return detail::SampleSchedule::checked("DeviceStageTimerOptions", o.sample_every, 0);
+}
+
 // The options, validated; the ring rounded up to a power of two (a replayed graph's stamps find
 // their record by the step's low 32 bits modulo the ring, the host by the whole step: the two agree
 // only for a ring that divides 2^32).
@@ -28,7 +32,7 @@ DeviceStageTimerOptions checked(DeviceStageTimerOptions o) {
     throw std::invalid_argument(
         fmt::format("simprof: DeviceStageTimerOptions.merge_within_ns = {} (expected >= 0)",
                     o.merge_within_ns));
-  (void)detail::SampleSchedule::checked("DeviceStageTimerOptions", o.sample_every, 0);
+  (void)schedule_of(o);
   // Paced, the pacer's times of a step arrive up to max_in_flight + mark_every (2) steps late.
   const std::size_t least =
       o.max_in_flight > 0 ? static_cast<std::size_t>(o.max_in_flight) + 4 : std::size_t{2};
@@ -67,9 +71,7 @@ detail::RingShape ring_shape(const DeviceStageTimerOptions& o) {
 }  // namespace
 
 DeviceStageTimer::Impl::Impl(StepProfiler& profiler, cudaStream_t s, DeviceStageTimerOptions o)
-    : StampTimer("DeviceStageTimer", profiler, s,
-                 detail::SampleSchedule::checked("DeviceStageTimerOptions", o.sample_every, 0),
-                 ring_shape(checked(o))),
+    : StampTimer("DeviceStageTimer", profiler, s, schedule_of(checked(o)), ring_shape(checked(o))),
       options(checked(o)),
       slots(options.ring),
       latest(profiler),

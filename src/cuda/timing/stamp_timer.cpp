@@ -24,16 +24,20 @@ void StampTimer::capture_begins(cudaStream_t s) noexcept {
 
 cudaGraph_t StampTimer::instrumented_copy(cudaGraph_t graph) noexcept {
   if (graph == nullptr) return nullptr;
-  const char* why = "out of memory";
+  constexpr const char* kWhat = "instrumenting a graph (it replays without stamps)";
   try {
     return stamped_copy(graph);
-  } catch (const std::exception& e) {
-    (void)cudaGetLastError();  // the graph replays without stamps; the error is said here
-    why = e.what();
+  } catch (const std::exception& e) {  // said here, while the exception (its message) lives
+    (void)cudaGetLastError();
+    copy_failed();
+    try {
+      failed(kWhat, e.what());
+    } catch (...) {
+    }
   } catch (...) {
+    copy_failed();
+    failed(kWhat, cudaErrorMemoryAllocation);
   }
-  copy_failed();
-  failed("instrumenting a graph (it replays without stamps)", why);
   return nullptr;
 }
 

@@ -7,7 +7,10 @@
 #include <array>
 #include <map>
 #include <mutex>
+#include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "simprof/cuda/runtime/buffer.hpp"
 #include "simprof/cuda/runtime/error.hpp"
@@ -44,21 +47,49 @@ double elapsed_ns(const Event& from, const Event& to) {
   return static_cast<double>(ms) * 1e6;
 }
 
-// The mean of the middle half: the events' resolution and a busy GPU make outliers.
-double middle_mean(std::vector<double> v) {
+// The lower quartile: a busy GPU only adds (a stamp waiting for a free slot), and the events'
+// resolution makes outliers both ways.
+double lower_quartile(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  const std::size_t q = v.size() / 4;
-  double sum = 0;
-  for (std::size_t i = q; i < v.size() - q; ++i) sum += v[i];
-  return std::max(0.0, sum / static_cast<double>(v.size() - 2 * q));
+  return std::max(0.0, v[v.size() / 4]);
 }
 
-// Per repetition, on a stream of its own, queued behind a kernel that holds the GPU (the host's
-// launches are not timed): one kernel between two events (E1; K, the kernel's own time from its
-// stamps), two kernels (E2), two kernels with two more events between them (E3). What a scope's
-// pair adds to its work is E1 - K; what one event inside it adds, (E3 - E2) / 2.
+// This thread's CUDA calls may not break another thread's capture (a global-mode capture forbids
+// the allocation and the synchronisations below): relaxed while it lives.
+class RelaxedCapture {
+ public:
+  RelaxedCapture() noexcept {
+    if (cudaThreadExchangeStreamCaptureMode(&mode_) != cudaSuccess) (void)cudaGetLastError();
+  }
+  ~RelaxedCapture() {
+    if (cudaThreadExchangeStreamCaptureMode(&mode_) != cudaSuccess) (void)cudaGetLastError();
+  }
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
+// The device's greatest stream priority: the block scheduler takes a waiting one-thread kernel
+// first, so a GPU busy with the program's work adds least to what is measured.
+int greatest_priority() {
+  int least = 0, greatest = 0;
+  if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return greatest;
+}
+
+// Per repetition, on a stream of its own (the greatest priority), queued behind a kernel that holds
+// that stream (the host's launches are not timed): one kernel between two events (E1; K, the
+// kernel's own time from its stamps), two kernels (E2), two kernels with two more events between
+// them (E3). What a scope's pair adds to its work is E1 - K; what one event inside it adds, (E3 -
+// E2) / 2.
 EventCost measure() {
-  const Stream stream;
+  const RelaxedCapture relaxed;
+  const Stream stream(cudaStreamNonBlocking, greatest_priority());
   const cudaStream_t s = stream.get();
   std::array<Event, 8> e;
   DeviceBuffer<unsigned long long> own(2);
@@ -88,20 +119,44 @@ EventCost measure() {
     pair.push_back(one - static_cast<double>(k[1] - k[0]));
     inside.push_back((two_inside - two) / 2);
   }
-  return EventCost{true, middle_mean(pair), middle_mean(inside)};
+  EventCost c;
+  c.pair_ns = lower_quartile(pair);
+  c.inside_ns = lower_quartile(inside);
+  // More than half the kernel between the events: the GPU was too busy to tell (nothing is taken
+  // off rather than a wrong amount).
+  c.measured = c.pair_ns < kSpinNs / 2 && c.inside_ns < kSpinNs / 2;
+  if (!c.measured)
+    c.why_not = fmt::format(
+        "the events' cost read {:.1f} us a pair and {:.1f} us inside, more than the GPU allows "
+        "for (it was busy): nothing is taken off",
+        c.pair_ns * 1e-3, c.inside_ns * 1e-3);
+  return c;
 }
 
 }  // namespace
 
-EventCost event_cost(int device) {
-  static std::mutex mu;
-  static std::map<int, EventCost> known;
-  const std::lock_guard<std::mutex> lock(mu);
-  const auto it = known.find(device);
-  if (it != known.end()) return it->second;
-  const EventCost c = measure();
-  known.emplace(device, c);
-  return c;
+EventCost event_cost(int device) noexcept {
+  try {
+    static std::mutex mu;
+    static std::map<int, EventCost> known;
+    const std::lock_guard<std::mutex> lock(mu);
+    const auto it = known.find(device);
+    if (it != known.end()) return it->second;
+    EventCost c;
+    try {
+      c = measure();
+    } catch (const std::exception& e) {  // not measured: said, and nothing is taken off
+      (void)cudaGetLastError();
+      c = EventCost{};
+      c.why_not = std::string("measuring the events' cost failed: ") + e.what();
+    }
+    known.emplace(device, c);
+    return c;
+  } catch (...) {  // out of memory
+    EventCost c;
+    c.why_not = "measuring the events' cost failed: out of memory";
+    return c;
+  }
 }
 
 }  // namespace simprof::cuda::detail

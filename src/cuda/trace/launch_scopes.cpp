@@ -202,6 +202,7 @@ struct LaunchScopes::Impl {
       if (r.depth == 0 && r.streams > 0) last_top = static_cast<int>(i);
       w.scopes.push_back(t);
     }
+    detail::keep_nested_inside(w.scopes);
     std::int64_t anchor_end = 0;  // that scope's latest end, over its streams
     if (last_top >= 0) {
       const Run& r = slot.runs[static_cast<std::size_t>(last_top)];
@@ -258,12 +259,14 @@ LaunchScopes::LaunchScopes(LaunchScopesOptions options) : impl_(std::make_unique
       m.reason = probe.failure();
       return;
     }
-    detail::set_launch_handler(&Impl::on_launch, &m);
-    m.handler = true;
   }
   int device = 0;
   SIMPROF_CUDA_CHECK(cudaGetDevice(&device));
-  m.cost = detail::event_cost(device);
+  m.cost = detail::event_cost(device);  // never throws; before the handler (nothing to undo)
+  if (m.source != LaunchSource::kHook) {
+    detail::set_launch_handler(&Impl::on_launch, &m);
+    m.handler = true;
+  }
 }
 
 LaunchScopes::~LaunchScopes() {

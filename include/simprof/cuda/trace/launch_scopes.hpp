@@ -66,9 +66,10 @@ struct LaunchScopesOptions {
 /// What the events a LaunchScopes records cost a stream, measured once per device when the first
 /// enabled LaunchScopes is made on it (milliseconds, on a stream of its own).
 struct EventCost {
-  bool measured = false;  ///< false: disabled before it was measured; nothing is taken off
+  bool measured = false;  ///< false: not measured (why_not says); nothing is taken off
   double pair_ns = 0;     ///< a scope's two events: its span less its kernel's own time
   double inside_ns = 0;   ///< one event of a nested scope between two kernels, over a plain gap
+  std::string why_not;    ///< why it was not measured (empty where it was, or while disabled)
 };
 
 /// One scope run of a window, on the device.
