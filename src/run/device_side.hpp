@@ -34,12 +34,7 @@ class DeviceSide {
   virtual std::string hook_unused_reason() const = 0;
   /// What a range's two events and each event nested in it cost the stream (ns; measured once per
   /// device), taken off the ranges' device times; where not measured, why (nothing is taken off).
-  struct EventCostNs {
-    bool measured = false;
-    double pair = 0, inside = 0;
-    std::string why_not;
-  };
-  virtual EventCostNs event_cost() const = 0;
+  virtual cuda::EventCost event_cost() const = 0;
   /// The kernels of `session`'s windows through CUPTI (made at the first call); leave_trace() ends
   /// it. Between steps.
   virtual void join_trace(TraceSession& session) = 0;

@@ -45,10 +45,7 @@ class ScopeSide final : public DeviceSide, public StepListener {
   std::string disabled_reason() const override { return scopes_.disabled_reason(); }
   const char* launches() const override { return launches_name(scopes_.source()); }
   std::string hook_unused_reason() const override { return scopes_.hook_unused_reason(); }
-  EventCostNs event_cost() const override {
-    const cuda::EventCost& c = scopes_.event_cost();
-    return {c.measured, c.pair_ns, c.inside_ns, c.why_not};
-  }
+  cuda::EventCost event_cost() const override { return scopes_.event_cost(); }
   void join_trace(TraceSession& session) override {
     if (!tracer_) tracer_ = std::make_unique<cuda::KernelTracer>(prof_, tracer_options());
     traced_ = session.add_source(tracer_.get());

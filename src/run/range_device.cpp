@@ -126,7 +126,7 @@ std::string RangeDevice::report() const {
   const std::string events =
       event_cost_.measured
           ? fmt::format("less its events' cost: {:.2f} us a range, {:.2f} us an event nested in it",
-                        event_cost_.pair * 1e-3, event_cost_.inside * 1e-3)
+                        event_cost_.pair_ns * 1e-3, event_cost_.inside_ns * 1e-3)
           : fmt::format("its events' cost not taken off: {}", event_cost_.why_not);
   if (rows.empty())
     return late + fmt::format(
@@ -151,8 +151,8 @@ record::Json RangeDevice::json() const {
               {"off_reason", off_.empty() ? Json(nullptr) : Json(off_)},
               {"launches", launches_.empty() ? Json(nullptr) : Json(launches_)},
               {"hook_unused", hook_unused_.empty() ? Json(nullptr) : Json(hook_unused_)},
-              {"event_cost_ns", event_cost_.measured ? Json{{"pair", event_cost_.pair},
-                                                            {"inside", event_cost_.inside}}
+              {"event_cost_ns", event_cost_.measured ? Json{{"pair", event_cost_.pair_ns},
+                                                            {"inside", event_cost_.inside_ns}}
                                                      : Json(nullptr)},
               {"sample_every", sampling_.every},
               {"interval_ms", sampling_.interval_ms},

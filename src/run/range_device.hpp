@@ -58,8 +58,8 @@ class RangeDevice {
   // How the launches were seen ("hook", "cupti"; "": the device side never started), and where
   // auto chose CUPTI, why not the hook (the device side's reason, or simprof run's).
   std::string launches_, hook_unused_;
-  DeviceSide::EventCostNs event_cost_;  // what the events cost (taken off where measured)
-  std::uint64_t checked_ = 0;           // steps seen while waiting for a CUDA context
+  cuda::EventCost event_cost_;  // what the events cost (taken off where measured)
+  std::uint64_t checked_ = 0;   // steps seen while waiting for a CUDA context
   FpsTracker::DeviceClockClaim fps_;
   mutable std::mutex mu_;  // the table: read by the report's and the record's threads
   DeviceTable table_;

@@ -363,6 +363,10 @@ TEST(TimerVoice, NamesTheTimerSaysTheFirstFailureAndEachProblemOnce) {
   EXPECT_EQ(log.count("simprof: SomeTimer: step 7 is left out"), 1) << log.str();
   EXPECT_EQ(log.count("step 8"), 0) << log.str();
   EXPECT_EQ(log.count("simprof: SomeTimer: another problem"), 1) << log.str();
+  SaidOnce counted;
+  voice.warn_counted(counted, "replay {} left out", 3);
+  EXPECT_EQ(log.count("simprof: SomeTimer: replay 3 left out (said once; counted after)"), 1)
+      << log.str();
 }
 
 TEST(SampleSchedule, OneStepInEveryAtItsOffset) {

@@ -19,6 +19,15 @@ int stream_device(cudaStream_t stream) {
   return d;
 }
 
+int greatest_priority() noexcept {
+  int least = 0, greatest = 0;
+  if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return greatest;
+}
+
 int bind_device(cudaStream_t stream, const char* who) {
   const int current = current_device();
   const int of_stream = stream_device(stream);

@@ -3,8 +3,8 @@
 #include <limits>
 
 #include "clock_probe.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
 #include "simprof/cuda/timing/device_clock.cuh"
-#include "stamp_graph.hpp"
 
 namespace simprof::cuda::detail {
 

@@ -61,10 +61,10 @@ bool GraphKernelTimer::Impl::plan_copy(cudaGraph_t graph, Copy& c,
   const std::optional<std::size_t> at = ranges.find(kFirstNode + stamped.size());
   if (!at) {
     ++n_unstamped;
-    voice.warn(said,
-               "a graph of {} nodes replays without stamps: the copies made hold {} of "
-               "max_stamps = {} (said once; counted after)",
-               stamped.size(), ranges.used(), options.max_stamps);
+    voice.warn_counted(said,
+                       "a graph of {} nodes replays without stamps: the copies made hold {} of "
+                       "max_stamps = {}",
+                       stamped.size(), ranges.used(), options.max_stamps);
     return false;
   }
   c.offset = *at;
@@ -93,7 +93,7 @@ bool GraphKernelTimer::Impl::plan_copy(cudaGraph_t graph, Copy& c,
 cudaGraph_t GraphKernelTimer::Impl::stamp_copy(cudaGraph_t graph, const Copy& c,
                                                const std::vector<cudaGraphNode_t>& stamped) {
   detail::StampedCopy copy(graph);
-  int priority = detail::greatest_priority();
+  int priority = greatest_priority();
   auto add_stamp = [&](std::size_t slot, const cudaGraphNode_t* after, std::size_t n_after) {
     unsigned long long* at = row() + c.offset + slot;
     void* args[] = {&at};

@@ -38,8 +38,8 @@ void GraphKernelTimer::Impl::finish_sample(std::uint64_t step) noexcept {
       ++window_done;
       ++window_lost;
     }
-    voice.warn(said, "reading the stamps back failed: {} returned {} (said once; counted after)",
-               what, cudaGetErrorName(e));
+    voice.warn_counted(said, "reading the stamps back failed: {} returned {}", what,
+                       cudaGetErrorName(e));
     return;
   }
   p.used = ranges.used();
@@ -78,10 +78,8 @@ void GraphKernelTimer::Impl::read(std::size_t slot, std::uint64_t step, const Pe
     if (!t.complete()) {
       ++n_dropped;
       if (trace) ++window_lost;
-      voice.warn(said,
-                 "a sampled replay of step {} is left out: one of its stamps did not run (said "
-                 "once; counted after)",
-                 step);
+      voice.warn_counted(
+          said, "a sampled replay of step {} is left out: one of its stamps did not run", step);
       continue;
     }
     if (trace) {

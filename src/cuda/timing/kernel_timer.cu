@@ -98,12 +98,12 @@ void GraphKernelTimer::Impl::begin_sample(std::uint64_t step) noexcept {
                             // left out
       ++n_dropped;
       if (in_window) ++window_lost;
-      voice.warn(said_ring,
-                 "sampled step {} is left out: the host is {} sampled replays ahead of the GPU "
-                 "(the ring's size); pace the loop (simprof::cuda::GpuProfile, a StepPacer or a "
-                 "DeviceStageTimer) or raise GraphKernelTimerOptions.ring (said once; counted "
-                 "after)",
-                 step, options.ring);
+      voice.warn_counted(
+          said_ring,
+          "sampled step {} is left out: the host is {} sampled replays ahead of the GPU "
+          "(the ring's size); pace the loop (simprof::cuda::GpuProfile, a StepPacer or a "
+          "DeviceStageTimer) or raise GraphKernelTimerOptions.ring",
+          step, options.ring);
       return;
     }
   }
@@ -124,8 +124,7 @@ void GraphKernelTimer::Impl::begin_sample(std::uint64_t step) noexcept {
       (void)cudaGetLastError();
       ++n_missed;
       if (in_window) ++window_lost;
-      voice.warn(said, "cudaMemsetAsync of the stamps failed: {} (said once; counted after)",
-                 cudaGetErrorName(e));
+      voice.warn_counted(said, "cudaMemsetAsync of the stamps failed: {}", cudaGetErrorName(e));
       return;
     }
   }

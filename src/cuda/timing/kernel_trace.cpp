@@ -155,9 +155,9 @@ std::uint64_t GraphKernelTimer::stop_and_collect(std::vector<Span>& out) {
     // CUPTI's records of the window's replays are in the trace: none of ours.
   } else if (!m.clock_from.ok && !m.clock_to.ok) {
     lost += m.traced.size();  // nowhere to put them
-    m.voice.warn(m.said,
-                 "a trace window's device spans are left out: the GPU's clock could not be "
-                 "aligned (said once; counted after)");
+    m.voice.warn_counted(m.said,
+                         "a trace window's device spans are left out: the GPU's clock could not be "
+                         "aligned");
   } else {
     const std::size_t before = out.size();
     try {

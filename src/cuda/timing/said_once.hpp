@@ -52,14 +52,25 @@ class TimerVoice {
   bool failed_before() const noexcept { return failure_.said(); }
   template <class... Args>
   void warn(SaidOnce& once, fmt::format_string<Args...> f, Args&&... args) noexcept {
+    say(once, "", f, std::forward<Args>(args)...);
+  }
+  // The same, for a problem counted after (the line says so).
+  template <class... Args>
+  void warn_counted(SaidOnce& once, fmt::format_string<Args...> f, Args&&... args) noexcept {
+    say(once, " (said once; counted after)", f, std::forward<Args>(args)...);
+  }
+
+ private:
+  template <class... Args>
+  void say(SaidOnce& once, const char* tail, fmt::format_string<Args...> f,
+           Args&&... args) noexcept {
     if (once.said()) return;
     try {
-      once.warn("simprof: {}: {}", timer_, fmt::format(f, std::forward<Args>(args)...));
+      once.warn("simprof: {}: {}{}", timer_, fmt::format(f, std::forward<Args>(args)...), tail);
     } catch (...) {
     }
   }
 
- private:
   const char* timer_;
   SaidOnce failure_;
 };

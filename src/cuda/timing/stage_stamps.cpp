@@ -142,7 +142,7 @@ cudaGraph_t DeviceStageTimer::Impl::stamped_copy(cudaGraph_t graph) {
   // A stamp is a leaf beside the next work: when that work fills the GPU, a stamp of the default
   // priority waits for its blocks to drain (a stage then reads short; docs/python.md). At the
   // greatest priority the block scheduler takes it at the next free slot.
-  int priority = detail::greatest_priority();
+  int priority = greatest_priority();
   std::vector<cudaGraphNode_t> heads;  // the stamps noted before any captured work
   std::vector<cudaGraphNode_t> deps;
   for (detail::CaptureStamps::Stamp& s : capture.stamps) {

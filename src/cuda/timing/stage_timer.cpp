@@ -150,12 +150,7 @@ void DeviceStageTimer::Impl::on_step_begin(std::uint64_t step, std::int64_t tick
   // goes).
   const auto value = skip ? kNotTimed : static_cast<unsigned>(step);
   const int r = engine.write_tag(stream, value);
-  if (r != 0 && !voice.failed_before()) {
-    try {
-      failed("cuStreamWriteValue32", describe_driver(r));
-    } catch (...) {
-    }
-  }
+  if (r != 0) failed_with("cuStreamWriteValue32", [r] { return describe_driver(r); });
 }
 
 cudaError_t DeviceStageTimer::Impl::launch_eager_stamp(unsigned long long* at,

@@ -70,15 +70,6 @@ cudaError_t remove_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode_t to)
 #endif
 }
 
-int greatest_priority() noexcept {
-  int least = 0, greatest = 0;
-  if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return greatest;
-}
-
 cudaError_t add_stamp_node(cudaGraph_t g, const void* func, void** args,
                            const cudaGraphNode_t* deps, std::size_t n_deps, int& priority,
                            cudaGraphNode_t& out) {

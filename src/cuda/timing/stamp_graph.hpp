@@ -21,8 +21,6 @@ cudaError_t edges_of(cudaGraphNode_t n, bool dependents, std::vector<cudaGraphNo
 bool default_edge(const cudaGraphEdgeData& d) noexcept;
 cudaError_t add_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode_t to);
 cudaError_t remove_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode_t to);
-// The current device's greatest stream priority (0 where it cannot be read).
-int greatest_priority() noexcept;
 
 // A one-thread kernel node `func(args)` after `deps`. With `priority` != 0 it is set on the node:
 // at the greatest priority the block scheduler takes a stamp at the next free slot, ahead of other

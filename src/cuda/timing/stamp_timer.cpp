@@ -2,6 +2,7 @@
 #include "stamp_timer.hpp"
 
 #include <exception>
+#include <string>
 
 #include "simprof/cuda/runtime/error.hpp"
 #include "simprof/cuda/runtime/stream.hpp"
@@ -30,23 +31,12 @@ cudaGraph_t StampTimer::instrumented_copy(cudaGraph_t graph) noexcept {
   } catch (const std::exception& e) {  // said here, while the exception (its message) lives
     (void)cudaGetLastError();
     copy_failed();
-    try {
-      failed(kWhat, e.what());
-    } catch (...) {
-    }
+    failed_with(kWhat, [&e] { return std::string(e.what()); });
   } catch (...) {
     copy_failed();
     failed(kWhat, cudaErrorMemoryAllocation);
   }
   return nullptr;
-}
-
-void StampTimer::failed(const char* what, cudaError_t e) noexcept {
-  if (voice.failed_before()) return;
-  try {
-    voice.failed(what, describe(e));
-  } catch (...) {
-  }
 }
 
 }  // namespace simprof::cuda::detail

@@ -15,6 +15,7 @@
 #include "said_once.hpp"
 #include "sample_stats.hpp"
 #include "simprof/cuda/graphs/instrumentation.hpp"
+#include "simprof/cuda/runtime/error.hpp"
 #include "simprof/profiler/step_profiler.hpp"
 #include "stamp_ring.hpp"
 
@@ -45,9 +46,18 @@ class StampTimer : public StepListener {
   virtual bool instrumented_launch() noexcept = 0;
   virtual void copy_released(cudaGraph_t) noexcept {}
 
-  // A failed CUDA call (`what`), said as an error: the first only.
-  void failed(const char* what, cudaError_t e) noexcept;
-  void failed(const char* what, const std::string& why) noexcept { voice.failed(what, why); }
+  // A failed call (`what`), said as an error: the first only, `why()` describing it only then.
+  template <class Why>
+  void failed_with(const char* what, Why&& why) noexcept {
+    if (voice.failed_before()) return;
+    try {
+      voice.failed(what, why());
+    } catch (...) {
+    }
+  }
+  void failed(const char* what, cudaError_t e) noexcept {
+    failed_with(what, [e] { return describe(e); });
+  }
 
   StepProfiler& prof;
   cudaStream_t stream;

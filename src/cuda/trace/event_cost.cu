@@ -42,9 +42,7 @@ void spin(cudaStream_t s, unsigned long long ns = kSpinNs, unsigned long long* a
 }
 
 double elapsed_ns(const Event& from, const Event& to) {
-  float ms = 0;
-  SIMPROF_CUDA_CHECK(cudaEventElapsedTime(&ms, from.get(), to.get()));
-  return static_cast<double>(ms) * 1e6;
+  return static_cast<double>(to.elapsed_ms_since(from)) * 1e6;
 }
 
 // The lower quartile: a busy GPU only adds (a stamp waiting for a free slot), and the events'
@@ -71,22 +69,12 @@ class RelaxedCapture {
   cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
 };
 
-// The device's greatest stream priority: the block scheduler takes a waiting one-thread kernel
-// first, so a GPU busy with the program's work adds least to what is measured.
-int greatest_priority() {
-  int least = 0, greatest = 0;
-  if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return greatest;
-}
-
-// Per repetition, on a stream of its own (the greatest priority), queued behind a kernel that holds
-// that stream (the host's launches are not timed): one kernel between two events (E1; K, the
-// kernel's own time from its stamps), two kernels (E2), two kernels with two more events between
-// them (E3). What a scope's pair adds to its work is E1 - K; what one event inside it adds, (E3 -
-// E2) / 2.
+// Per repetition, on a stream of its own at the greatest priority (the block scheduler takes a
+// waiting one-thread kernel first, so a GPU busy with the program's work adds least), queued behind
+// a kernel that holds that stream (the host's launches are not timed): one kernel between two
+// events (E1; K, the kernel's own time from its stamps), two kernels (E2), two kernels with two
+// more events between them (E3). What a scope's pair adds to its work is E1 - K; what one event
+// inside it adds, (E3 - E2) / 2.
 EventCost measure() {
   const RelaxedCapture relaxed;
   const Stream stream(cudaStreamNonBlocking, greatest_priority());
@@ -94,7 +82,7 @@ EventCost measure() {
   std::array<Event, 8> e;
   DeviceBuffer<unsigned long long> own(2);
   std::vector<double> pair, inside;
-  const auto record = [&](int i) { SIMPROF_CUDA_CHECK(cudaEventRecord(e[i].get(), s)); };
+  const auto record = [&](int i) { e[i].record(s); };
   for (int rep = 0; rep < kReps; ++rep) {
     spin(s, kHoldNs);
     record(0);

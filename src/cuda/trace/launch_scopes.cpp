@@ -21,6 +21,7 @@
 #include "event_cost.hpp"
 #include "launch_hook.hpp"
 #include "simprof/cuda/runtime/error.hpp"
+#include "simprof/cuda/runtime/stream.hpp"
 
 namespace simprof::cuda {
 
@@ -260,9 +261,8 @@ LaunchScopes::LaunchScopes(LaunchScopesOptions options) : impl_(std::make_unique
       return;
     }
   }
-  int device = 0;
-  SIMPROF_CUDA_CHECK(cudaGetDevice(&device));
-  m.cost = detail::event_cost(device);  // never throws; before the handler (nothing to undo)
+  m.cost =
+      detail::event_cost(current_device());  // never throws; before the handler (nothing to undo)
   if (m.source != LaunchSource::kHook) {
     detail::set_launch_handler(&Impl::on_launch, &m);
     m.handler = true;

@@ -65,6 +65,8 @@ class Event {
 
 /// The device current on this thread (cudaGetDevice).
 int current_device();
+/// The current device's greatest stream priority (0 where it cannot be read).
+int greatest_priority() noexcept;
 /// The device `stream` belongs to (cudaStreamGetDevice).
 int stream_device(cudaStream_t stream);
 /// Binds a tool to one device: returns the device of `stream`, which must be the current one —
