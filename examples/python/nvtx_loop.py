@@ -5,7 +5,7 @@ simulators mark theirs, and CUDA events at every step's end to time itself. `sim
 it unchanged (run_bench.py compares the two).
 
     python3 nvtx_loop.py [--n-envs 1024] [--kernels 100] [--graph] [--steps 2000] [--torch-profiler]
-        [--ab N]
+        [--ab N] [--kernel-truth N]
 
 The step: K elementwise kernels (x.add_(0.5) over n_envs x 64 floats) in "physics" (60 %),
 "sensors" > "Cam" (25 %) and "rewards" (the rest), on the current stream, never synchronised
@@ -19,6 +19,12 @@ simprof run those blocks cost the tool nothing, so within one process, block aga
 block, the ranged blocks' device period over the others' is the ranges' cost ("ab_ratio", the
 median over pairs of blocks after the first 2). Run alone, the same ratio is what the ranges cost
 without a tool (about 1). Separate processes of an eager loop spread far more than this.
+
+With --kernel-truth N, CUPTI (torch.profiler, CUDA activity only) records the kernels of the 2
+steps in every N that `simprof run --gpu --gpu-every N --gpu-interval 0 --step step` samples
+(steps N-2 and N-1 of each N, counting from 0), and the JSON line adds each stage's kernel span
+on those steps (its first kernel's start to its last kernel's end; "sensors" is Cam's kernels),
+the median over the steps, beside the loop's own events on the same steps.
 """
 import argparse
 import contextlib
@@ -46,7 +52,12 @@ def main():
                          "step traced, the trace kept in memory): its cost, for comparison")
     ap.add_argument("--ab", type=int, default=0,
                     help="blocks of N steps, every other one without NVTX ranges (in-process A/B)")
+    ap.add_argument("--kernel-truth", type=int, default=0, metavar="N",
+                    help="CUPTI's kernel spans of each stage on steps N-2 and N-1 of every N")
     a = ap.parse_args()
+    if a.kernel_truth and (a.kernel_truth < 4 or a.torch_profiler or a.ab):
+        ap.error("--kernel-truth %d: expected N >= 4, without --torch-profiler and --ab"
+                 % a.kernel_truth)
     x = torch.zeros(a.n_envs, 64, device="cuda")
     counts = split(a.kernels)
 
@@ -73,11 +84,16 @@ def main():
     marks = [[torch.cuda.Event(enable_timing=True) for _ in range(4)] for _ in range(a.steps)]
     torch.cuda.synchronize()
     profiler = contextlib.nullcontext()
+    truth = KernelTruth(counts, a.kernel_truth) if a.kernel_truth else None
     if a.torch_profiler:
         acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
         profiler = torch.profiler.profile(activities=acts)
-    with profiler:
-        t0, t_half, t_end = loop(a, run, marks)
+    elif truth:  # recording on the steps simprof run samples: wait N-3, warm up 1, record 2
+        profiler = torch.profiler.profile(
+            activities=[torch.profiler.ProfilerActivity.CUDA], on_trace_ready=truth.cycle,
+            schedule=torch.profiler.schedule(wait=a.kernel_truth - 3, warmup=1, active=2))
+    with profiler as p:
+        t0, t_half, t_end = loop(a, run, marks, after_step=p.step if truth else None)
     torch.cuda.synchronize()
     # The period from step 63 (the end of simprof run --gpu's first sampled window, as it counts
     # by default) to the last: the span its device rate (steps_per_s) is measured over.
@@ -86,14 +102,88 @@ def main():
     period_ms = marks[first][3].elapsed_time(marks[-1][3]) / (a.steps - 1 - first)
     stage_us = {name: 1e3 * sum(marks[i][k].elapsed_time(marks[i][k + 1])
                                 for i in range(half, a.steps)) / (a.steps - half)
-                for k, name in enumerate(("physics", "sensors", "rewards"))}
+                for k, name in enumerate(STAGES)}
     out = {"events_period_us": 1e3 * period_ms, "events_stage_us": stage_us,
            "host_period_us": 1e6 * (t_end - t_half) / (a.steps - half),
            "n_envs": a.n_envs, "kernels": a.kernels, "graph": a.graph,
            "steps": a.steps, "wall_s": t_end - t0}
     if a.ab:
         out["ab_ratio"] = ab_ratio(marks, a.ab)
+    if truth:
+        out.update(truth.result())
+        out["sampled_events_stage_us"] = sampled_event_spans(marks, a.kernel_truth)
     print(json.dumps(out))
+
+
+STAGES = ("physics", "sensors", "rewards")
+
+
+def stage_spans(kernels, counts, steps=2):
+    """One recorded cycle's kernels, (start, end) in ns, as its last `steps` steps' stage spans in
+    us (kernels queued in the warm-up step may run inside the recording: they come first), or
+    None where there are fewer kernels than that."""
+    per_step = sum(counts)
+    if len(kernels) < steps * per_step:
+        return None
+    kernels = sorted(kernels)[-steps * per_step:]
+    out = []
+    for first in range(0, len(kernels), per_step):
+        spans, k = {}, first
+        for name, n in zip(STAGES, counts):
+            spans[name] = (max(e for _, e in kernels[k:k + n]) - kernels[k][0]) * 1e-3
+            k += n
+        out.append(spans)
+    return out
+
+
+class KernelTruth:
+    """torch.profiler's on_trace_ready: each recorded cycle's kernels as stage spans. A cycle ends
+    at the step() after step every-1 of each every: one that ends elsewhere is counted."""
+
+    def __init__(self, counts, every):
+        self.counts, self.every, self.steps = counts, every, []
+        self.bad = self.extra = self.misaligned = 0
+
+    def cycle(self, prof):
+        self.misaligned += prof.step_num % self.every != 0
+        kernels = device_kernels(prof)
+        spans = stage_spans(kernels, self.counts)
+        self.extra += max(0, len(kernels) - 2 * sum(self.counts))
+        if spans is None:
+            self.bad += 1
+        else:
+            self.steps += spans
+
+    def result(self):
+        med = lambda name: (statistics.median(s[name] for s in self.steps) if self.steps
+                            else float("nan"))
+        return {"kernel_stage_us": {name: med(name) for name in STAGES},
+                "kernel_steps": len(self.steps), "kernel_cycles_short": self.bad,
+                "kernel_cycles_misaligned": self.misaligned, "kernel_extra": self.extra}
+
+
+def device_kernels(prof):
+    """The loop's kernels (x.add_: an elementwise kernel) in torch.profiler's last cycle, as
+    (start, end) in ns; the cycle's other device events (annotations, copies) are left out."""
+    import torch
+    out = []
+    for e in prof.profiler.kineto_results.events():
+        if e.device_type() != torch.autograd.DeviceType.CUDA or "elementwise" not in e.name():
+            continue
+        if hasattr(e, "start_ns"):
+            start, dur = e.start_ns(), e.duration_ns()
+        else:
+            start, dur = 1000 * e.start_us(), 1000 * e.duration_us()
+        out.append((start, start + dur))
+    return out
+
+
+def sampled_event_spans(marks, every):
+    """The loop's own event spans of each stage on steps every-2 and every-1 of each every, the
+    median, in us."""
+    steps = [m for i, m in enumerate(marks) if i % every >= every - 2]
+    return {name: 1e3 * statistics.median(m[k].elapsed_time(m[k + 1]) for m in steps)
+            if steps else float("nan") for k, name in enumerate(STAGES)}
 
 
 def ab_ratio(marks, n):
@@ -112,8 +202,9 @@ def unranged(_name):
     yield
 
 
-def loop(a, run, marks):
-    """The steps, each marked by NVTX ranges and timed by events: (start, half-way, end)."""
+def loop(a, run, marks, after_step=None):
+    """The steps, each marked by NVTX ranges and timed by events: (start, half-way, end).
+    `after_step` is called after each step's range (torch.profiler's step())."""
     t0 = time.perf_counter()
     half = a.steps // 2
     t_half = t0
@@ -136,6 +227,8 @@ def loop(a, run, marks):
             with rng("rewards"):
                 run[2]()
             m[3].record()
+        if after_step:
+            after_step()
     return t0, t_half, time.perf_counter()
 
 
