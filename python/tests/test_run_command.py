@@ -81,3 +81,24 @@ def test_compare_finds_a_slower_stage_in_records_written_from_python(tmp_path):
     p = simprof("compare", str(base), str(tmp_path / "missing.json"))
     assert p.returncode == 2 and "missing.json: cannot be read" in p.stderr, p.stderr
 
+
+def test_torch_profiler_in_the_program_outlives_the_sampled_windows(tmp_path):
+    """A torch loop whose own torch.profiler records the very steps simprof run samples, through
+    the launch hook: both finish with their figures. torch.profiler once stopped on a duplicate
+    flow, when the events simprof records at a launch were runtime calls nested in the program's
+    runtime launch."""
+    from gpu_support import torch_on_gpu
+    torch_on_gpu()
+    loop = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python", "nvtx_loop.py")
+    record = tmp_path / "run.json"
+    p = simprof("run", "--gpu", "--gpu-launches", "hook", "--gpu-every", "8", "--gpu-interval",
+                "0", "--step", "step", "--no-fps", "--json", str(record), "--", sys.executable,
+                loop, "--steps", "64", "--kernels", "10", "--kernel-truth", "8")
+    assert p.returncode == 0, p.stdout + p.stderr
+    import json
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    # Steps 6 and 7 of each 8 of 64: 16 steps, recorded by torch.profiler and sampled by simprof.
+    assert (out["kernel_steps"], out["kernel_cycles_short"], out["kernel_cycles_misaligned"]) == \
+        (16, 0, 0), out
+    device = json.loads(record.read_text())["device"]
+    assert (device["launches"], device["sampled_steps"]) == ("hook", 16), device

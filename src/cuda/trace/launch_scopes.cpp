@@ -20,6 +20,7 @@
 #include "../cupti/cupti_hub.hpp"
 #include "event_cost.hpp"
 #include "launch_hook.hpp"
+#include "scope_driver.hpp"
 #include "simprof/cuda/runtime/error.hpp"
 #include "simprof/cuda/runtime/stream.hpp"
 
@@ -83,6 +84,7 @@ struct LaunchScopes::Impl {
   LaunchSource source = LaunchSource::kCupti;  // resolved: kHook or kCupti
   std::string hook_unused;                     // kAuto chose CUPTI: why
   EventCost cost;                              // measured once enabled
+  detail::ScopeDriver driver;  // what a launch records, through the driver (scope_driver.hpp)
 
   ~Impl() {
     for (Slot& s : slots)
@@ -94,20 +96,11 @@ struct LaunchScopes::Impl {
   // The next event of the window, recorded on `s`; -1 (the window fails) when none is left or
   // the record fails (a stream of another device).
   int record(cudaStream_t s) {
-    if (cur->used == cur->events.size() ||
-        cudaEventRecord(cur->events[cur->used], s) != cudaSuccess) {
+    if (cur->used == cur->events.size() || !driver.record(cur->events[cur->used], s)) {
       cur->failed = true;
       return -1;
     }
     return static_cast<int>(cur->used++);
-  }
-
-  // Whether `s` is being captured (or cannot be asked): an event recorded into a capture would join
-  // the program's graph.
-  static bool captured(cudaStream_t s) {
-    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    return cudaStreamIsCapturing(s, &status) != cudaSuccess ||
-           status != cudaStreamCaptureStatusNone;
   }
 
   void launched(cudaStream_t s) {
@@ -124,7 +117,8 @@ struct LaunchScopes::Impl {
         cur->failed = true;
         continue;
       }
-      if (!asked && (asked = true, captured(s))) {
+      // An event recorded into a capture would join the program's graph.
+      if (!asked && (asked = true, driver.captured(s))) {
         capturing.fetch_add(1, std::memory_order_relaxed);
         return;
       }
@@ -244,6 +238,8 @@ LaunchScopes::LaunchScopes(LaunchScopesOptions options) : impl_(std::make_unique
     m.find_hook();
     if (!m.reason.empty()) return;  // disabled: nothing made
   }
+  m.reason = m.driver.find();
+  if (!m.reason.empty()) return;  // disabled: nothing made
   for (Slot& s : m.slots) {
     s.runs.resize(options.scopes);
     s.events.resize(options.events);
@@ -350,7 +346,7 @@ void LaunchScopes::close() {
   if (run < 0) return;
   Run& r = m.cur->runs[static_cast<std::size_t>(run)];
   for (std::size_t k = 0; k < r.streams; ++k) {
-    if (Impl::captured(r.stream[k])) {  // captured since its first launch: no end, no window
+    if (m.driver.captured(r.stream[k])) {  // captured since its first launch: no end, no window
       m.cur->failed = true;
       continue;
     }

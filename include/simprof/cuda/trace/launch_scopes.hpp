@@ -105,7 +105,8 @@ struct LaunchWindow {
 /// Device times of the work launched inside host scopes (see the header comment).
 class LaunchScopes {
  public:
-  /// On the device current now. Never throws for CUPTI being unavailable (enabled() says);
+  /// On the device current now. Never throws for CUPTI, the launch hook or the driver's event
+  /// record being unavailable (enabled() says);
   /// std::invalid_argument for bad sizes, std::logic_error while another LaunchScopes exists (one
   /// per process: CUPTI's callbacks reach one), CudaError when the events cannot be made.
   explicit LaunchScopes(LaunchScopesOptions options = {});
