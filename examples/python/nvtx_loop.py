@@ -88,10 +88,11 @@ def main():
     if a.torch_profiler:
         acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
         profiler = torch.profiler.profile(activities=acts)
-    elif truth:  # recording on the steps simprof run samples: wait N-3, warm up 1, record 2
+    elif truth:  # recording the steps simprof run samples: wait, warm up 1, record the window
         profiler = torch.profiler.profile(
             activities=[torch.profiler.ProfilerActivity.CUDA], on_trace_ready=truth.cycle,
-            schedule=torch.profiler.schedule(wait=a.kernel_truth - 3, warmup=1, active=2))
+            schedule=torch.profiler.schedule(wait=a.kernel_truth - 1 - WINDOW, warmup=1,
+                                             active=WINDOW))
     with profiler as p:
         t0, t_half, t_end = loop(a, run, marks, after_step=p.step if truth else None)
     torch.cuda.synchronize()
@@ -116,9 +117,10 @@ def main():
 
 
 STAGES = ("physics", "sensors", "rewards")
+WINDOW = 2  # the consecutive steps simprof run --gpu samples, the last of every --gpu-every
 
 
-def stage_spans(kernels, counts, steps=2):
+def stage_spans(kernels, counts, steps=WINDOW):
     """One recorded cycle's kernels, (start, end) in ns, as its last `steps` steps' stage spans in
     us (kernels queued in the warm-up step may run inside the recording: they come first), or
     None where there are fewer kernels than that."""
@@ -142,15 +144,15 @@ class KernelTruth:
 
     def __init__(self, counts, every):
         self.counts, self.every, self.steps = counts, every, []
-        self.bad = self.extra = self.misaligned = 0
+        self.short = self.extra = self.misaligned = 0
 
     def cycle(self, prof):
         self.misaligned += prof.step_num % self.every != 0
         kernels = device_kernels(prof)
         spans = stage_spans(kernels, self.counts)
-        self.extra += max(0, len(kernels) - 2 * sum(self.counts))
+        self.extra += max(0, len(kernels) - WINDOW * sum(self.counts))
         if spans is None:
-            self.bad += 1
+            self.short += 1
         else:
             self.steps += spans
 
@@ -158,14 +160,13 @@ class KernelTruth:
         med = lambda name: (statistics.median(s[name] for s in self.steps) if self.steps
                             else float("nan"))
         return {"kernel_stage_us": {name: med(name) for name in STAGES},
-                "kernel_steps": len(self.steps), "kernel_cycles_short": self.bad,
+                "kernel_steps": len(self.steps), "kernel_cycles_short": self.short,
                 "kernel_cycles_misaligned": self.misaligned, "kernel_extra": self.extra}
 
 
 def device_kernels(prof):
     """The loop's kernels (x.add_: an elementwise kernel) in torch.profiler's last cycle, as
     (start, end) in ns; the cycle's other device events (annotations, copies) are left out."""
-    import torch
     out = []
     for e in prof.profiler.kineto_results.events():
         if e.device_type() != torch.autograd.DeviceType.CUDA or "elementwise" not in e.name():
@@ -181,7 +182,7 @@ def device_kernels(prof):
 def sampled_event_spans(marks, every):
     """The loop's own event spans of each stage on steps every-2 and every-1 of each every, the
     median, in us."""
-    steps = [m for i, m in enumerate(marks) if i % every >= every - 2]
+    steps = [m for i, m in enumerate(marks) if i % every >= every - WINDOW]
     return {name: 1e3 * statistics.median(m[k].elapsed_time(m[k + 1]) for m in steps)
             if steps else float("nan") for k, name in enumerate(STAGES)}
 

@@ -78,6 +78,18 @@ def run(a, args, check=True):
     return subprocess.run(args, capture_output=True, text=True, check=check, preexec_fn=pin)
 
 
+def profiled_run(a, options, loop):
+    """`simprof run OPTIONS --no-fps --json REC -- LOOP`: the loop's JSON line and the record."""
+    with tempfile.TemporaryDirectory() as d:
+        rec = os.path.join(d, "run.json")
+        q = run(a, [a.simprof, "run", *options, "--no-fps", "--json", rec, "--"] + loop,
+                check=False)
+        if q.returncode != 0:
+            raise RuntimeError("simprof run failed:\n" + q.stdout + q.stderr)
+        with open(rec) as f:
+            return last_json(q.stdout), json.load(f)
+
+
 def one_config(a, n_envs, graph):
     plain, profiled, fps, stages, torch_prof, launches = [], [], [], [], [], []
     for _ in range(a.repeats):
@@ -86,21 +98,13 @@ def one_config(a, n_envs, graph):
             torch_prof.append(last_json(t.stdout))
         p = run(a, loop_args(n_envs, a.kernels, graph, a.steps, a.ab))
         plain.append(last_json(p.stdout))
-        with tempfile.TemporaryDirectory() as d:
-            rec = os.path.join(d, "run.json")
-            gpu = ["--no-gpu"] if a.no_gpu else ["--gpu", "--gpu-every", str(a.gpu_every)]
-            if not a.no_gpu and a.gpu_interval is not None:
-                gpu += ["--gpu-interval", str(a.gpu_interval)]
-            if not a.no_gpu and a.gpu_launches is not None:
-                gpu += ["--gpu-launches", a.gpu_launches]
-            q = run(a, [a.simprof, "run", *gpu, "--n-envs", str(n_envs), "--no-fps", "--json",
-                        rec, "--"] + loop_args(n_envs, a.kernels, graph, a.steps, a.ab),
-                    check=False)
-            if q.returncode != 0:
-                raise RuntimeError("simprof run failed:\n" + q.stdout + q.stderr)
-            loop = last_json(q.stdout)
-            with open(rec) as f:
-                record = json.load(f)
+        gpu = ["--no-gpu"] if a.no_gpu else ["--gpu", "--gpu-every", str(a.gpu_every)]
+        if not a.no_gpu and a.gpu_interval is not None:
+            gpu += ["--gpu-interval", str(a.gpu_interval)]
+        if not a.no_gpu and a.gpu_launches is not None:
+            gpu += ["--gpu-launches", a.gpu_launches]
+        loop, record = profiled_run(a, gpu + ["--n-envs", str(n_envs)],
+                                    loop_args(n_envs, a.kernels, graph, a.steps, a.ab))
         profiled.append(loop)
         dev = record["device"] or {"steps_per_s": float("nan"), "fps_per_env": float("nan"),
                                    "stages": [], "sampled_steps": 0}
@@ -160,18 +164,11 @@ def truth_config(a, n_envs, graph):
     """--kernel-truth: the device table's stage p50s against CUPTI's kernel spans, same steps."""
     rounds = []
     for _ in range(a.repeats):
-        with tempfile.TemporaryDirectory() as d:
-            rec = os.path.join(d, "run.json")
-            q = run(a, [a.simprof, "run", "--gpu", "--gpu-every", str(a.gpu_every),
-                        "--gpu-interval", "0", "--gpu-launches", "hook", "--step", "step",
-                        "--no-fps", "--json", rec, "--"] +
-                    loop_args(n_envs, a.kernels, graph, a.steps) +
-                    ["--kernel-truth", str(a.gpu_every)], check=False)
-            if q.returncode != 0:
-                raise RuntimeError("simprof run failed:\n" + q.stdout + q.stderr)
-            loop = last_json(q.stdout)
-            with open(rec) as f:
-                dev = json.load(f)["device"] or {"stages": [], "off_reason": "no device record"}
+        loop, record = profiled_run(
+            a, ["--gpu", "--gpu-every", str(a.gpu_every), "--gpu-interval", "0",
+                "--gpu-launches", "hook", "--step", "step"],
+            loop_args(n_envs, a.kernels, graph, a.steps) + ["--kernel-truth", str(a.gpu_every)])
+        dev = record["device"] or {"stages": [], "off_reason": "no device record"}
         if dev.get("off_reason"):
             print("simprof run: no device times: %s" % dev["off_reason"], flush=True)
         rows = {r["stage"]: r["p50_s"] * 1e6 for r in dev["stages"]}
